@@ -1,0 +1,326 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Ferry\Worker;
+
+/**
+ * The worker side of the Ferry/RoadRunner pipe protocol: handshake, request loop, responses.
+ *
+ *     $worker = Worker::create();
+ *     while ($req = $worker->waitRequest()) {
+ *         $worker->respond(200, ['Content-Type' => 'text/plain'], 'hello');
+ *     }
+ */
+final class Worker
+{
+    private const STOP_PAYLOAD = '{"stop":true}';
+
+    private bool $msgpack;
+    private bool $pending = false;
+    private bool $stopped = false;
+    private int $codec = Frame::JSON;
+    private bool $exitOnFailure = false;
+
+    /**
+     * @param bool|null $msgpack   announce msgpack in the handshake (null: when ext-msgpack is loaded)
+     * @param bool      $handshake answer the server's PID frame now (the server waits for it)
+     * @throws ProtocolException when the handshake fails
+     */
+    public function __construct(private readonly Relay $relay, ?bool $msgpack = null, bool $handshake = true)
+    {
+        $this->msgpack = $msgpack ?? Codec::msgpackAvailable();
+        if ($this->msgpack && !Codec::msgpackAvailable()) {
+            throw new \InvalidArgumentException('msgpack requested but ext-msgpack is not loaded');
+        }
+        if ($handshake) {
+            $this->handshake();
+        }
+    }
+
+    /**
+     * The worker of this process: guards stdout, talks over STDIN/STDOUT, does the handshake.
+     * A bootstrap failure (unreadable stdin, garbage instead of the PID frame) exits with code 2;
+     * later protocol failures also exit 2; EOF on stdin ends the loop (exit 0).
+     */
+    public static function create(?Relay $relay = null): self
+    {
+        StdoutGuard::install();
+        try {
+            $worker = new self($relay ?? StreamRelay::stdio());
+        } catch (ProtocolException $e) {
+            self::log('ferry worker: bootstrap failed: ' . $e->getMessage());
+            exit(2);
+        }
+        $worker->exitOnFailure = true;
+        return $worker;
+    }
+
+    /** True when this worker announced msgpack (the server may then send msgpack contexts). */
+    public function announcesMsgpack(): bool
+    {
+        return $this->msgpack;
+    }
+
+    /**
+     * The next request, or null when the loop must end (stop frame, EOF, requestStop()).
+     *
+     * @throws ProtocolException (only when not created by create(), which exits 2 instead)
+     */
+    public function waitRequest(): ?Request
+    {
+        if ($this->pending) {
+            throw new \LogicException('answer the current request (respond(), error(), requestStop()) first');
+        }
+        StdoutGuard::rearm();
+        while (!$this->stopped) {
+            $frame = $this->receive();
+            if ($frame === null) {
+                $this->stopped = true;
+                break;
+            }
+            if (($frame->flags & Frame::CONTROL) !== 0) {
+                $this->control($frame);
+                continue;
+            }
+            if ($frame->payload === '') {
+                // Empty context and body: RoadRunner's "terminate".
+                $this->stopped = true;
+                break;
+            }
+            if (\count($frame->options) !== 1 || $frame->options[0] > \strlen($frame->payload)) {
+                $this->fail(new ProtocolException(\sprintf(
+                    'request frame must carry one option word no larger than the payload (options: [%s], payload %d bytes)',
+                    \implode(', ', $frame->options),
+                    \strlen($frame->payload),
+                )));
+            }
+            $codec = Codec::fromFlags($frame->flags);
+            $ctxLen = $frame->options[0];
+            $this->codec = $codec;
+            $this->pending = true;
+            try {
+                $ctx = Codec::decode($codec, \substr($frame->payload, 0, $ctxLen));
+                return Request::fromContext($ctx, (string) \substr($frame->payload, $ctxLen), $codec);
+            } catch (ProtocolException $e) {
+                // The frame itself was sound: fail this request, keep the worker.
+                self::log('ferry worker: bad request: ' . $e->getMessage());
+                $this->error('bad request context: ' . $e->getMessage());
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Answers the current request.
+     *
+     * @param array<string, string|int|list<string|int>> $headers name => value or list of values
+     */
+    public function respond(int $status, array $headers = [], string $body = ''): void
+    {
+        if (!$this->pending) {
+            throw new \LogicException('respond(): no request is waiting for an answer');
+        }
+        $frame = $this->responseFrame($status, $headers, $body);
+        $this->pending = false;
+        $this->send($frame);
+    }
+
+    /** Fails the current request: the server answers 500 and logs $message; the worker stays. */
+    public function error(string $message): void
+    {
+        if (!$this->pending) {
+            throw new \LogicException('error(): no request is waiting for an answer');
+        }
+        $this->pending = false;
+        $this->send(Frame::pack(Frame::ERROR, $message));
+    }
+
+    /**
+     * Asks the server to recycle this worker instead of answering: the server gives the current request
+     * to another worker. The loop ends (waitRequest() returns null). Without a current request it only
+     * ends the loop.
+     */
+    public function requestStop(): void
+    {
+        if ($this->pending) {
+            $this->pending = false;
+            $this->send(Frame::pack(0, self::STOP_PAYLOAD, [\strlen(self::STOP_PAYLOAD)]));
+        }
+        $this->stopped = true;
+    }
+
+    /**
+     * Loops over requests: $handler(Request) returns a Response, [status, headers, body] or a string
+     * (200). An uncaught Throwable becomes an ERROR frame (the server answers 500), is logged to stderr
+     * and the loop goes on. The handler may answer by itself (respond(), error(), requestStop()).
+     *
+     * @param callable(Request): (Response|array{0: int, 1?: array<string, string|list<string>>, 2?: string}|string|null) $handler
+     */
+    public function serve(callable $handler): void
+    {
+        while (($request = $this->waitRequest()) !== null) {
+            $frame = null;
+            try {
+                $result = $handler($request);
+                if ($this->pending) {
+                    [$status, $headers, $body] = self::result($result);
+                    $frame = $this->responseFrame($status, $headers, $body);
+                }
+            } catch (\Throwable $e) {
+                self::log(\sprintf(
+                    "ferry worker: %s: %s in %s:%d\n%s",
+                    $e::class,
+                    $e->getMessage(),
+                    $e->getFile(),
+                    $e->getLine(),
+                    $e->getTraceAsString(),
+                ));
+                if ($this->pending) {
+                    $this->error($e->getMessage() !== '' ? $e->getMessage() : $e::class);
+                }
+                continue;
+            }
+            if ($frame !== null) {
+                // Outside the try: a failing relay is not the application's error.
+                $this->pending = false;
+                $this->send($frame);
+            }
+        }
+    }
+
+    /**
+     * @return array{int, array<string, string|list<string>>, string}
+     */
+    private static function result(mixed $result): array
+    {
+        if ($result instanceof Response) {
+            return [$result->status, $result->headers, $result->body];
+        }
+        if (\is_string($result)) {
+            return [200, [], $result];
+        }
+        if (\is_array($result) && \is_int($result[0] ?? null)) {
+            $headers = $result[1] ?? [];
+            $body = $result[2] ?? '';
+            if (\is_array($headers) && \is_string($body)) {
+                return [$result[0], $headers, $body];
+            }
+        }
+        throw new \UnexpectedValueException(\sprintf(
+            'the handler must return a %s, [int status, array headers, string body] or a string, got %s',
+            Response::class,
+            \get_debug_type($result),
+        ));
+    }
+
+    /**
+     * @param array<array-key, mixed> $headers
+     */
+    private function responseFrame(int $status, array $headers, string $body): string
+    {
+        foreach ($headers as $name => $values) {
+            if (!\is_array($values)) {
+                $headers[$name] = [self::headerValue($values)];
+                continue;
+            }
+            if (!\array_is_list($values)) {
+                $values = \array_values($values);
+                $headers[$name] = $values;
+            }
+            foreach ($values as $i => $v) {
+                if (!\is_string($v)) {
+                    $headers[$name][$i] = self::headerValue($v);
+                }
+            }
+        }
+        $ctx = Codec::encodeResponse($this->codec, $status, $headers);
+        return Frame::pack($this->codec, $ctx . $body, [\strlen($ctx)]);
+    }
+
+    private static function headerValue(mixed $v): string
+    {
+        if (\is_string($v)) {
+            return $v;
+        }
+        if (\is_scalar($v) || $v instanceof \Stringable) {
+            return (string) $v;
+        }
+        throw new \InvalidArgumentException('header values must be strings, got ' . \get_debug_type($v));
+    }
+
+    private function handshake(): void
+    {
+        $frame = $this->receive();
+        if ($frame === null) {
+            $this->stopped = true; // the server went away before saying anything
+            return;
+        }
+        if (($frame->flags & Frame::CONTROL) === 0) {
+            $this->fail(new ProtocolException(
+                \sprintf('expected the PID control frame, got flags 0x%02x', $frame->flags),
+                $frame->payload,
+            ));
+        }
+        $this->control($frame);
+    }
+
+    private function control(Frame $frame): void
+    {
+        try {
+            $cmd = \json_decode($frame->payload, true, 16, \JSON_THROW_ON_ERROR);
+        } catch (\JsonException $e) {
+            $this->fail(new ProtocolException('bad control frame: ' . $e->getMessage(), $frame->payload));
+        }
+        if (!\is_array($cmd)) {
+            $this->fail(new ProtocolException('bad control frame', $frame->payload));
+        }
+        if (!empty($cmd['stop'])) {
+            $this->stopped = true;
+            return;
+        }
+        if (\array_key_exists('pid', $cmd)) {
+            $reply = ['pid' => \getmypid()];
+            if ($this->msgpack) {
+                $reply['codec'] = 'msgpack';
+            }
+            $this->send(Frame::pack(Frame::CONTROL, \json_encode($reply, \JSON_THROW_ON_ERROR)));
+            return;
+        }
+        self::log('ferry worker: ignoring unknown control frame ' . $frame->payload);
+    }
+
+    private function receive(): ?Frame
+    {
+        try {
+            return $this->relay->receive();
+        } catch (ProtocolException $e) {
+            $this->fail($e);
+        }
+    }
+
+    private function send(string $frame): void
+    {
+        try {
+            $this->relay->send($frame);
+        } catch (ProtocolException $e) {
+            $this->fail($e);
+        }
+    }
+
+    /** @throws ProtocolException */
+    private function fail(ProtocolException $e): never
+    {
+        if ($this->exitOnFailure) {
+            self::log('ferry worker: protocol error: ' . $e->getMessage());
+            exit(2);
+        }
+        throw $e;
+    }
+
+    private static function log(string $line): void
+    {
+        $stderr = \defined('STDERR') ? \STDERR : \fopen('php://stderr', 'wb');
+        \fwrite($stderr, $line . "\n");
+    }
+}

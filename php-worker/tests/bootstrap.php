@@ -1,0 +1,16 @@
+<?php
+
+declare(strict_types=1);
+
+require __DIR__ . '/../autoload.php';
+require '/usr/share/php/Nyholm/Psr7/autoload.php';
+
+spl_autoload_register(static function (string $class): void {
+    $prefix = 'Ferry\\Worker\\Tests\\';
+    if (strncmp($class, $prefix, strlen($prefix)) === 0) {
+        $file = __DIR__ . '/' . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php';
+        if (is_file($file)) {
+            require $file;
+        }
+    }
+});

@@ -1,0 +1,813 @@
+#include "ferry/pool/pool.hpp"
+
+#include "ferry/pool/log.hpp"
+#include "ferry/relay/frame.hpp"
+#include "spawn.hpp"
+
+#include <boost/asio/readable_pipe.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/writable_pipe.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <sys/wait.h>
+#include <unordered_map>
+
+namespace ferry {
+
+void log_exceptions::operator()(std::exception_ptr e) const
+{
+    if (!e) return;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        log::error("core", std::string(what) + ": " + ex.what());
+    } catch (...) {
+        log::error("core", std::string(what) + ": unknown exception");
+    }
+}
+
+namespace pool {
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr std::string_view stop_request_payload = R"({"stop":true})";
+constexpr std::size_t initial_read_buffer = 16 * 1024;
+constexpr std::size_t stderr_tail_max = 2048;
+
+enum class State { spawning, ready, working, stopping, dead };
+
+const char* state_name(State s)
+{
+    switch (s) {
+    case State::spawning: return "spawning";
+    case State::ready: return "ready";
+    case State::working: return "working";
+    case State::stopping: return "stopping";
+    case State::dead: return "stopped";
+    }
+    return "?";
+}
+
+std::string describe_status(int status)
+{
+    if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char* name = sigabbrev_np(sig);
+        return "killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+    }
+    return "ended with status " + std::to_string(status);
+}
+
+struct Worker {
+    explicit Worker(asio::io_context& io) : in(io), out(io), err(io), exit_timer(io) {}
+
+    int pid = 0;
+    State state = State::spawning;
+    asio::writable_pipe in;
+    asio::readable_pipe out;
+    asio::readable_pipe err;
+    std::vector<char> rbuf = std::vector<char>(initial_read_buffer);
+    std::size_t rpos = 0, rend = 0, frame_end = 0;
+    std::string wbuf;
+    relay::Codec codec = relay::Codec::json;
+    std::uint64_t jobs = 0;
+    std::uint64_t max_jobs = 0;
+    bool retire = false;          // recycle as soon as a replacement is ready
+    bool stop_on_release = false; // stop when the current request is done
+    bool exited = false;
+    int wait_status = 0;
+    asio::steady_timer exit_timer; // cancelled by the reaper when the process is gone
+    std::chrono::system_clock::time_point created = std::chrono::system_clock::now();
+    std::string stderr_tail;
+
+    std::string tag() const { return "worker " + std::to_string(pid); }
+
+    void consume_frame()
+    {
+        rpos = frame_end;
+        if (rpos == rend) {
+            rpos = rend = 0;
+            if (rbuf.size() > 1024 * 1024) {
+                rbuf.resize(initial_read_buffer);
+                rbuf.shrink_to_fit();
+            }
+        }
+    }
+
+    void signal(int sig) const
+    {
+        if (exited || pid <= 0) return;
+        if (::kill(-pid, sig) != 0) ::kill(pid, sig); // its process group, children included
+    }
+};
+
+using WorkerPtr = std::shared_ptr<Worker>;
+
+struct Waiter {
+    explicit Waiter(asio::io_context& io) : timer(io) {}
+    asio::steady_timer timer;
+    WorkerPtr worker;
+    std::string failure; // set when the pool gave up on this waiter (shutdown, boot failures)
+};
+
+} // namespace
+
+struct Pool::Impl : std::enable_shared_from_this<Impl> {
+    Impl(asio::io_context& io_, Options o)
+        : io(io_), opt(std::move(o)), sigchld(io_, SIGCHLD), state_changed(io_), rng(std::random_device{}())
+    {
+    }
+
+    asio::io_context& io;
+    Options opt;
+    std::string exe;
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    std::unordered_map<int, WorkerPtr> workers; // every live process, by pid
+    std::vector<WorkerPtr> idle;                // most recently used last
+    std::deque<Waiter*> waiters;
+    asio::signal_set sigchld;
+    asio::steady_timer state_changed; // poked whenever a worker becomes ready / exits / fails to boot
+    unsigned spawning = 0;            // spawn coroutines in progress, back-off included
+    unsigned boot_failures = 0;       // consecutive
+    std::string last_boot_error;
+    bool shutting_down = false;
+    std::uint64_t spawned_total = 0;
+    std::uint64_t recycled_total = 0;
+    std::mt19937 rng;
+
+    // ---- bookkeeping -------------------------------------------------------------------------
+
+    unsigned serving_count() const
+    {
+        unsigned n = 0;
+        for (const auto& [pid, w] : workers)
+            if ((w->state == State::ready || w->state == State::working) && !w->retire) ++n;
+        return n;
+    }
+
+    unsigned alive_serving() const
+    {
+        unsigned n = 0;
+        for (const auto& [pid, w] : workers)
+            if (w->state == State::ready || w->state == State::working) ++n;
+        return n;
+    }
+
+    void poke() { state_changed.cancel(); }
+
+    // Keeps num_workers workers serving or booting (retiring ones do not count).
+    void maintain()
+    {
+        if (shutting_down) return;
+        unsigned have = spawning + serving_count();
+        for (unsigned i = have; i < opt.num_workers; ++i) {
+            ++spawning;
+            asio::co_spawn(io, spawn_worker(shared_from_this()), log_exceptions{"spawn worker"});
+        }
+    }
+
+    std::uint64_t jittered_max_jobs()
+    {
+        if (opt.max_jobs == 0) return 0;
+        // Up to +25 % so that workers started together do not all recycle together.
+        std::uniform_int_distribution<std::uint64_t> d(0, opt.max_jobs / 4);
+        return opt.max_jobs + d(rng);
+    }
+
+    void remove_idle(const WorkerPtr& w)
+    {
+        auto it = std::find(idle.begin(), idle.end(), w);
+        if (it != idle.end()) idle.erase(it);
+    }
+
+    void fail_waiters(const std::string& why)
+    {
+        while (!waiters.empty()) {
+            Waiter* wt = waiters.front();
+            waiters.pop_front();
+            wt->failure = why;
+            wt->timer.cancel();
+        }
+    }
+
+    // A worker has nothing to do: stop it, hand it to a waiter, or park it.
+    void make_available(const WorkerPtr& w)
+    {
+        if (w->state == State::dead || w->exited) return;
+        if (w->stop_on_release || shutting_down) {
+            start_stop(w);
+            return;
+        }
+        w->state = State::ready;
+        if (!waiters.empty()) {
+            Waiter* wt = waiters.front();
+            waiters.pop_front();
+            wt->worker = w;
+            w->state = State::working;
+            wt->timer.cancel();
+            return;
+        }
+        idle.push_back(w);
+    }
+
+    // A new worker is ready: retire one worker that waits for its replacement.
+    void retire_one()
+    {
+        for (auto& [pid, w] : workers) {
+            if (!w->retire || w->stop_on_release || w->state == State::stopping || w->state == State::dead)
+                continue;
+            if (w->state == State::ready) {
+                start_stop(w);
+            } else {
+                w->stop_on_release = true;
+            }
+            return;
+        }
+    }
+
+    void release(const WorkerPtr& w)
+    {
+        ++w->jobs;
+        if (w->max_jobs != 0 && w->jobs >= w->max_jobs && !w->retire) {
+            w->retire = true;
+            ++recycled_total;
+            log::debug("pool", w->tag() + " reached max_jobs (" + std::to_string(w->jobs) + "), recycling");
+            maintain(); // its replacement boots while it keeps serving
+        }
+        make_available(w);
+    }
+
+    void start_stop(const WorkerPtr& w)
+    {
+        if (w->state == State::stopping || w->state == State::dead) return;
+        remove_idle(w);
+        w->state = State::stopping;
+        asio::co_spawn(io, stop_worker(shared_from_this(), w), log_exceptions{"stop worker"});
+        maintain();
+    }
+
+    // The worker broke mid-request or at boot: kill it now; the reaper replaces it.
+    void kill_broken(const WorkerPtr& w)
+    {
+        remove_idle(w);
+        if (w->state != State::dead) w->state = State::stopping;
+        w->signal(SIGKILL);
+        maintain();
+    }
+
+    // ---- processes ---------------------------------------------------------------------------
+
+    static awaitable<void> reap(std::shared_ptr<Impl> self)
+    {
+        for (;;) {
+            auto [ec, sig] = co_await self->sigchld.async_wait(nothrow);
+            if (ec == asio::error::operation_aborted) co_return;
+            for (;;) {
+                int status = 0;
+                pid_t pid = ::waitpid(-1, &status, WNOHANG);
+                if (pid <= 0) break;
+                self->on_exit(pid, status);
+            }
+        }
+    }
+
+    void on_exit(int pid, int status)
+    {
+        auto it = workers.find(pid);
+        if (it == workers.end()) return;
+        WorkerPtr w = it->second;
+        workers.erase(it);
+        bool expected = w->state == State::stopping || w->state == State::dead;
+        std::string what = w->tag() + " " + describe_status(status);
+        if (expected && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            log::debug("pool", what);
+        } else if (expected) {
+            log::info("pool", what);
+        } else {
+            log::warn("pool", what + " unexpectedly while " + state_name(w->state));
+        }
+        w->exited = true;
+        w->wait_status = status;
+        remove_idle(w);
+        if (w->state == State::ready) w->state = State::dead;
+        // A working worker's request notices EOF on its stdout and answers 502 itself.
+        if (w->state != State::working) w->state = State::dead;
+        w->exit_timer.cancel();
+        poke();
+        maintain();
+    }
+
+    static awaitable<void> read_stderr(WorkerPtr w)
+    {
+        std::string pending;
+        char buf[4096];
+        const std::string prefix = "pid " + std::to_string(w->pid) + ": ";
+        for (;;) {
+            auto [ec, n] = co_await w->err.async_read_some(asio::buffer(buf), nothrow);
+            if (ec) break;
+            pending.append(buf, n);
+            w->stderr_tail.append(buf, n);
+            if (w->stderr_tail.size() > stderr_tail_max)
+                w->stderr_tail.erase(0, w->stderr_tail.size() - stderr_tail_max);
+            std::size_t start = 0;
+            for (;;) {
+                std::size_t nl = pending.find('\n', start);
+                if (nl == std::string::npos) break;
+                std::string_view line(pending.data() + start, nl - start);
+                if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+                log::info("worker", prefix + std::string(line));
+                start = nl + 1;
+            }
+            pending.erase(0, start);
+            if (pending.size() > 16 * 1024) {
+                log::info("worker", prefix + pending);
+                pending.clear();
+            }
+        }
+        if (!pending.empty()) log::info("worker", prefix + pending);
+    }
+
+    // Reads one whole frame into w.rbuf; `payload` points into it until consume_frame().
+    awaitable<bool> read_frame(Worker& w, relay::FrameHeader& h, std::string_view& payload, std::string& err)
+    {
+        for (;;) {
+            std::string_view avail(w.rbuf.data() + w.rpos, w.rend - w.rpos);
+            auto r = relay::decode_header(avail, h, opt.max_frame_payload);
+            if (r.status == relay::DecodeStatus::error) {
+                err = r.error;
+                co_return false;
+            }
+            if (r.status == relay::DecodeStatus::ok && avail.size() >= r.needed) {
+                payload = avail.substr(h.size(), h.payload_size);
+                w.frame_end = w.rpos + r.needed;
+                co_return true;
+            }
+            std::size_t needed = std::max(r.needed, avail.size() + 1);
+            if (w.rpos > 0 && w.rpos + needed > w.rbuf.size()) {
+                std::memmove(w.rbuf.data(), w.rbuf.data() + w.rpos, avail.size());
+                w.rend = avail.size();
+                w.rpos = 0;
+            }
+            if (needed > w.rbuf.size()) w.rbuf.resize(std::max(needed, w.rbuf.size() * 2));
+            auto [ec, n] =
+                co_await w.out.async_read_some(asio::buffer(w.rbuf.data() + w.rend, w.rbuf.size() - w.rend), nothrow);
+            if (ec) {
+                if (ec == asio::error::eof)
+                    err = avail.empty() ? "worker closed its stdout"
+                                        : "worker closed its stdout in the middle of a frame after: \"" +
+                                              relay::printable(avail) + "\"";
+                else
+                    err = "reading from worker failed: " + ec.message();
+                co_return false;
+            }
+            w.rend += n;
+        }
+    }
+
+    static awaitable<bool> write_all(Worker& w, const std::string& bytes)
+    {
+        auto [ec, n] = co_await asio::async_write(w.in, asio::buffer(bytes), nothrow);
+        co_return !ec;
+    }
+
+    // Waits for the process to exit, up to `limit`. True if it exited.
+    static awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit)
+    {
+        if (w->exited) co_return true;
+        w->exit_timer.expires_after(limit);
+        co_await w->exit_timer.async_wait(nothrow);
+        co_return w->exited;
+    }
+
+    static awaitable<void> spawn_worker(std::shared_ptr<Impl> self)
+    {
+        if (self->boot_failures > 0) {
+            // Exponential back-off: a crash storm must not become a spawn storm.
+            unsigned shift = std::min(self->boot_failures - 1, 7u);
+            auto delay = std::chrono::milliseconds(100) * (1u << shift); // 100 ms .. 12.8 s
+            asio::steady_timer t(self->io);
+            t.expires_after(delay);
+            co_await t.async_wait(nothrow);
+        }
+        if (self->shutting_down) {
+            --self->spawning;
+            self->poke();
+            co_return;
+        }
+        auto w = std::make_shared<Worker>(self->io);
+        try {
+            w->pid = detail::spawn(self->io, self->exe, self->args, self->env, w->in, w->out, w->err);
+        } catch (const std::exception& e) {
+            --self->spawning;
+            self->boot_failed(std::string(e.what()));
+            co_return;
+        }
+        ++self->spawned_total;
+        self->workers.emplace(w->pid, w);
+        asio::co_spawn(self->io, read_stderr(w), log_exceptions{"worker stderr"});
+        log::debug("pool", w->tag() + " spawned");
+
+        std::string error = co_await self->handshake(w);
+        --self->spawning;
+        if (!error.empty()) {
+            self->kill_broken(w);
+            // Give the process a moment to exit so the message can say how it ended and what it printed.
+            co_await wait_exit(w, std::chrono::milliseconds(500));
+            std::string msg = w->tag() + " failed to boot: " + error;
+            if (w->exited) msg += " (" + describe_status(w->wait_status) + ")";
+            std::string tail = w->stderr_tail;
+            while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+            if (!tail.empty()) msg += "; its stderr: " + tail;
+            self->boot_failed(msg);
+            co_return;
+        }
+        self->boot_failures = 0;
+        self->last_boot_error.clear();
+        w->max_jobs = self->jittered_max_jobs();
+        log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
+                              " context)");
+        self->retire_one();
+        self->make_available(w);
+        self->poke();
+    }
+
+    void boot_failed(const std::string& msg)
+    {
+        ++boot_failures;
+        last_boot_error = msg;
+        log::error("pool", msg);
+        if (alive_serving() == 0 && !waiters.empty()) fail_waiters("no worker available: " + msg);
+        poke();
+        if (!shutting_down) maintain();
+    }
+
+    // PID handshake (protocol.md §2): returns "" on success, else why it failed.
+    awaitable<std::string> handshake(WorkerPtr w)
+    {
+        asio::steady_timer deadline(io);
+        deadline.expires_after(opt.boot_timeout);
+        bool timed_out = false;
+        std::weak_ptr<Worker> weak = w;
+        deadline.async_wait([weak, &timed_out](error_code ec) {
+            if (ec) return;
+            timed_out = true;
+            if (auto s = weak.lock()) {
+                error_code ignored;
+                s->out.cancel(ignored);
+                s->in.cancel(ignored);
+            }
+        });
+        std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
+                                                "{\"pid\":" + std::to_string(::getpid()) + "}");
+        if (!co_await write_all(*w, hello)) {
+            deadline.cancel();
+            co_return timed_out ? "no handshake within boot timeout" : "it closed its stdin before the handshake";
+        }
+        relay::FrameHeader h;
+        std::string_view payload;
+        std::string err;
+        bool ok = co_await read_frame(*w, h, payload, err);
+        deadline.cancel();
+        if (!ok) {
+            if (timed_out)
+                co_return "no PID handshake within " + std::to_string(opt.boot_timeout.count()) + " ms";
+            co_return err;
+        }
+        std::string reply(payload);
+        w->consume_frame();
+        if (h.flags & relay::flag::error) co_return "it answered the handshake with an error: " + reply;
+        if (!(h.flags & relay::flag::control))
+            co_return "its first frame was not a control frame (flags " + std::to_string(h.flags) + ")";
+        error_code ec;
+        auto v = boost::json::parse(reply, ec);
+        if (ec || !v.is_object() || !v.as_object().contains("pid"))
+            co_return "bad PID handshake reply: \"" + relay::printable(reply) + "\"";
+        const auto& obj = v.as_object();
+        const auto& pidv = obj.at("pid");
+        if (!pidv.is_int64() || pidv.as_int64() <= 0)
+            co_return "bad PID handshake reply: \"" + relay::printable(reply) + "\"";
+        if (auto c = obj.if_contains("codec"); c && c->is_string() && c->as_string() == "msgpack")
+            w->codec = relay::Codec::msgpack;
+        co_return "";
+    }
+
+    static awaitable<void> stop_worker(std::shared_ptr<Impl> self, WorkerPtr w)
+    {
+        static const std::string stop =
+            relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, stop_request_payload);
+        if (!w->exited) co_await write_all(*w, stop);
+        if (co_await wait_exit(w, self->opt.destroy_timeout)) co_return;
+        log::warn("pool", w->tag() + " did not stop within destroy_timeout, sending SIGTERM");
+        w->signal(SIGTERM);
+        if (co_await wait_exit(w, std::chrono::milliseconds(2000))) co_return;
+        log::warn("pool", w->tag() + " ignored SIGTERM, sending SIGKILL");
+        w->signal(SIGKILL);
+        co_await wait_exit(w, std::chrono::milliseconds(5000));
+    }
+
+    // ---- allocation --------------------------------------------------------------------------
+
+    awaitable<WorkerPtr> acquire(std::string& why)
+    {
+        if (shutting_down) {
+            why = "server is shutting down";
+            co_return nullptr;
+        }
+        if (!idle.empty()) {
+            WorkerPtr w = std::move(idle.back());
+            idle.pop_back();
+            w->state = State::working;
+            co_return w;
+        }
+        if (alive_serving() == 0 && boot_failures > 0) {
+            why = "no worker available: " + last_boot_error;
+            co_return nullptr;
+        }
+        Waiter wt(io);
+        wt.timer.expires_after(opt.allocate_timeout);
+        waiters.push_back(&wt);
+        co_await wt.timer.async_wait(nothrow);
+        if (wt.worker) co_return std::move(wt.worker);
+        auto it = std::find(waiters.begin(), waiters.end(), &wt);
+        if (it != waiters.end()) waiters.erase(it);
+        why = !wt.failure.empty() ? wt.failure
+                                  : "no free worker within allocate_timeout (" +
+                                        std::to_string(opt.allocate_timeout.count()) + " ms)";
+        co_return nullptr;
+    }
+
+    awaitable<Result> exec(const relay::RequestContext& ctx, std::string_view body, std::string& body_out,
+                           StreamSink* sink)
+    {
+        Result res;
+        // A worker may ask to stop instead of answering: the same request goes to another worker.
+        for (unsigned attempt = 0; attempt <= opt.num_workers + 1; ++attempt) {
+            std::string why;
+            WorkerPtr w = co_await acquire(why);
+            if (!w) {
+                res.outcome = Outcome::no_worker;
+                res.message = why;
+                co_return res;
+            }
+            res.worker_pid = w->pid;
+            w->wbuf.clear();
+            relay::encode_request(ctx, w->codec, w->wbuf);
+            std::uint8_t head[relay::max_header_size];
+            std::uint32_t ctx_len = static_cast<std::uint32_t>(w->wbuf.size());
+            std::size_t head_len = relay::encode_header(head, relay::codec_flag(w->codec), 0,
+                                                        static_cast<std::uint32_t>(w->wbuf.size() + body.size()),
+                                                        std::span<const std::uint32_t>(&ctx_len, 1));
+            std::array<asio::const_buffer, 3> bufs{asio::buffer(head, head_len), asio::buffer(w->wbuf),
+                                                   asio::buffer(body.data(), body.size())};
+            auto [wec, wn] = co_await asio::async_write(w->in, bufs, nothrow);
+            if (wec) {
+                crashed(w, res, "writing the request to the worker failed: " + wec.message());
+                co_return res;
+            }
+            bool retry = false;
+            co_await read_reply(w, res, body_out, sink, retry);
+            if (!retry) co_return res;
+        }
+        res.outcome = Outcome::no_worker;
+        res.message = "every worker asked to stop instead of answering";
+        co_return res;
+    }
+
+    void crashed(const WorkerPtr& w, Result& res, const std::string& why)
+    {
+        res.outcome = Outcome::worker_crashed;
+        res.message = w->tag() + ": " + why;
+        log::error("pool", res.message);
+        kill_broken(w);
+    }
+
+    awaitable<void> read_reply(WorkerPtr w, Result& res, std::string& body_out, StreamSink* sink, bool& retry)
+    {
+        bool head_set = false;
+        for (;;) {
+            relay::FrameHeader h;
+            std::string_view payload;
+            std::string err;
+            if (!co_await read_frame(*w, h, payload, err)) {
+                crashed(w, res, err);
+                co_return;
+            }
+            if (h.flags & relay::flag::error) {
+                res.outcome = Outcome::worker_error;
+                res.message = std::string(payload);
+                w->consume_frame();
+                log::error("pool", w->tag() + " answered with an error: " + res.message);
+                release(w);
+                co_return;
+            }
+            if (h.stream & relay::stream::ping) {
+                static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
+                // The frame stays in rbuf while we answer: rbuf is not touched by writes.
+                if (!co_await write_all(*w, pong)) {
+                    crashed(w, res, "writing PONG failed");
+                    co_return;
+                }
+            }
+            if (h.option_count != 1 || h.options[0] > h.payload_size) {
+                res.outcome = Outcome::worker_error;
+                res.message = w->tag() + ": protocol error: response frame with " +
+                              std::to_string(h.option_count) + " option(s) and a " +
+                              std::to_string(h.payload_size) + "-byte payload (expected one option, the context length)";
+                log::error("pool", res.message);
+                kill_broken(w);
+                co_return;
+            }
+            std::string_view ctx = payload.substr(0, h.options[0]);
+            std::string_view body = payload.substr(h.options[0]);
+            bool more = (h.stream & relay::stream::more) != 0;
+            if (!more && !head_set && ctx == stop_request_payload && body.empty()) {
+                w->consume_frame();
+                log::debug("pool", w->tag() + " asked to stop; the request goes to another worker");
+                ++recycled_total;
+                start_stop(w);
+                retry = true;
+                co_return;
+            }
+            if (!more && !head_set) {
+                std::string derr;
+                if (!relay::decode_response(ctx, w->codec, res.response, derr)) {
+                    res.outcome = Outcome::worker_error;
+                    res.message = w->tag() + ": bad response context: " + derr;
+                    log::error("pool", res.message);
+                    w->consume_frame();
+                    release(w);
+                    co_return;
+                }
+                body_out.assign(body.data(), body.size());
+                w->consume_frame();
+                res.outcome = Outcome::ok;
+                release(w);
+                co_return;
+            }
+            // Streamed response (protocol.md §4).
+            if (!head_set) {
+                relay::ResponseContext rc;
+                std::string derr;
+                if (!relay::decode_response(ctx, w->codec, rc, derr)) {
+                    res.outcome = Outcome::worker_error;
+                    res.message = w->tag() + ": bad response context: " + derr;
+                    log::error("pool", res.message);
+                    w->consume_frame();
+                    kill_broken(w); // the rest of its stream would be read as the next reply
+                    co_return;
+                }
+                if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
+                    w->consume_frame();
+                    if (sink && !co_await sink->on_informational(rc)) {
+                        co_await cancel_stream(w, res);
+                        co_return;
+                    }
+                    continue;
+                }
+                res.response = std::move(rc);
+                head_set = true;
+                res.streamed = sink != nullptr;
+            }
+            bool keep_going = true;
+            if (sink) {
+                keep_going = co_await sink->on_chunk(res.response, body, !more);
+            } else {
+                body_out.append(body.data(), body.size());
+            }
+            w->consume_frame();
+            if (!keep_going) {
+                co_await cancel_stream(w, res);
+                co_return;
+            }
+            if (!more) {
+                res.outcome = Outcome::ok;
+                release(w);
+                co_return;
+            }
+        }
+    }
+
+    // The client is gone mid-stream: send STOP and drain until the final frame (protocol.md §4).
+    awaitable<void> cancel_stream(WorkerPtr w, Result& res)
+    {
+        res.outcome = Outcome::cancelled;
+        res.message = "client went away during a streamed response";
+        static const std::string stop = relay::encode_frame(0, relay::stream::stop, {}, {});
+        if (!co_await write_all(*w, stop)) {
+            kill_broken(w);
+            co_return;
+        }
+        asio::steady_timer deadline(io);
+        deadline.expires_after(opt.destroy_timeout);
+        std::weak_ptr<Worker> weak = w;
+        deadline.async_wait([weak](error_code ec) {
+            if (ec) return;
+            if (auto s = weak.lock()) {
+                error_code ignored;
+                s->out.cancel(ignored);
+            }
+        });
+        for (;;) {
+            relay::FrameHeader h;
+            std::string_view payload;
+            std::string err;
+            if (!co_await read_frame(*w, h, payload, err)) {
+                kill_broken(w);
+                break;
+            }
+            w->consume_frame();
+            if (h.stream & relay::stream::ping) {
+                static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
+                co_await write_all(*w, pong);
+            }
+            if (!(h.stream & relay::stream::more)) {
+                release(w);
+                break;
+            }
+        }
+        deadline.cancel();
+    }
+
+    awaitable<std::string> start()
+    {
+        exe = detail::find_executable(opt.command.empty() ? std::string() : opt.command[0]);
+        if (exe.empty()) co_return "server.command: \"" + (opt.command.empty() ? std::string() : opt.command[0]) +
+                                   "\" not found in PATH";
+        args.assign(opt.command.begin() + 1, opt.command.end());
+        std::vector<std::string> extra = {"RR_RELAY=pipes", "RR_MODE=" + opt.mode, "RR_VERSION=2023.3.0",
+                                          "FERRY_VERSION=0.1.0"};
+        extra.insert(extra.end(), opt.env.begin(), opt.env.end());
+        env = detail::build_environment(extra);
+        asio::co_spawn(io, reap(shared_from_this()), log_exceptions{"reaper"});
+        maintain();
+        for (;;) {
+            if (alive_serving() >= opt.num_workers) co_return "";
+            if (boot_failures > 0) co_return last_boot_error;
+            state_changed.expires_after(std::chrono::seconds(1));
+            co_await state_changed.async_wait(nothrow);
+        }
+    }
+
+    awaitable<void> shutdown()
+    {
+        shutting_down = true;
+        fail_waiters("server is shutting down");
+        std::vector<WorkerPtr> all;
+        for (auto& [pid, w] : workers) all.push_back(w);
+        for (auto& w : all) {
+            if (w->state == State::ready) start_stop(w);
+            else if (w->state == State::working) w->stop_on_release = true;
+            else if (w->state == State::spawning) w->signal(SIGTERM);
+        }
+        auto deadline = clock::now() + opt.destroy_timeout + std::chrono::seconds(8);
+        while ((!workers.empty() || spawning > 0) && clock::now() < deadline) {
+            state_changed.expires_after(std::chrono::milliseconds(20));
+            co_await state_changed.async_wait(nothrow);
+        }
+        for (auto& [pid, w] : workers) w->signal(SIGKILL);
+        error_code ignored;
+        sigchld.cancel(ignored);
+    }
+};
+
+Pool::Pool(asio::io_context& io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options))) {}
+
+Pool::~Pool()
+{
+    // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG).
+    for (auto& [pid, w] : impl_->workers) w->signal(SIGKILL);
+}
+
+awaitable<std::string> Pool::start() { return impl_->start(); }
+
+awaitable<Result> Pool::exec(const relay::RequestContext& ctx, std::string_view body, std::string& body_out,
+                             StreamSink* sink)
+{
+    return impl_->exec(ctx, body, body_out, sink);
+}
+
+awaitable<void> Pool::shutdown() { return impl_->shutdown(); }
+
+std::vector<WorkerInfo> Pool::workers() const
+{
+    std::vector<WorkerInfo> out;
+    for (const auto& [pid, w] : impl_->workers)
+        out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created});
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+    return out;
+}
+
+std::uint64_t Pool::spawned_total() const { return impl_->spawned_total; }
+std::uint64_t Pool::recycled_total() const { return impl_->recycled_total; }
+
+} // namespace pool
+} // namespace ferry

@@ -1,0 +1,92 @@
+// HTTP/1.1 request parser over llhttp that owns its input buffer (design §4). No llhttp type leaks here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ferry::server {
+
+struct Limits {
+    std::size_t max_header_size = 64 * 1024;  // request line + headers
+    std::uint64_t max_body_size = 1ull << 30; // decoded body
+    std::size_t max_headers = 256;
+};
+
+struct Request {
+    std::string method;
+    std::string target; // as received: /path?query
+    int version_major = 1;
+    int version_minor = 1;
+    std::vector<std::pair<std::string, std::string>> headers; // names as received, in order
+    std::string body;
+    bool keep_alive = true;
+    bool expect_continue = false;
+    bool upgrade = false;      // Upgrade/CONNECT: served as a plain request, then the connection closes
+    bool chunked = false;
+    std::string_view header(std::string_view name) const; // first value, case-insensitive; "" if absent
+};
+
+class HttpParser {
+public:
+    enum class Event {
+        need_more, // read more bytes into prepare(), then commit()
+        headers,   // headers complete, body pending, client expects "100 Continue" (reported once)
+        request,   // request() is complete; call done() after answering it
+        error,     // error_status() / error_message(); answer and close
+    };
+
+    explicit HttpParser(const Limits& limits);
+    ~HttpParser();
+    HttpParser(const HttpParser&) = delete;
+    HttpParser& operator=(const HttpParser&) = delete;
+
+    std::span<char> prepare(std::size_t min_free = 4096);
+    void commit(std::size_t n);
+    Event next();
+    const Request& request() const { return req_; }
+    Request& request() { return req_; }
+    void done();
+
+    int error_status() const { return err_status_; }
+    const std::string& error_message() const { return err_msg_; }
+    bool idle() const;         // no byte of an unfinished request is buffered
+    bool has_buffered() const; // unparsed bytes remain (a pipelined request, maybe)
+    bool in_body() const { return headers_done_ && !complete_; }
+    std::size_t buffer_capacity() const { return buf_.size(); }
+
+    struct Callbacks;
+
+private:
+    struct Span {
+        std::uint32_t off = 0, len = 0;
+    };
+    struct HeaderSpan {
+        Span name, value;
+    };
+
+    void reset_message();
+    void compact(std::size_t keep_from);
+    int fail(int status, std::string message);
+
+    struct LL;
+    std::unique_ptr<LL> ll_;
+    Limits limits_;
+    std::vector<char> buf_;
+    std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
+    bool in_message_ = false, headers_done_ = false, complete_ = false, continue_reported_ = false;
+    bool last_was_value_ = false, paused_ = false;
+    std::size_t head_bytes_ = 0;
+    Span url_;
+    std::vector<HeaderSpan> spans_;
+    Request req_;
+    int err_status_ = 0;
+    std::string err_msg_;
+};
+
+} // namespace ferry::server

@@ -1,0 +1,110 @@
+// ferry: the command line. `ferry serve` is the main command.
+#include "ferry/conf/config.hpp"
+#include "ferry/pool/log.hpp"
+#include "ferry/server/server.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+constexpr const char* usage_text = R"(usage: ferry <command> [options]
+
+commands:
+  serve            start the HTTP server and its PHP worker pool (default config: ./.rr.yaml)
+  config           print the effective configuration and exit (same as serve --dry-run)
+  version          print the version
+  help             this text
+
+options:
+  -c, --config FILE        configuration file (default .rr.yaml)
+  -o, --override K=V       override a config key, e.g. -o http.pool.num_workers=4 (repeatable)
+  -w, --workdir DIR        change to DIR before reading the config and starting workers
+      --dry-run            print the effective configuration and exit
+      --log-level LEVEL    debug, info, warn, error (default info; env FERRY_LOG_LEVEL)
+)";
+
+int usage_error(const std::string& msg)
+{
+    std::fprintf(stderr, "ferry: %s\n\n%s", msg.c_str(), usage_text);
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::signal(SIGPIPE, SIG_IGN);
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) return usage_error("no command given");
+    std::string command = args[0];
+    if (command == "help" || command == "-h" || command == "--help") {
+        std::fputs(usage_text, stdout);
+        return 0;
+    }
+    if (command == "version" || command == "--version" || command == "-v") {
+        std::printf("ferry 0.1.0\n");
+        return 0;
+    }
+    if (command != "serve" && command != "config") return usage_error("unknown command \"" + command + "\"");
+
+    std::string config_path = ".rr.yaml";
+    std::vector<std::string> overrides;
+    bool dry_run = command == "config";
+    std::string level_text;
+    if (const char* l = std::getenv("FERRY_LOG_LEVEL")) level_text = l;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](const char* name) -> const std::string* {
+            if (i + 1 >= args.size()) return nullptr;
+            (void)name;
+            return &args[++i];
+        };
+        if (a == "-c" || a == "--config") {
+            auto v = value("-c");
+            if (!v) return usage_error(a + " needs a file");
+            config_path = *v;
+        } else if (a == "-o" || a == "--override") {
+            auto v = value("-o");
+            if (!v) return usage_error(a + " needs key.path=value");
+            overrides.push_back(*v);
+        } else if (a == "-w" || a == "--workdir") {
+            auto v = value("-w");
+            if (!v) return usage_error(a + " needs a directory");
+            if (::chdir(v->c_str()) != 0)
+                return usage_error("cannot change to " + *v + ": " + std::strerror(errno));
+        } else if (a == "--dry-run") {
+            dry_run = true;
+        } else if (a == "--log-level") {
+            auto v = value("--log-level");
+            if (!v) return usage_error(a + " needs a level");
+            level_text = *v;
+        } else {
+            return usage_error("unknown option \"" + a + "\"");
+        }
+    }
+    if (!level_text.empty()) {
+        ferry::log::Level lvl;
+        if (!ferry::log::parse_level(level_text, lvl))
+            return usage_error("unknown log level \"" + level_text + "\" (debug, info, warn, error)");
+        ferry::log::set_level(lvl);
+    }
+
+    ferry::conf::LoadResult loaded;
+    try {
+        loaded = ferry::conf::load_file(config_path, overrides);
+    } catch (const ferry::conf::ConfigError& e) {
+        std::fprintf(stderr, "ferry: config error: %s\n", e.what());
+        return 1;
+    }
+    for (const auto& w : loaded.warnings) ferry::log::warn("config", w);
+    if (dry_run) {
+        std::fputs(ferry::conf::dump(loaded.config).c_str(), stdout);
+        return 0;
+    }
+    return ferry::server::run(loaded.config);
+}

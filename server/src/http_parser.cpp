@@ -1,0 +1,290 @@
+#include "ferry/server/http_parser.hpp"
+
+#include <llhttp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <strings.h>
+
+namespace ferry::server {
+
+namespace {
+bool iequals(std::string_view a, std::string_view b)
+{
+    return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+} // namespace
+
+std::string_view Request::header(std::string_view name) const
+{
+    for (const auto& [n, v] : headers)
+        if (iequals(n, name)) return v;
+    return {};
+}
+
+struct HttpParser::LL {
+    llhttp_t parser;
+    llhttp_settings_t settings;
+};
+
+// llhttp callbacks never throw: they record the problem and return an error code (design §4).
+struct HttpParser::Callbacks {
+    static HttpParser& self(llhttp_t* p) { return *static_cast<HttpParser*>(p->data); }
+
+    static std::uint32_t offset(HttpParser& s, const char* at)
+    {
+        return static_cast<std::uint32_t>(at - s.buf_.data());
+    }
+
+    static int count_head(HttpParser& s, std::size_t len)
+    {
+        s.head_bytes_ += len;
+        if (s.head_bytes_ > s.limits_.max_header_size)
+            return s.fail(431, "request header larger than " + std::to_string(s.limits_.max_header_size) + " bytes");
+        return 0;
+    }
+
+    static int on_message_begin(llhttp_t* p)
+    {
+        auto& s = self(p);
+        s.reset_message();
+        s.in_message_ = true;
+        s.msg_start_ = s.feed_start_;
+        return 0;
+    }
+
+    static int on_url(llhttp_t* p, const char* at, std::size_t len)
+    {
+        auto& s = self(p);
+        if (s.url_.len == 0) s.url_.off = offset(s, at);
+        s.url_.len += static_cast<std::uint32_t>(len);
+        return count_head(s, len);
+    }
+
+    static int on_header_field(llhttp_t* p, const char* at, std::size_t len)
+    {
+        auto& s = self(p);
+        if (s.spans_.empty() || s.last_was_value_) {
+            if (s.spans_.size() >= s.limits_.max_headers)
+                return s.fail(431, "more than " + std::to_string(s.limits_.max_headers) + " request headers");
+            s.spans_.push_back(HeaderSpan{{offset(s, at), 0}, {}});
+            s.last_was_value_ = false;
+        }
+        s.spans_.back().name.len += static_cast<std::uint32_t>(len);
+        return count_head(s, len + 4); // ": " and CRLF
+    }
+
+    static int on_header_value(llhttp_t* p, const char* at, std::size_t len)
+    {
+        auto& s = self(p);
+        auto& v = s.spans_.back().value;
+        if (!s.last_was_value_) {
+            v.off = offset(s, at);
+            v.len = 0;
+            s.last_was_value_ = true;
+        }
+        v.len += static_cast<std::uint32_t>(len);
+        return count_head(s, len);
+    }
+
+    static int on_headers_complete(llhttp_t* p)
+    {
+        auto& s = self(p);
+        auto& r = s.req_;
+        s.headers_done_ = true;
+        const char* b = s.buf_.data();
+        r.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+        r.target.assign(b + s.url_.off, s.url_.len);
+        r.version_major = p->http_major;
+        r.version_minor = p->http_minor;
+        r.headers.clear();
+        r.headers.reserve(s.spans_.size());
+        for (const auto& h : s.spans_) {
+            std::string_view value(b + h.value.off, h.value.len);
+            while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+            r.headers.emplace_back(std::string(b + h.name.off, h.name.len), std::string(value));
+        }
+        r.keep_alive = llhttp_should_keep_alive(p) != 0;
+        r.upgrade = p->upgrade != 0;
+        r.chunked = (p->flags & F_CHUNKED) != 0;
+        if (p->http_major == 1 && p->http_minor >= 1 && r.header("Host").empty()) {
+            bool has_host = false;
+            for (const auto& h : r.headers)
+                if (iequals(h.first, "Host")) has_host = true;
+            if (!has_host) return s.fail(400, "missing required Host header");
+        }
+        if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_size)
+            return s.fail(413, "request body of " + std::to_string(p->content_length) +
+                                   " bytes is larger than max_request_size (" +
+                                   std::to_string(s.limits_.max_body_size) + " bytes)");
+        if (p->http_major == 1 && p->http_minor >= 1 && iequals(r.header("Expect"), "100-continue"))
+            r.expect_continue = true;
+        if (p->flags & F_CONTENT_LENGTH)
+            r.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p->content_length, 1 << 20)));
+        return 0;
+    }
+
+    static int on_body(llhttp_t* p, const char* at, std::size_t len)
+    {
+        auto& s = self(p);
+        if (s.req_.body.size() + len > s.limits_.max_body_size)
+            return s.fail(413, "request body larger than max_request_size (" +
+                                   std::to_string(s.limits_.max_body_size) + " bytes)");
+        s.req_.body.append(at, len);
+        return 0;
+    }
+
+    static int on_message_complete(llhttp_t* p)
+    {
+        auto& s = self(p);
+        s.complete_ = true;
+        return HPE_PAUSED; // one request at a time: answer it, then resume
+    }
+};
+
+HttpParser::HttpParser(const Limits& limits) : ll_(std::make_unique<LL>()), limits_(limits), buf_(8192)
+{
+    llhttp_settings_init(&ll_->settings);
+    ll_->settings.on_message_begin = &Callbacks::on_message_begin;
+    ll_->settings.on_url = &Callbacks::on_url;
+    ll_->settings.on_header_field = &Callbacks::on_header_field;
+    ll_->settings.on_header_value = &Callbacks::on_header_value;
+    ll_->settings.on_headers_complete = &Callbacks::on_headers_complete;
+    ll_->settings.on_body = &Callbacks::on_body;
+    ll_->settings.on_message_complete = &Callbacks::on_message_complete;
+    llhttp_init(&ll_->parser, HTTP_REQUEST, &ll_->settings);
+    ll_->parser.data = this;
+}
+
+HttpParser::~HttpParser() = default;
+
+void HttpParser::reset_message()
+{
+    url_ = {};
+    spans_.clear();
+    head_bytes_ = 0;
+    last_was_value_ = false;
+    headers_done_ = false;
+    complete_ = false;
+    continue_reported_ = false;
+    req_.body.clear();
+    req_.expect_continue = false;
+    req_.upgrade = false;
+    req_.chunked = false;
+}
+
+int HttpParser::fail(int status, std::string message)
+{
+    if (err_status_ == 0) {
+        err_status_ = status;
+        err_msg_ = std::move(message);
+    }
+    return HPE_USER;
+}
+
+bool HttpParser::idle() const { return !in_message_ && parsed_ == end_; }
+
+bool HttpParser::has_buffered() const { return parsed_ < end_; }
+
+void HttpParser::compact(std::size_t keep_from)
+{
+    if (keep_from == 0) return;
+    std::size_t n = end_ - keep_from;
+    if (n > 0) std::memmove(buf_.data(), buf_.data() + keep_from, n);
+    auto shift = static_cast<std::uint32_t>(keep_from);
+    if (in_message_ && !headers_done_) {
+        url_.off -= shift;
+        for (auto& h : spans_) {
+            h.name.off -= shift;
+            h.value.off -= shift;
+        }
+    }
+    parsed_ -= keep_from;
+    end_ -= keep_from;
+    msg_start_ = msg_start_ >= keep_from ? msg_start_ - keep_from : 0;
+}
+
+std::span<char> HttpParser::prepare(std::size_t min_free)
+{
+    if (buf_.size() - end_ < min_free) {
+        // Bytes of a header still being parsed must stay: the spans point at them.
+        std::size_t keep_from = (in_message_ && !headers_done_) ? msg_start_ : parsed_;
+        compact(keep_from);
+        if (buf_.size() - end_ < min_free) buf_.resize(std::max(buf_.size() * 2, end_ + min_free));
+    }
+    return {buf_.data() + end_, buf_.size() - end_};
+}
+
+void HttpParser::commit(std::size_t n) { end_ += n; }
+
+HttpParser::Event HttpParser::next()
+{
+    if (err_status_ != 0) return Event::error;
+    if (complete_) return Event::request;
+    if (parsed_ < end_) {
+        feed_start_ = parsed_;
+        const char* data = buf_.data() + parsed_;
+        llhttp_errno_t e = llhttp_execute(&ll_->parser, data, end_ - parsed_);
+        if (e == HPE_OK) {
+            parsed_ = end_;
+        } else if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && complete_) {
+            parsed_ = static_cast<std::size_t>(llhttp_get_error_pos(&ll_->parser) - buf_.data());
+            paused_ = e == HPE_PAUSED;
+            if (e == HPE_PAUSED_UPGRADE) {
+                req_.upgrade = true;
+                req_.keep_alive = false;
+            }
+            return Event::request;
+        } else {
+            if (err_status_ == 0) {
+                const char* reason = llhttp_get_error_reason(&ll_->parser);
+                err_status_ = 400;
+                err_msg_ = std::string("malformed request: ") + llhttp_errno_name(e) + " (" +
+                           (reason ? reason : "?") + ")";
+            }
+            return Event::error;
+        }
+    }
+    if (in_message_ && !headers_done_ && end_ - msg_start_ > limits_.max_header_size) {
+        fail(431, "request header larger than " + std::to_string(limits_.max_header_size) + " bytes");
+        return Event::error;
+    }
+    if (headers_done_ && req_.expect_continue && !continue_reported_) {
+        continue_reported_ = true;
+        return Event::headers;
+    }
+    // Drop what has been parsed when nothing refers to it, so a big body does not pile up.
+    if (!in_message_ || headers_done_) {
+        if (parsed_ == end_) {
+            parsed_ = end_ = msg_start_ = 0;
+            if (buf_.size() > 64 * 1024) {
+                buf_.resize(8192);
+                buf_.shrink_to_fit();
+            }
+        }
+    }
+    return Event::need_more;
+}
+
+void HttpParser::done()
+{
+    if (paused_) {
+        llhttp_resume(&ll_->parser);
+        paused_ = false;
+    }
+    in_message_ = false;
+    reset_message();
+    if (req_.body.capacity() > 256 * 1024) std::string().swap(req_.body);
+    std::size_t rest = end_ - parsed_;
+    if (rest == 0) {
+        parsed_ = end_ = msg_start_ = 0;
+        if (buf_.size() > 64 * 1024) {
+            buf_.resize(8192);
+            buf_.shrink_to_fit();
+        }
+    } else if (parsed_ > buf_.size() / 2) {
+        compact(parsed_);
+    }
+}
+
+} // namespace ferry::server

@@ -1,0 +1,332 @@
+// One HTTP/1.1 connection: parse, relay to the pool, answer in request order.
+#include "ferry/pool/log.hpp"
+#include "response.hpp"
+#include "shared_state.hpp"
+
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <charconv>
+
+namespace ferry::server::detail {
+namespace {
+
+constexpr std::size_t inline_body_max = 32 * 1024; // larger bodies are written straight from their buffer
+constexpr std::size_t flush_threshold = 64 * 1024;
+
+awaitable<bool> write_buffers(Conn& conn, tcp::socket& sock, std::span<const asio::const_buffer> bufs,
+                              conf::Duration timeout)
+{
+    conn.deadline = steady::now() + timeout;
+    auto [ec, n] = co_await asio::async_write(sock, bufs, nothrow);
+    conn.deadline = steady::time_point::max();
+    co_return !ec;
+}
+
+awaitable<bool> flush(Conn& conn, tcp::socket& sock, std::string& out, conf::Duration timeout)
+{
+    if (out.empty()) co_return true;
+    std::array<asio::const_buffer, 1> b{asio::buffer(out)};
+    bool ok = co_await write_buffers(conn, sock, b, timeout);
+    out.clear();
+    if (out.capacity() > 1024 * 1024) std::string().swap(out);
+    co_return ok;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+void build_context(relay::RequestContext& ctx, const Request& req, const std::string& remote,
+                   std::string_view default_host)
+{
+    ctx.remote_addr = remote;
+    ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+    ctx.method = req.method;
+    std::string_view target = req.target;
+    if (starts_with(target, "http://") || starts_with(target, "https://")) {
+        ctx.uri.assign(target);
+    } else {
+        std::string_view host = req.header("Host");
+        if (host.empty()) host = default_host;
+        ctx.uri.assign("http://");
+        ctx.uri.append(host);
+        if (!target.empty() && target[0] != '/') ctx.uri += '/';
+        if (target != "*") ctx.uri.append(target);
+    }
+    ctx.raw_query.clear();
+    if (auto q = target.find('?'); q != std::string_view::npos) {
+        std::string_view query = target.substr(q + 1);
+        if (auto h = query.find('#'); h != std::string_view::npos) query = query.substr(0, h);
+        ctx.raw_query.assign(query);
+    }
+    ctx.headers.clear();
+    ctx.cookies.clear();
+    for (const auto& [name, value] : req.headers) {
+        std::string canon = relay::canonical_header_name(name);
+        if (canon == "Host") continue;
+        if (canon == "Cookie") relay::parse_cookies(value, ctx.cookies);
+        auto it = std::find_if(ctx.headers.begin(), ctx.headers.end(),
+                               [&](const relay::HeaderField& f) { return f.name == canon; });
+        if (it == ctx.headers.end()) {
+            ctx.headers.push_back(relay::HeaderField{std::move(canon), {value}});
+        } else {
+            it->values.push_back(value);
+        }
+    }
+    ctx.parsed = false;
+}
+
+int final_status(int status, int pid)
+{
+    if (status >= 200 && status <= 599) return status;
+    log::error("http", "worker " + std::to_string(pid) + " answered with invalid status " + std::to_string(status) +
+                           ", sending 500");
+    return 500;
+}
+
+// Writes a streamed response (frames with the STREAM bit) to the client as they arrive.
+class SessionSink final : public pool::StreamSink {
+public:
+    SessionSink(Conn& conn, tcp::socket& sock, std::string& out, const Request& req, conf::Duration timeout)
+        : conn_(conn), sock_(sock), out_(out), head_request_(req.method == "HEAD"),
+          http10_(req.version_minor == 0), keep_alive_(req.keep_alive), timeout_(timeout)
+    {
+    }
+
+    bool started() const { return started_; }
+    bool failed() const { return failed_; }
+    bool keep_alive() const { return keep_alive_; }
+
+    awaitable<bool> on_informational(const relay::ResponseContext& head) override
+    {
+        if (http10_ || started_) co_return true; // no 1xx for HTTP/1.0 clients
+        Head h;
+        h.status = head.status;
+        h.worker = &head;
+        h.framing = Framing::none;
+        append_head(out_, h);
+        if (!co_await flush(conn_, sock_, out_, timeout_)) failed_ = true;
+        co_return !failed_;
+    }
+
+    awaitable<bool> on_chunk(const relay::ResponseContext& head, std::string_view body, bool last) override
+    {
+        if (!started_) {
+            started_ = true;
+            status_ = final_status(head.status, 0);
+            Head h;
+            h.status = status_;
+            h.worker = &head;
+            h.http10 = http10_;
+            if (no_body_status(status_)) {
+                h.framing = Framing::none;
+            } else if (http10_) {
+                h.framing = Framing::close;
+                keep_alive_ = false;
+            } else {
+                h.framing = Framing::chunked;
+            }
+            chunked_ = h.framing == Framing::chunked;
+            h.keep_alive = keep_alive_;
+            append_head(out_, h);
+        }
+        bool send_body = !head_request_ && !no_body_status(status_);
+        std::array<asio::const_buffer, 3> bufs;
+        std::size_t nb = 0;
+        if (send_body && !body.empty()) {
+            if (chunked_) {
+                char hex[20];
+                auto r = std::to_chars(hex, hex + sizeof hex, body.size(), 16);
+                out_.append(hex, r.ptr);
+                out_ += "\r\n";
+            }
+            bufs[nb++] = asio::buffer(out_);
+            bufs[nb++] = asio::buffer(body.data(), body.size());
+            trailer_ = chunked_ ? "\r\n" : "";
+        } else {
+            bufs[nb++] = asio::buffer(out_);
+            trailer_.clear();
+        }
+        if (last && chunked_ && send_body) trailer_ += "0\r\n\r\n";
+        if (!trailer_.empty()) bufs[nb++] = asio::buffer(trailer_);
+        bool ok = co_await write_buffers(conn_, sock_, std::span(bufs.data(), nb), timeout_);
+        out_.clear();
+        if (!ok) failed_ = true;
+        co_return ok;
+    }
+
+private:
+    Conn& conn_;
+    tcp::socket& sock_;
+    std::string& out_;
+    bool head_request_, http10_, keep_alive_;
+    conf::Duration timeout_;
+    bool started_ = false, failed_ = false, chunked_ = false;
+    int status_ = 200;
+    std::string trailer_;
+};
+
+struct Registration {
+    SharedState& st;
+    std::list<Conn*>::iterator it;
+    Registration(SharedState& s, Conn* c) : st(s) { it = st.conns.insert(st.conns.end(), c); }
+    ~Registration() { st.conns.erase(it); }
+};
+
+} // namespace
+
+awaitable<void> http_session(SharedState& st, tcp::socket sock)
+{
+    Conn conn;
+    conn.socket = &sock;
+    Registration reg(st, &conn);
+    const auto& http = st.config.http;
+
+    error_code ec;
+    sock.set_option(tcp::no_delay(true), ec);
+    std::string remote;
+    if (auto ep = sock.remote_endpoint(ec); !ec) remote = ep.address().to_string();
+
+    HttpParser parser(st.limits);
+    std::string out;
+    std::string body_out;
+    relay::RequestContext ctx;
+    unsigned batched = 0;
+    bool linger = false; // the client may still be sending: drain before closing so it reads our answer
+
+    for (;;) {
+        auto ev = parser.next();
+        if (ev == HttpParser::Event::need_more) {
+            if (!co_await flush(conn, sock, out, http.write_timeout)) break;
+            batched = 0;
+            if (st.draining && parser.idle()) break;
+            conn.idle = parser.idle();
+            conn.deadline = steady::now() + (conn.idle             ? http.idle_timeout
+                                             : parser.in_body()    ? http.read_body_timeout
+                                                                   : http.read_header_timeout);
+            auto buf = parser.prepare();
+            auto [rec, n] = co_await sock.async_read_some(asio::buffer(buf.data(), buf.size()), nothrow);
+            conn.deadline = steady::time_point::max();
+            if (rec) {
+                if (conn.timed_out && !parser.idle()) {
+                    log::info("http", remote + ": timed out reading the request, sending 408");
+                    conn.timed_out = false;
+                    detail::append_error(out, 408, "timed out reading the request", false, false);
+                    co_await flush(conn, sock, out, http.write_timeout);
+                }
+                break;
+            }
+            parser.commit(n);
+            conn.idle = false;
+            continue;
+        }
+        if (ev == HttpParser::Event::headers) {
+            out += "HTTP/1.1 100 Continue\r\n\r\n";
+            if (!co_await flush(conn, sock, out, http.write_timeout)) break;
+            continue;
+        }
+        if (ev == HttpParser::Event::error) {
+            log::info("http", remote + ": " + std::to_string(parser.error_status()) + " " + parser.error_message());
+            detail::append_error(out, parser.error_status(), parser.error_message(), false, false);
+            co_await flush(conn, sock, out, http.write_timeout);
+            linger = true;
+            break;
+        }
+
+        // A whole request.
+        const Request& req = parser.request();
+        ++st.requests;
+        build_context(ctx, req, remote, st.default_host);
+        const bool head_request = req.method == "HEAD";
+        bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
+        const bool http10 = req.version_minor == 0;
+
+        SessionSink sink(conn, sock, out, req, http.write_timeout);
+        body_out.clear();
+        pool::Result res = co_await st.pool.exec(ctx, req.body, body_out, &sink);
+
+        bool written = false;
+        switch (res.outcome) {
+        case pool::Outcome::ok:
+            if (res.streamed) {
+                written = true;
+                keep_alive = keep_alive && sink.keep_alive() && !sink.failed();
+                if (sink.failed()) keep_alive = false;
+            } else {
+                Head h;
+                h.status = final_status(res.response.status, res.worker_pid);
+                h.worker = &res.response;
+                h.keep_alive = keep_alive;
+                h.http10 = http10;
+                bool no_body = no_body_status(h.status);
+                h.framing = no_body ? Framing::none : Framing::length;
+                h.content_length = body_out.size();
+                int dropped = 0;
+                append_head(out, h, &dropped);
+                if (dropped > 0)
+                    log::warn("http", "worker " + std::to_string(res.worker_pid) + ": dropped " +
+                                          std::to_string(dropped) +
+                                          " response header(s) with an invalid name or a CR/LF/NUL in the value");
+                if (!head_request && !no_body) {
+                    if (body_out.size() > inline_body_max) {
+                        std::array<asio::const_buffer, 2> bufs{asio::buffer(out), asio::buffer(body_out)};
+                        bool ok = co_await write_buffers(conn, sock, bufs, http.write_timeout);
+                        out.clear();
+                        if (!ok) keep_alive = false;
+                        written = true;
+                        if (body_out.capacity() > 1024 * 1024) std::string().swap(body_out);
+                    } else {
+                        out += body_out;
+                    }
+                }
+            }
+            break;
+        case pool::Outcome::worker_error:
+            detail::append_error(out, http.internal_error_code, "", keep_alive, head_request);
+            break;
+        case pool::Outcome::worker_crashed:
+            if (sink.started()) {
+                keep_alive = false; // the response is cut short: closing tells the client
+                written = true;
+            } else {
+                detail::append_error(out, 502, "the worker handling this request died", keep_alive, head_request);
+            }
+            break;
+        case pool::Outcome::no_worker:
+            log::warn("http", remote + " " + req.method + " " + req.target + ": 503: " + res.message);
+            detail::append_error(out, 503, res.message, keep_alive, head_request);
+            break;
+        case pool::Outcome::cancelled:
+            keep_alive = false;
+            written = true;
+            break;
+        }
+        (void)written;
+        parser.done();
+        if (!keep_alive) {
+            co_await flush(conn, sock, out, http.write_timeout);
+            linger = parser.has_buffered();
+            break;
+        }
+        ++batched;
+        if (!parser.has_buffered() || out.size() >= flush_threshold || batched >= http.max_pipelined) {
+            if (!co_await flush(conn, sock, out, http.write_timeout)) break;
+            batched = 0;
+        }
+    }
+    sock.shutdown(tcp::socket::shutdown_send, ec);
+    if (linger && !ec) {
+        // Lingering close (as nginx): closing with unread input would reset the connection and could
+        // destroy the response before the client reads it.
+        conn.deadline = steady::now() + std::chrono::seconds(2);
+        std::size_t drained = 0;
+        char sink_buf[16384];
+        while (drained < 4 * 1024 * 1024) {
+            auto [rec, n] = co_await sock.async_read_some(asio::buffer(sink_buf), nothrow);
+            if (rec) break;
+            drained += n;
+        }
+    }
+    sock.close(ec);
+}
+
+} // namespace ferry::server::detail

@@ -1,0 +1,43 @@
+// Serialising HTTP/1.1 responses (internal to server/).
+#pragma once
+
+#include "ferry/relay/context.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace ferry::server::detail {
+
+std::string_view reason_phrase(int status);
+
+// "Sun, 06 Nov 1994 08:49:37 GMT", recomputed at most once a second.
+std::string_view http_date();
+
+enum class Framing {
+    length,  // Content-Length: content_length
+    chunked, // Transfer-Encoding: chunked
+    close,   // body until the connection closes (HTTP/1.0 streaming)
+    none,    // 1xx, 204, 304: no body, no length
+};
+
+struct Head {
+    int status = 200;
+    const relay::ResponseContext* worker = nullptr; // headers from PHP (may be null)
+    std::string_view content_type;                  // used when `worker` is null
+    Framing framing = Framing::length;
+    std::size_t content_length = 0;
+    bool keep_alive = true;
+    bool http10 = false;                            // add "Connection: keep-alive" when keeping alive
+};
+
+// Appends status line + headers + CRLF. Worker headers with an invalid name or a value containing
+// CR, LF or NUL are dropped (and counted in `dropped`); hop-by-hop headers the server owns
+// (Content-Length, Transfer-Encoding, Connection) are replaced by its own.
+void append_head(std::string& out, const Head& head, int* dropped = nullptr);
+
+// A short plain-text error response with Connection: close when !keep_alive.
+void append_error(std::string& out, int status, std::string_view detail, bool keep_alive, bool head_request);
+
+bool no_body_status(int status);
+
+} // namespace ferry::server::detail

@@ -1,0 +1,202 @@
+// Listener, connection timeouts, signals and graceful shutdown.
+#include "ferry/server/server.hpp"
+
+#include "ferry/pool/log.hpp"
+#include "shared_state.hpp"
+
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+namespace ferry::server {
+namespace {
+
+using detail::Conn;
+using detail::SharedState;
+using detail::steady;
+using detail::tcp;
+
+struct Runtime {
+    Runtime(asio::io_context& io_, const conf::Config& c, pool::Pool& p)
+        : io(io_), state(io_, c, p), acceptor(io_), signals(io_, SIGINT, SIGTERM), ticker(io_)
+    {
+    }
+    asio::io_context& io;
+    SharedState state;
+    tcp::acceptor acceptor;
+    asio::signal_set signals;
+    asio::steady_timer ticker;
+    bool stopping = false;
+    int exit_code = 0;
+    unsigned sessions = 0;
+};
+
+bool split_address(const std::string& address, std::string& host, std::string& port)
+{
+    auto colon = address.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.empty()) host = "0.0.0.0";
+    return !port.empty();
+}
+
+awaitable<void> run_session(Runtime* rt, tcp::socket sock)
+{
+    ++rt->sessions;
+    try {
+        co_await detail::http_session(rt->state, std::move(sock));
+    } catch (const std::exception& e) {
+        log::error("http", std::string("session ended by an exception: ") + e.what());
+    }
+    --rt->sessions;
+}
+
+awaitable<void> accept_loop(Runtime* rt)
+{
+    for (;;) {
+        auto [ec, sock] = co_await rt->acceptor.async_accept(nothrow);
+        if (ec) {
+            if (ec == asio::error::operation_aborted || !rt->acceptor.is_open()) co_return;
+            log::error("http", "accept failed: " + ec.message());
+            // EMFILE and friends: back off instead of spinning.
+            asio::steady_timer t(rt->io);
+            t.expires_after(std::chrono::milliseconds(100));
+            co_await t.async_wait(nothrow);
+            continue;
+        }
+        asio::co_spawn(rt->io, run_session(rt, std::move(sock)), log_exceptions{"session"});
+    }
+}
+
+// One coarse timer enforces every connection's deadline (idle, header, body, write timeouts).
+awaitable<void> tick(Runtime* rt)
+{
+    while (!rt->stopping) {
+        rt->ticker.expires_after(std::chrono::milliseconds(250));
+        co_await rt->ticker.async_wait(nothrow);
+        auto now = steady::now();
+        for (Conn* c : rt->state.conns) {
+            if (c->deadline <= now || (rt->state.draining && c->idle)) {
+                c->timed_out = c->deadline <= now;
+                c->deadline = steady::time_point::max();
+                error_code ec;
+                c->socket->cancel(ec);
+            }
+        }
+    }
+}
+
+awaitable<void> wait_until(Runtime* rt, steady::time_point deadline, bool (*done)(Runtime*))
+{
+    asio::steady_timer t(rt->io);
+    while (!done(rt) && steady::now() < deadline) {
+        t.expires_after(std::chrono::milliseconds(10));
+        co_await t.async_wait(nothrow);
+    }
+}
+
+awaitable<void> lifecycle(Runtime* rt)
+{
+    auto& cfg = rt->state.config;
+    std::string err = co_await rt->state.pool.start();
+    bool any_ready = false;
+    for (const auto& w : rt->state.pool.workers())
+        if (w.state == "ready" || w.state == "working") any_ready = true;
+    if (!err.empty() && !any_ready) {
+        log::error("pool", "cannot start workers: " + err);
+        rt->exit_code = 1;
+        rt->stopping = true;
+        co_await rt->state.pool.shutdown();
+        rt->io.stop();
+        co_return;
+    }
+    auto ep = rt->acceptor.local_endpoint();
+    std::string shown = ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
+    rt->state.default_host = shown + ":" + std::to_string(ep.port());
+    std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
+    std::fflush(stdout);
+    log::info("http", "listening on http://" + rt->state.default_host + " with " +
+                          std::to_string(cfg.http.pool.num_workers) + " worker(s)");
+    asio::co_spawn(rt->io, accept_loop(rt), log_exceptions{"accept"});
+    asio::co_spawn(rt->io, tick(rt), log_exceptions{"ticker"});
+
+    auto [ec, sig] = co_await rt->signals.async_wait(nothrow);
+    log::info("core", std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                          ", stopping: finishing requests in flight");
+    // A second signal stops at once.
+    rt->signals.async_wait([rt](error_code e, int) {
+        if (e) return;
+        log::warn("core", "second signal: stopping now");
+        rt->exit_code = 1;
+        rt->io.stop();
+    });
+    error_code ignored;
+    rt->acceptor.close(ignored);
+    rt->state.draining = true;
+    for (Conn* c : rt->state.conns)
+        if (c->idle) c->socket->cancel(ignored);
+    co_await wait_until(rt, steady::now() + cfg.http.pool.destroy_timeout,
+                        [](Runtime* r) { return r->sessions == 0; });
+    if (rt->sessions > 0) {
+        log::warn("core", std::to_string(rt->sessions) + " connection(s) still busy after destroy_timeout, closing");
+        for (Conn* c : rt->state.conns) c->socket->close(ignored);
+    }
+    co_await rt->state.pool.shutdown();
+    rt->stopping = true;
+    rt->ticker.cancel();
+    rt->signals.cancel(ignored);
+    co_await wait_until(rt, steady::now() + std::chrono::seconds(2), [](Runtime* r) { return r->sessions == 0; });
+    log::info("core", "stopped");
+    rt->io.stop();
+}
+
+} // namespace
+
+int run(const conf::Config& cfg)
+{
+    std::signal(SIGPIPE, SIG_IGN);
+    asio::io_context io(1);
+
+    pool::Options popt;
+    popt.command = cfg.server.command;
+    for (const auto& [k, v] : cfg.server.env) popt.env.push_back(k + "=" + v);
+    popt.num_workers = cfg.http.pool.num_workers == 0 ? std::max(1u, std::thread::hardware_concurrency())
+                                                      : cfg.http.pool.num_workers;
+    popt.max_jobs = cfg.http.pool.max_jobs;
+    popt.allocate_timeout = cfg.http.pool.allocate_timeout;
+    popt.destroy_timeout = cfg.http.pool.destroy_timeout;
+    popt.boot_timeout = cfg.http.pool.allocate_timeout;
+    pool::Pool pool(io, popt);
+
+    Runtime rt(io, cfg, pool);
+    rt.state.limits.max_header_size = cfg.http.max_header_size;
+    rt.state.limits.max_body_size = cfg.http.max_request_size;
+
+    std::string host, port;
+    if (!split_address(cfg.http.address, host, port)) {
+        log::error("core", "http.address: \"" + cfg.http.address + "\" is not host:port");
+        return 1;
+    }
+    try {
+        tcp::resolver resolver(io);
+        auto results = resolver.resolve(host, port, tcp::resolver::passive | tcp::resolver::numeric_service);
+        tcp::endpoint ep = *results.begin();
+        rt.acceptor.open(ep.protocol());
+        rt.acceptor.set_option(tcp::acceptor::reuse_address(true));
+        rt.acceptor.bind(ep);
+        rt.acceptor.listen(asio::socket_base::max_listen_connections);
+    } catch (const std::exception& e) {
+        log::error("core", "cannot listen on " + cfg.http.address + ": " + e.what());
+        return 1;
+    }
+
+    asio::co_spawn(io, lifecycle(&rt), log_exceptions{"lifecycle"});
+    io.run();
+    return rt.exit_code;
+}
+
+} // namespace ferry::server
