@@ -13,10 +13,12 @@ final class StdoutGuard
 {
     /** @var resource|null */
     private static $stderr = null;
+    private static bool $installed = false;
 
     /** Starts the guard buffer unless it is already the outermost output buffer. */
     public static function install(): void
     {
+        self::$installed = true;
         if (self::active()) {
             return;
         }
@@ -28,10 +30,10 @@ final class StdoutGuard
         }
     }
 
-    /** Reinstalls the guard when the application closed every output buffer (cheap check). */
+    /** Reinstalls an installed guard when the application closed every output buffer (cheap check). */
     public static function rearm(): void
     {
-        if (\ob_get_level() === 0) {
+        if (self::$installed && \ob_get_level() === 0) {
             \ob_start([self::class, 'handle'], 1);
         }
     }

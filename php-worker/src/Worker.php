@@ -90,7 +90,7 @@ final class Worker
             }
             if (\count($frame->options) !== 1 || $frame->options[0] > \strlen($frame->payload)) {
                 $this->fail(new ProtocolException(\sprintf(
-                    'request frame must carry one option word no larger than the payload (options: [%s], payload %d bytes)',
+                    'request frame needs one option word <= payload length (options: [%s], payload %d bytes)',
                     \implode(', ', $frame->options),
                     \strlen($frame->payload),
                 )));
@@ -155,7 +155,7 @@ final class Worker
      * (200). An uncaught Throwable becomes an ERROR frame (the server answers 500), is logged to stderr
      * and the loop goes on. The handler may answer by itself (respond(), error(), requestStop()).
      *
-     * @param callable(Request): (Response|array{0: int, 1?: array<string, string|list<string>>, 2?: string}|string|null) $handler
+     * @param callable(Request): mixed $handler returns Response|array{int, array, string}|string|null
      */
     public function serve(callable $handler): void
     {
@@ -306,6 +306,7 @@ final class Worker
         } catch (ProtocolException $e) {
             $this->fail($e);
         }
+        StdoutGuard::rearm();
     }
 
     /** @throws ProtocolException */

@@ -19,7 +19,8 @@ final class FixtureTest extends TestCase
     /** @param array<string, string> $env */
     private function start(string $fixture, array $env = []): WorkerProcess
     {
-        $proc = new WorkerProcess(WorkerProcess::fixture($fixture), $env);
+        $script = \str_starts_with($fixture, '/') ? $fixture : WorkerProcess::fixture($fixture);
+        $proc = new WorkerProcess($script, $env);
         $this->procs[] = $proc;
         return $proc;
     }
@@ -135,6 +136,30 @@ final class FixtureTest extends TestCase
         self::assertSame('', $w->readStdoutToEnd(), 'nothing but frames on stdout');
         self::assertSame(0, $w->wait());
         self::assertStringContainsString("stray output from app\n", $w->stderr());
+    }
+
+    public function testGuardComesBackAfterTheAppClosesEveryBuffer(): void
+    {
+        $script = (string) \tempnam(\sys_get_temp_dir(), 'ferry-guard-') . '.php';
+        \file_put_contents($script, '<?php require ' . \var_export(\dirname(__DIR__) . '/autoload.php', true) . ';
+            $w = Ferry\Worker\Worker::create();
+            while ($w->waitRequest()) {
+                while (ob_get_level() > 0) { ob_end_clean(); }
+                $w->respond(200, [], "ok");
+                echo "after respond\n";
+            }');
+        try {
+            $w = $this->start($script);
+            $w->handshake();
+            self::assertSame('ok', self::roundTrip($w, self::get('/'))[2]);
+            self::assertSame('ok', self::roundTrip($w, self::get('/'))[2]);
+            $w->closeStdin();
+            self::assertSame('', $w->readStdoutToEnd());
+            self::assertSame(0, $w->wait());
+            self::assertSame(2, \substr_count($w->stderr(), "after respond\n"));
+        } finally {
+            \unlink($script);
+        }
     }
 
     public function testExitMidRequest(): void

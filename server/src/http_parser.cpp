@@ -13,6 +13,17 @@ bool iequals(std::string_view a, std::string_view b)
 {
     return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
+bool valid_token(std::string_view s)
+{
+    if (s.empty()) return false;
+    for (unsigned char c : s) {
+        bool ok = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+                  std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+        if (!ok || c == 0) return false;
+    }
+    return true;
+}
+
 } // namespace
 
 std::string_view Request::header(std::string_view name) const
@@ -100,12 +111,15 @@ struct HttpParser::Callbacks {
         r.headers.clear();
         r.headers.reserve(s.spans_.size());
         for (const auto& h : s.spans_) {
+            std::string_view name(b + h.name.off, h.name.len);
+            if (!valid_token(name)) return s.fail(400, "invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
             std::string_view value(b + h.value.off, h.value.len);
             while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-            r.headers.emplace_back(std::string(b + h.name.off, h.name.len), std::string(value));
+            r.headers.emplace_back(std::string(name), std::string(value));
         }
         r.keep_alive = llhttp_should_keep_alive(p) != 0;
         r.upgrade = p->upgrade != 0;
+        if (r.upgrade) r.keep_alive = false; // no protocol switch yet: answer, then close
         r.chunked = (p->flags & F_CHUNKED) != 0;
         if (p->http_major == 1 && p->http_minor >= 1 && r.header("Host").empty()) {
             bool has_host = false;

@@ -89,7 +89,8 @@ $worker->serve(static function (Request $req) use ($worker, $pid): ?Response {
 function describeUploads(array $tree): array
 {
     if (array_key_exists('tmpName', $tree) && array_key_exists('error', $tree) && !is_array($tree['error'])) {
-        $content = is_string($tree['tmpName']) && is_file($tree['tmpName']) ? file_get_contents($tree['tmpName']) : false;
+        $tmp = $tree['tmpName'];
+        $content = is_string($tmp) && is_file($tmp) ? file_get_contents($tmp) : false;
         $tree['contentLength'] = $content === false ? null : strlen($content);
         $tree['contentMd5'] = $content === false ? null : md5($content);
         return $tree;

@@ -18,7 +18,7 @@ final class ChunkedStream
 {
     private const SCHEME = 'ferry-chunked';
 
-    /** @var array<string, array{data: string, pos: int, pattern: list<int>, calls: int, reads: int, writes: int}> */
+    /** @var array<string, array{data: string, pos: int, pattern: list<int>, calls: int, ...}> */
     private static array $streams = [];
     private static int $next = 0;
 
@@ -37,7 +37,9 @@ final class ChunkedStream
             \stream_wrapper_register(self::SCHEME, self::class);
         }
         $id = (string) ++self::$next;
-        self::$streams[$id] = ['data' => $data, 'pos' => 0, 'pattern' => $pattern, 'calls' => 0, 'reads' => 0, 'writes' => 0];
+        self::$streams[$id] = [
+            'data' => $data, 'pos' => 0, 'pattern' => $pattern, 'calls' => 0, 'reads' => 0, 'writes' => 0,
+        ];
         $stream = \fopen(self::SCHEME . '://' . $id, 'r+b');
         if ($stream === false) {
             throw new \RuntimeException('cannot open chunked stream');

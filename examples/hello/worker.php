@@ -1,0 +1,38 @@
+<?php
+
+// The example app: every request gets a small page; /json shows what PHP received.
+declare(strict_types=1);
+
+require __DIR__ . '/../../php-worker/autoload.php';
+
+use Ferry\Worker\Worker;
+
+$booted = date(DATE_ATOM);
+$count = 0;
+
+$worker = Worker::create();
+while ($req = $worker->waitRequest()) {
+    $count++;
+    if ($req->path === '/json') {
+        $worker->respond(200, ['Content-Type' => 'application/json'], json_encode([
+            'method' => $req->method,
+            'uri' => $req->uri,
+            'query' => $req->query,
+            'headers' => $req->headers,
+            'cookies' => $req->cookies,
+            'body' => $req->body,
+            'pid' => getmypid(),
+            'served_by_this_worker' => $count,
+        ], JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES) . "\n");
+        continue;
+    }
+    $pid = getmypid();
+    $name = htmlspecialchars((string) ($req->query['name'] ?? 'world'));
+    $worker->respond(200, ['Content-Type' => 'text/html; charset=utf-8'], <<<HTML
+        <!doctype html>
+        <title>Ferry</title>
+        <h1>Hello, {$name}!</h1>
+        <p>Served by PHP worker {$pid} (booted {$booted}), request #{$count} of this worker.</p>
+        <p>Try <a href="/json?name=ferry">/json</a>.</p>
+        HTML);
+}

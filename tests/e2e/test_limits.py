@@ -1,0 +1,193 @@
+"""Request limits, malformed requests and connection timeouts."""
+
+import hashlib
+import json
+import os
+import socket
+import time
+import unittest
+
+from harness import Reader, ServerTestCase
+
+MiB = 1 << 20
+
+
+class LimitsTest(ServerTestCase):
+    CONFIG = {"http": {
+        "max_request_size": 1,  # MB
+        "limits": {"max_header_size": 8192},
+        "timeouts": {"read_header": "1s", "read_body": "1s", "idle": "1s"},
+        "pool": {"num_workers": 2},
+    }}
+
+    def assert_closed(self, rd, timeout=3.0):
+        self.assertTrue(rd.closed_by_peer(timeout), "the server did not close the connection")
+
+    # -- header size ------------------------------------------------------------------------
+
+    def test_header_too_large_431(self):
+        r, rd = self.raw(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10000 + b"\r\n\r\n")
+        self.assertEqual(r.status, 431)
+        self.assertEqual(r.reason, "Request Header Fields Too Large")
+        self.assert_closed(rd)
+
+    def test_header_under_limit_ok(self):
+        value = "b" * 7000
+        r, _ = self.raw(f"GET / HTTP/1.1\r\nHost: x\r\nX-Big: {value}\r\n\r\n".encode())
+        self.assertEqual(r.status, 200)
+        self.assertEqual(json.loads(r.body)["headers"]["X-Big"], [value])
+
+    # -- body size --------------------------------------------------------------------------
+
+    def test_content_length_over_limit_413_before_body(self):
+        s = self.sock()
+        s.sendall(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (MiB + 1))
+        rd = Reader(s)
+        r = rd.read_response()  # nothing of the body was sent
+        self.assertEqual(r.status, 413)
+        self.assertEqual(r.reason, "Content Too Large")
+        self.assert_closed(rd)
+
+    def test_content_length_over_limit_413_with_expect(self):
+        s = self.sock()
+        s.sendall(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n"
+                  % (5 * MiB))
+        r = Reader(s).read_response()
+        self.assertEqual(r.status, 413)  # not 100 Continue
+
+    def test_body_exactly_at_limit_ok(self):
+        payload = os.urandom(MiB)
+        status, _, body = self.server.request("POST", "/echo-body", body=payload)
+        self.assertEqual(status, 200)
+        self.assertTrue(body == payload)
+
+    def test_chunked_over_limit_413(self):
+        s = self.sock()
+        rd = Reader(s)
+        s.sendall(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunk = b"y" * 300000
+        try:
+            for _ in range(5):  # 1.5 MB in all
+                s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may answer and close before the whole body is sent
+        r = rd.read_response()
+        self.assertEqual(r.status, 413)
+        self.assert_closed(rd)
+
+    def test_chunked_under_limit_ok(self):
+        s = self.sock()
+        chunk = b"z" * 250000
+        s.sendall(b"POST /ctx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(4):
+            s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        s.sendall(b"0\r\n\r\n")
+        r = Reader(s).read_response()
+        self.assertEqual(r.status, 200)
+        d = json.loads(r.body)
+        self.assertEqual(d["bodyLength"], 1000000)
+        self.assertEqual(d["bodyMd5"], hashlib.md5(chunk * 4).hexdigest())
+
+    # -- malformed requests -----------------------------------------------------------------
+
+    def test_malformed_request_line_400(self):
+        r, rd = self.raw(b"THIS IS NOT HTTP\r\n\r\n")
+        self.assertEqual(r.status, 400)
+        self.assert_closed(rd)
+
+    def test_garbage_version_400(self):
+        r, rd = self.raw(b"GET / HTTP/9.x\r\nHost: x\r\n\r\n")
+        self.assertEqual(r.status, 400)
+        self.assert_closed(rd)
+
+    def test_content_length_and_transfer_encoding_400(self):
+        r, rd = self.raw(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        self.assertEqual(r.status, 400)
+        self.assert_closed(rd)
+
+    def test_two_different_content_lengths_400(self):
+        r, rd = self.raw(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                         b"Content-Length: 6\r\n\r\nhello!")
+        self.assertEqual(r.status, 400)
+        self.assert_closed(rd)
+
+    def test_missing_host_400(self):
+        r, rd = self.raw(b"GET / HTTP/1.1\r\nUser-Agent: t\r\n\r\n")
+        self.assertEqual(r.status, 400)
+        self.assert_closed(rd)
+
+    def test_error_after_good_request_in_pipeline(self):
+        s = self.sock()
+        s.sendall(b"GET /first HTTP/1.1\r\nHost: x\r\n\r\nBAD REQUEST LINE\r\n\r\n")
+        rd = Reader(s)
+        r1 = rd.read_response()
+        self.assertEqual(r1.status, 200)
+        self.assertEqual(json.loads(r1.body)["path"], "/first")
+        r2 = rd.read_response()
+        self.assertEqual(r2.status, 400)
+        self.assert_closed(rd)
+
+    # -- timeouts ---------------------------------------------------------------------------
+
+    def test_idle_keep_alive_closed(self):
+        s = self.sock()
+        rd = Reader(s)
+        s.sendall(b"GET /idle HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(rd.read_response().status, 200)
+        t0 = time.monotonic()
+        self.assertTrue(rd.closed_by_peer(4.0), "idle keep-alive connection was not closed")
+        elapsed = time.monotonic() - t0
+        self.assertGreater(elapsed, 0.7)
+        self.assertLess(elapsed, 2.5)
+        self.assertEqual(rd.buf, b"")  # closed silently, no 408
+
+    def test_idle_before_first_request_closed(self):
+        s = self.sock()
+        rd = Reader(s)
+        t0 = time.monotonic()
+        self.assertTrue(rd.closed_by_peer(4.0))
+        self.assertLess(time.monotonic() - t0, 2.5)
+
+    def test_slow_header_408(self):
+        s = self.sock()
+        s.sendall(b"GET /slow HTTP/1.1\r\nHo")
+        t0 = time.monotonic()
+        rd = Reader(s)
+        r = rd.read_response()
+        elapsed = time.monotonic() - t0
+        self.assertEqual(r.status, 408)
+        self.assertGreater(elapsed, 0.7)
+        self.assertLess(elapsed, 2.5)
+        self.assert_closed(rd)
+
+    def test_slow_header_trickle_408(self):
+        # Bytes keep coming, but the header as a whole takes longer than read_header.
+        s = self.sock()
+        t0 = time.monotonic()
+        s.sendall(b"GET /trickle HTTP/1.1\r\n")
+        try:
+            for i in range(12):
+                time.sleep(0.25)
+                s.sendall(b"X-H%d: v\r\n" % i)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        rd = Reader(s)
+        r = rd.read_response()
+        self.assertEqual(r.status, 408)
+        self.assertLess(time.monotonic() - t0, 3.5)
+
+    def test_slow_body_408(self):
+        s = self.sock()
+        s.sendall(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello")
+        t0 = time.monotonic()
+        rd = Reader(s)
+        r = rd.read_response()
+        self.assertEqual(r.status, 408)
+        self.assertLess(time.monotonic() - t0, 2.5)
+        self.assert_closed(rd)
+
+
+if __name__ == "__main__":
+    unittest.main()
