@@ -53,7 +53,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench.XXXXXX")
 PIDS=()      # every process we started directly (its descendants are cleaned up with it)
 
 descendants() {  # pid... -> all descendant pids, one per line
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots="$*" '
     { s = $0; sub(/.*\) /, "", s); split(s, a, " "); ppid[$1] = a[2] }
     END {
       n = split(roots, q, " "); for (i = 1; i <= n; i++) seen[q[i]] = 1
@@ -84,6 +84,7 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+trap 'echo "bench: error: command failed at line $LINENO" >&2' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -261,7 +262,7 @@ log "all targets answer \"$HELLO\"; benchmarking ${ORDER[*]} (${DURATION}s per r
 tree_ticks() {
   local root=$1 incl=$2
   [[ -z "$root" ]] && { echo 0; return; }
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$root" -v incl="$incl" '
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v root="$root" -v incl="$incl" '
     { s = $0; sub(/.*\) /, "", s); split(s, a, " "); ppid[$1] = a[2]; t[$1] = a[12] + a[13] }
     END {
       seen[root] = 1; sum = (incl && (root in t)) ? t[root] : 0

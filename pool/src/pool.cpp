@@ -609,14 +609,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 release(w);
                 co_return;
             }
-            if (h.stream & relay::stream::ping) {
-                static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
-                // The frame stays in rbuf while we answer: rbuf is not touched by writes.
-                if (!co_await write_all(*w, pong)) {
-                    crashed(w, res, "writing PONG failed");
-                    co_return;
-                }
-            }
             if (h.option_count != 1 || h.options[0] > h.payload_size) {
                 res.outcome = Outcome::worker_error;
                 res.message = w->tag() + ": protocol error: response frame with " +
@@ -685,8 +677,16 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             }
             w->consume_frame();
             if (!keep_going) {
+                // STOP answers a pending PING too: the worker reads exactly one frame per PING.
                 co_await cancel_stream(w, res);
                 co_return;
+            }
+            if (h.stream & relay::stream::ping) {
+                static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
+                if (!co_await write_all(*w, pong)) {
+                    crashed(w, res, "writing PONG failed");
+                    co_return;
+                }
             }
             if (!more) {
                 res.outcome = Outcome::ok;
@@ -725,10 +725,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 break;
             }
             w->consume_frame();
-            if (h.stream & relay::stream::ping) {
-                static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
-                co_await write_all(*w, pong);
-            }
+            // No PONG after STOP: the worker takes STOP as the answer to its next PING and ends the stream.
             if (!(h.stream & relay::stream::more)) {
                 release(w);
                 break;

@@ -1,0 +1,318 @@
+#include "ferry/pool/pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <csignal>
+#include <optional>
+
+using namespace ferry;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(FERRY_SOURCE_DIR) + "/tests/php/" + name; }
+
+pool::Options options(const std::string& script, unsigned workers = 1)
+{
+    pool::Options o;
+    o.command = {"php", fixture(script)};
+    o.num_workers = workers;
+    o.allocate_timeout = 5s;
+    o.destroy_timeout = 3s;
+    o.boot_timeout = 5s;
+    return o;
+}
+
+relay::RequestContext request(const std::string& path, const std::string& method = "GET")
+{
+    relay::RequestContext c;
+    c.remote_addr = "127.0.0.1";
+    c.protocol = "HTTP/1.1";
+    c.method = method;
+    c.uri = "http://test" + path;
+    if (auto q = path.find('?'); q != std::string::npos) c.raw_query = path.substr(q + 1);
+    c.headers = {{"Content-Type", {"text/plain"}}};
+    return c;
+}
+
+// Runs `body` as a coroutine on a fresh io_context, bounded in time.
+template <typename F> void run(asio::io_context& io, F body)
+{
+    bool done = false;
+    std::exception_ptr error;
+    asio::co_spawn(io, body(), [&](std::exception_ptr e) {
+        done = true;
+        error = e;
+        io.stop();
+    });
+    io.run_for(60s);
+    ASSERT_TRUE(done) << "coroutine did not finish in time";
+    if (error) std::rethrow_exception(error);
+}
+
+struct Exec {
+    pool::Result result;
+    std::string body;
+};
+
+awaitable<Exec> exec(pool::Pool& p, const std::string& path, std::string_view body = {})
+{
+    Exec e;
+    auto ctx = request(path, body.empty() ? "GET" : "POST");
+    e.result = co_await p.exec(ctx, body, e.body, nullptr);
+    co_return e;
+}
+
+} // namespace
+
+TEST(Pool, ServesRequestsAndKeepsWorkersAlive)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("echo.php", 2));
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_EQ(p.workers().size(), 2u);
+        auto a = co_await exec(p, "/status/201");
+        EXPECT_EQ(a.result.outcome, pool::Outcome::ok);
+        EXPECT_EQ(a.result.response.status, 201);
+        EXPECT_EQ(a.body, "status 201\n");
+        auto b = co_await exec(p, "/echo-body", "payload \x01\x02 bytes");
+        EXPECT_EQ(b.body, "payload \x01\x02 bytes");
+        auto c = co_await exec(p, "/anything?x=1");
+        auto v = boost::json::parse(c.body);
+        EXPECT_EQ(v.at("rawQuery").as_string(), "x=1");
+        EXPECT_EQ(v.at("codec").as_string(), "msgpack") << "php-worker announces msgpack when ext-msgpack is loaded";
+        EXPECT_EQ(p.spawned_total(), 2u) << "no worker was replaced";
+        co_await p.shutdown();
+        EXPECT_TRUE(p.workers().empty());
+    });
+}
+
+TEST(Pool, ErrorFrameIsAnErrorAndTheWorkerStays)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("echo.php"));
+    run(io, [&]() -> awaitable<void> {
+        co_await p.start();
+        auto e = co_await exec(p, "/error");
+        EXPECT_EQ(e.result.outcome, pool::Outcome::worker_error);
+        EXPECT_NE(e.result.message.find("boom from echo.php"), std::string::npos) << e.result.message;
+        auto ok = co_await exec(p, "/status/200");
+        EXPECT_EQ(ok.result.outcome, pool::Outcome::ok);
+        EXPECT_EQ(ok.result.worker_pid, e.result.worker_pid);
+        EXPECT_EQ(p.spawned_total(), 1u);
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, CrashMidRequestIsReportedAndTheWorkerReplaced)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("echo.php"));
+    run(io, [&]() -> awaitable<void> {
+        co_await p.start();
+        auto e = co_await exec(p, "/exit");
+        EXPECT_EQ(e.result.outcome, pool::Outcome::worker_crashed);
+        auto ok = co_await exec(p, "/status/200");
+        EXPECT_EQ(ok.result.outcome, pool::Outcome::ok);
+        EXPECT_NE(ok.result.worker_pid, e.result.worker_pid);
+        EXPECT_EQ(p.spawned_total(), 2u);
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, WorkerAskingToStopHandsTheRequestToAnother)
+{
+    std::string flag = ::testing::TempDir() + "ferry_stop_once_" + std::to_string(::getpid());
+    std::remove(flag.c_str());
+    asio::io_context io;
+    auto o = options("echo.php", 2);
+    o.env = {"FERRY_TEST_STOP_ONCE=" + flag};
+    pool::Pool p(io, o);
+    run(io, [&]() -> awaitable<void> {
+        co_await p.start();
+        auto e = co_await exec(p, "/stop");
+        EXPECT_EQ(e.result.outcome, pool::Outcome::ok);
+        EXPECT_EQ(e.result.response.status, 200);
+        EXPECT_EQ(p.recycled_total(), 1u);
+        co_await p.shutdown();
+    });
+    std::remove(flag.c_str());
+}
+
+TEST(Pool, MaxJobsRecyclesWithoutFailingARequest)
+{
+    asio::io_context io;
+    auto o = options("echo.php", 1);
+    o.max_jobs = 3;
+    pool::Pool p(io, o);
+    run(io, [&]() -> awaitable<void> {
+        co_await p.start();
+        std::set<int> pids;
+        for (int i = 0; i < 40; ++i) {
+            auto e = co_await exec(p, "/sleep?ms=2");
+            EXPECT_EQ(e.result.outcome, pool::Outcome::ok) << e.result.message;
+            pids.insert(e.result.worker_pid);
+        }
+        EXPECT_GT(p.recycled_total(), 1u);
+        EXPECT_GT(pids.size(), 1u);
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, AllocateTimeoutGivesNoWorker)
+{
+    asio::io_context io;
+    auto o = options("echo.php", 1);
+    o.allocate_timeout = 300ms;
+    pool::Pool p(io, o);
+    run(io, [&]() -> awaitable<void> {
+        co_await p.start();
+        std::optional<Exec> slow;
+        asio::co_spawn(io, [&]() -> awaitable<void> { slow = co_await exec(p, "/sleep?ms=1500"); },
+                       asio::detached);
+        asio::steady_timer t(io);
+        t.expires_after(50ms);
+        co_await t.async_wait(use_awaitable);
+        auto start = std::chrono::steady_clock::now();
+        auto e = co_await exec(p, "/status/200");
+        auto waited = std::chrono::steady_clock::now() - start;
+        EXPECT_EQ(e.result.outcome, pool::Outcome::no_worker);
+        EXPECT_NE(e.result.message.find("allocate_timeout"), std::string::npos) << e.result.message;
+        EXPECT_GE(waited, 250ms);
+        EXPECT_LT(waited, 1200ms);
+        while (!slow) {
+            t.expires_after(20ms);
+            co_await t.async_wait(use_awaitable);
+        }
+        EXPECT_EQ(slow->result.outcome, pool::Outcome::ok);
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, BootFailuresAreReportedWithStderrAndExitCode)
+{
+    for (const char* script : {"boot_fail.php", "boot_syntax.php"}) {
+        asio::io_context io;
+        pool::Pool p(io, options(script));
+        run(io, [&]() -> awaitable<void> {
+            std::string err = co_await p.start();
+            EXPECT_NE(err.find("failed to boot"), std::string::npos) << err;
+            EXPECT_NE(err.find("exited with code"), std::string::npos) << err;
+            auto e = co_await exec(p, "/");
+            EXPECT_EQ(e.result.outcome, pool::Outcome::no_worker);
+            EXPECT_NE(e.result.message.find("failed to boot"), std::string::npos) << e.result.message;
+            co_await p.shutdown();
+        });
+    }
+}
+
+TEST(Pool, StrayStdoutIsReportedWithItsBytes)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("stdout_garbage.php"));
+    run(io, [&]() -> awaitable<void> {
+        std::string err = co_await p.start();
+        EXPECT_NE(err.find("hello from a stray echo"), std::string::npos) << err;
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, MissingCommandIsNamed)
+{
+    asio::io_context io;
+    auto o = options("echo.php");
+    o.command = {"ferry-no-such-php-xyz", "w.php"};
+    pool::Pool p(io, o);
+    run(io, [&]() -> awaitable<void> {
+        std::string err = co_await p.start();
+        EXPECT_NE(err.find("ferry-no-such-php-xyz"), std::string::npos) << err;
+        EXPECT_NE(err.find("not found"), std::string::npos) << err;
+    });
+}
+
+TEST(Pool, ShutdownEscalatesForAWorkerThatIgnoresStop)
+{
+    asio::io_context io;
+    auto o = options("slow_stop.php");
+    o.destroy_timeout = 300ms;
+    pool::Pool p(io, o);
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_EQ(co_await p.start(), "");
+        auto pid = p.workers().at(0).pid;
+        auto start = std::chrono::steady_clock::now();
+        co_await p.shutdown();
+        EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
+        EXPECT_TRUE(p.workers().empty());
+        EXPECT_NE(::kill(pid, 0), 0) << "the worker must be gone";
+    });
+}
+
+namespace {
+struct RecordingSink final : pool::StreamSink {
+    std::vector<int> informational;
+    std::string body;
+    int chunks = 0;
+    int stop_after = -1;
+    awaitable<bool> on_informational(const relay::ResponseContext& h) override
+    {
+        informational.push_back(h.status);
+        co_return true;
+    }
+    awaitable<bool> on_chunk(const relay::ResponseContext&, std::string_view b, bool) override
+    {
+        body.append(b);
+        ++chunks;
+        co_return stop_after < 0 || chunks < stop_after;
+    }
+};
+} // namespace
+
+TEST(Pool, StreamsWithEarlyHintsPingAndStop)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("stream.php"));
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_EQ(co_await p.start(), "");
+        RecordingSink sink;
+        std::string body;
+        auto ctx = request("/x");
+        auto r = co_await p.exec(ctx, {}, body, &sink);
+        EXPECT_EQ(r.outcome, pool::Outcome::ok);
+        EXPECT_TRUE(r.streamed);
+        EXPECT_EQ(r.response.status, 200);
+        EXPECT_EQ(sink.informational, std::vector<int>{103});
+        EXPECT_EQ(sink.body, "one\ntwo\nthree\n");
+
+        RecordingSink quitter;
+        quitter.stop_after = 3;
+        auto ctx2 = request("/stream-long");
+        auto r2 = co_await p.exec(ctx2, {}, body, &quitter);
+        EXPECT_EQ(r2.outcome, pool::Outcome::cancelled);
+        // The same worker serves the next request: the stream was drained, not killed.
+        RecordingSink again;
+        auto r3 = co_await p.exec(ctx, {}, body, &again);
+        EXPECT_EQ(r3.outcome, pool::Outcome::ok);
+        EXPECT_EQ(r3.worker_pid, r.worker_pid);
+        EXPECT_EQ(p.spawned_total(), 1u);
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, RepeatedBootFailuresBackOffExponentially)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("boot_fail.php"));
+    run(io, [&]() -> awaitable<void> {
+        co_await p.start();
+        asio::steady_timer t(io);
+        t.expires_after(2s);
+        co_await t.async_wait(use_awaitable);
+        // Delays 100, 200, 400, 800 ms...: about 5 attempts in 2 s, not hundreds.
+        EXPECT_GE(p.spawned_total(), 3u);
+        EXPECT_LE(p.spawned_total(), 8u);
+        co_await p.shutdown();
+    });
+}
