@@ -1,0 +1,253 @@
+"""Process lifecycle: graceful SIGTERM with requests in flight, SIGKILL, config errors, `ferry config`, -o overrides,
+the PSR-7 bridge."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import BIN, HOST, MARK_VAR, Reader, Server, ServerTestCase, php, pids_with_marker, wait_until
+
+
+def http_get(server, path, results, key, timeout=15):
+    t0 = time.monotonic()
+    try:
+        status, headers, body = server.request("GET", path, timeout=timeout)
+        results[key] = (status, dict(headers), body, time.monotonic() - t0)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        results[key] = e
+
+
+def run_ferry(*args, timeout=15):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+class ShutdownTest(unittest.TestCase):
+    def start(self, config=None, **kw):
+        srv = Server(config, **kw)
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        return srv.start()
+
+    def test_sigterm_with_requests_in_flight(self):
+        srv = self.start({"http": {"pool": {"num_workers": 2}}})
+        workers = srv.workers()
+        self.assertEqual(len(workers), 2)
+        results = {}
+        threads = [threading.Thread(target=http_get, args=(srv, f"/sleep?ms=1500&i={i}", results, i))
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        # the listener closes at once: new connections are refused
+        time.sleep(0.2)
+        with self.assertRaises(OSError):
+            socket.create_connection((HOST, srv.port), timeout=2).close()
+        for t in threads:
+            t.join(15)
+        self.assertFalse(any(t.is_alive() for t in threads))
+        for i in range(4):
+            self.assertIsInstance(results[i], tuple, f"request {i}: {results[i]!r}")
+            status, headers, body, _ = results[i]
+            self.assertEqual(status, 200, f"request {i}: {body!r}")
+            d = json.loads(body)
+            self.assertEqual((d["path"], d["rawQuery"]), ("/sleep", f"ms=1500&i={i}"))
+            self.assertIn(d["pid"], workers)
+            # the server is draining: it must tell the client the connection ends (as Go's Shutdown does)
+            self.assertEqual(headers.get("Connection"), "close", f"request {i}")
+        rc = srv.stop(timeout=10)  # asserts exit 0 and no PHP worker left
+        self.assertEqual(rc, 0)
+        # two rounds of 1.5 s requests on two workers: about 3 s, not destroy_timeout (10 s)
+        self.assertLess(time.monotonic() - t0, 6)
+        self.assertIn("received SIGTERM", srv.stderr())
+
+    def test_sigterm_idle_keep_alive_connection_closed(self):
+        srv = self.start()
+        s = socket.create_connection((HOST, srv.port), timeout=5)
+        self.addCleanup(s.close)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        rd = Reader(s)
+        self.assertEqual(rd.read_response().status, 200)
+        t0 = time.monotonic()
+        srv.stop(timeout=10)
+        self.assertLess(time.monotonic() - t0, 3)
+        self.assertTrue(rd.closed_by_peer(1))
+
+    def test_sigterm_idle_server_fast(self):
+        srv = self.start({"http": {"pool": {"num_workers": 3}}})
+        self.assertEqual(len(srv.workers()), 3)
+        t0 = time.monotonic()
+        self.assertEqual(srv.stop(timeout=10), 0)
+        self.assertLess(time.monotonic() - t0, 3)
+
+    def test_sigkill_leaves_no_worker(self):
+        srv = self.start({"http": {"pool": {"num_workers": 3}}})
+        workers = srv.workers()
+        self.assertEqual(len(workers), 3)
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait(5)
+        gone = wait_until(lambda: not pids_with_marker(srv.marker), 3.0)
+        self.assertTrue(gone, f"PHP workers survived SIGKILL of ferry: {pids_with_marker(srv.marker)}")
+
+    def test_sigkill_during_request_leaves_no_worker(self):
+        srv = self.start({"http": {"pool": {"num_workers": 1}}})
+        results = {}
+        t = threading.Thread(target=http_get, args=(srv, "/sleep?ms=2000", results, 0, 5))
+        t.start()
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait(5)
+        t.join(6)
+        self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0), pids_with_marker(srv.marker))
+
+
+class ConfigTest(unittest.TestCase):
+    def tmpfile(self, name, text):
+        d = tempfile.TemporaryDirectory(prefix="ferry-e2e-conf-")
+        self.addCleanup(d.cleanup)
+        path = os.path.join(d.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_invalid_value_names_line_and_key(self):
+        path = self.tmpfile("bad.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                        'http:\n  address: 127.0.0.1:0\n  pool:\n    num_workers: many\n')
+        p = run_ferry("serve", "-c", path)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("bad.yaml:7:", p.stderr)
+        self.assertIn("http.pool.num_workers", p.stderr)
+        self.assertIn('"many"', p.stderr)
+
+    def test_bad_duration_names_key(self):
+        path = self.tmpfile("dur.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                        'http:\n  timeouts:\n    idle: soon\n')
+        p = run_ferry("config", "-c", path)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("dur.yaml:6:", p.stderr)
+        self.assertIn("http.timeouts.idle", p.stderr)
+
+    def test_missing_config_file(self):
+        p = run_ferry("serve", "-c", "/nonexistent/ferry-e2e.yaml")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("/nonexistent/ferry-e2e.yaml", p.stderr)
+
+    def test_unknown_option_usage_error(self):
+        p = run_ferry("serve", "--no-such-option")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--no-such-option", p.stderr)
+
+    def test_config_prints_effective_config(self):
+        path = self.tmpfile("ok.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                       '  env:\n    my_var: "x-${FERRY_E2E_UNSET:-dflt}"\n'
+                                       'http:\n  address: 127.0.0.1:0\n  max_request_size: 2\n'
+                                       '  timeouts:\n    idle: 1m30s\n  pool:\n    num_workers: 2\n'
+                                       '    max_jobs: 7\n    allocate_timeout: 500ms\n')
+        p = run_ferry("config", "-c", path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = p.stdout
+        lines = [l.strip() for l in out.splitlines()]
+        self.assertIn("num_workers: 2", lines)
+        self.assertIn("max_jobs: 7", lines)
+        self.assertIn("allocate_timeout: 500ms", lines)
+        self.assertTrue({"idle: 1m30s", "idle: 90s"} & set(lines), lines)
+        self.assertIn("max_request_size: 2097152B", lines)
+        self.assertIn('"MY_VAR": "x-dflt"', lines)
+        self.assertIn('- "php"', lines)
+        self.assertIn(f'- "{os.path.join(os.path.dirname(php("echo.php")[4:]), "echo.php")}"', lines)
+        # the dump is itself a valid config that loads to the same thing
+        again = self.tmpfile("again.yaml", out)
+        p2 = run_ferry("config", "-c", again)
+        self.assertEqual(p2.returncode, 0, p2.stderr)
+        self.assertEqual(p2.stdout, out)
+        # serve --dry-run prints the same and starts nothing
+        p3 = run_ferry("serve", "--dry-run", "-c", path)
+        self.assertEqual((p3.returncode, p3.stdout), (0, out))
+
+    def test_override_in_config(self):
+        path = self.tmpfile("o.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                      'http:\n  pool:\n    num_workers: 2\n')
+        p = run_ferry("config", "-c", path, "-o", "http.pool.num_workers=3", "-o", "http.address=127.0.0.1:0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = [l.strip() for l in p.stdout.splitlines()]
+        self.assertIn("num_workers: 3", lines)
+        self.assertIn('address: "127.0.0.1:0"', lines)
+
+    def test_override_bad_key_value(self):
+        path = self.tmpfile("o2.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n')
+        p = run_ferry("config", "-c", path, "-o", "http.pool.num_workers=lots")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("http.pool.num_workers", p.stderr)
+
+    def test_override_serves_with_3_workers(self):
+        srv = Server({"http": {"pool": {"num_workers": 1}}}, args=["-o", "http.pool.num_workers=3"])
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        srv.start()
+        self.assertEqual(len(srv.workers()), 3, srv.workers())
+        self.assertIn("with 3 worker(s)", srv.stderr())
+        # three concurrent slow requests land on three distinct workers
+        results = {}
+        threads = [threading.Thread(target=http_get, args=(srv, "/sleep?ms=400", results, i)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        pids = {json.loads(results[i][2])["pid"] for i in range(3)}
+        self.assertEqual(pids, set(srv.workers()))
+        srv.stop()
+
+    def test_server_env_reaches_workers(self):
+        srv = Server({"server": {"env": {"lower_key": "v1"}}})
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        srv.start()
+        pid = srv.workers()[0]
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        self.assertEqual(env.get(b"LOWER_KEY"), b"v1")  # keys upper-cased
+        self.assertEqual(env.get(b"RR_RELAY"), b"pipes")
+        self.assertEqual(env.get(b"RR_MODE"), b"http")
+        self.assertEqual(env.get(MARK_VAR.encode()), srv.marker.encode())
+        srv.stop()
+
+
+class Psr7Test(ServerTestCase):
+    SCRIPT = "psr7_echo.php"
+    CONFIG = {"http": {"pool": {"num_workers": 1}}}
+
+    def test_psr7_echo(self):
+        payload = b'{"k": "v", "n": 1}'
+        status, headers, body = self.server.request(
+            "POST", "/psr/path?a=1&b=x%20y", body=payload,
+            headers={"Content-Type": "application/json", "X-Test": "t1", "Cookie": "c=d%20e"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual([v for k, v in headers if k == "Set-Cookie"], ["a=1", "b=2"])
+        d = json.loads(body)
+        self.assertEqual(d["method"], "POST")
+        self.assertEqual(d["uri"], f"http://127.0.0.1:{self.server.port}/psr/path?a=1&b=x%20y")
+        self.assertEqual(d["protocolVersion"], "1.1")
+        self.assertEqual(d["body"], payload.decode())
+        self.assertEqual(d["query"], {"a": "1", "b": "x y"})
+        self.assertEqual(d["cookies"], {"c": "d e"})
+        self.assertEqual(d["headers"]["X-Test"], ["t1"])
+        self.assertEqual(d["remoteAddr"], "127.0.0.1")
+        self.assertEqual(d["requestUri"], "/psr/path?a=1&b=x%20y")
+
+    def test_psr7_get(self):
+        d = self.server.get_json("/")
+        self.assertEqual((d["method"], d["body"]), ("GET", ""))
+        self.assertEqual(d["uri"], f"http://127.0.0.1:{self.server.port}/")
+
+
+if __name__ == "__main__":
+    unittest.main()
