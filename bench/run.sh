@@ -89,6 +89,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 free_port() {
+  # shellcheck disable=SC2016  # PHP code, not shell
   php -r '$s = stream_socket_server("tcp://127.0.0.1:0", $e, $m) or exit(1);
           $n = stream_socket_get_name($s, false); echo substr($n, strrpos($n, ":") + 1);'
 }
@@ -151,6 +152,7 @@ EOF
 
 mkdir -p "$TMP/www"
 printf '<?php\necho "Hello, World!";\n' >"$TMP/www/index.php"
+# shellcheck disable=SC2016
 printf '<?php\n$s = function_exists("opcache_get_status") ? opcache_get_status(false) : false;\necho ($s && $s["opcache_enabled"]) ? "on" : "off";\n' >"$TMP/www/opcache.php"
 
 start_fpm() {
@@ -297,7 +299,7 @@ to_ms() {  # wrk latency like 512.00us / 1.23ms / 1.05s -> ms
     else printf "?" }'
 }
 
-declare -A R1 P1 R64 P64 N64 CPU_S CPU_P NOTES
+declare -A R1 P1 R64 P64 CPU_S CPU_P NOTES
 mkdir -p "$RESULTS_DIR/raw"
 
 # parse_wrk FILE -> sets W_RPS W_P99 W_REQS W_ERR (empty when clean)
@@ -328,7 +330,7 @@ for t in "${ORDER[@]}"; do
   wrk -t2 -c64 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c64.txt" 2>&1 || die "wrk failed on $t"
   s1=$(server_ticks "$t"); p1=$(php_ticks "$t")
   parse_wrk "$RESULTS_DIR/raw/$t-c64.txt"
-  R64[$t]=$W_RPS; P64[$t]=$W_P99; N64[$t]=$W_REQS; NOTES[$t]+=${W_ERR:+c64 $W_ERR}
+  R64[$t]=$W_RPS; P64[$t]=$W_P99; NOTES[$t]+=${W_ERR:+c64 $W_ERR}
   CPU_S[$t]=$(awk -v d=$((s1 - s0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }')
   CPU_P[$t]=$(awk -v d=$((p1 - p0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }')
   [[ -z "${SERVER_PIDS[$t]}" ]] && CPU_S[$t]="—"
@@ -364,11 +366,11 @@ notes=$(
     case "$t" in
       ferry|ferry-psr7)
         w=$(grep -E ' (WARN|ERROR) ' "${LOGS[$t]}" | head -n 5 || true)
-        [[ -n "$w" ]] && printf -- '- %s stderr warnings/errors (first 5):\n%s\n' "$t" "$(sed 's/^/    /' <<<"$w")"
+        [[ -n "$w" ]] && printf -- '- %s stderr warnings/errors (first 5):\n    %s\n' "$t" "${w//$'\n'/$'\n    '}"
         ;;
       fpm)
         w=$(grep -hiE 'warn|error|alert|emerg' "$TMP/nginx/logs/error.log" "$TMP/php-fpm.log" 2>/dev/null | head -n 5 || true)
-        [[ -n "$w" ]] && printf -- '- fpm: nginx/php-fpm log warnings (first 5):\n%s\n' "$(sed 's/^/    /' <<<"$w")"
+        [[ -n "$w" ]] && printf -- '- fpm: nginx/php-fpm log warnings (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
         ;;
     esac
   done

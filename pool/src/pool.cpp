@@ -243,6 +243,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             log::debug("pool", w->tag() + " reached max_jobs (" + std::to_string(w->jobs) + "), recycling");
             maintain(); // its replacement boots while it keeps serving
         }
+        if (w->retire && w->jobs >= 2 * w->max_jobs) {
+            start_stop(w); // no more overflow: requests wait for the replacement
+            return;
+        }
         make_available(w);
     }
 
@@ -435,6 +439,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         w->max_jobs = self->jittered_max_jobs();
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
                               " context)");
+        w->state = State::ready; // counted as serving before retire_one() asks maintain() for more
         self->retire_one();
         self->make_available(w);
         self->poke();
@@ -523,8 +528,12 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             co_return nullptr;
         }
         if (!idle.empty()) {
-            WorkerPtr w = std::move(idle.back());
-            idle.pop_back();
+            // Most recently used first (warm caches), but a worker past max_jobs only when no other is idle:
+            // it serves only while its replacement boots.
+            auto it = std::find_if(idle.rbegin(), idle.rend(), [](const WorkerPtr& c) { return !c->retire; });
+            auto pick = it != idle.rend() ? std::prev(it.base()) : std::prev(idle.end());
+            WorkerPtr w = std::move(*pick);
+            idle.erase(pick);
             w->state = State::working;
             co_return w;
         }

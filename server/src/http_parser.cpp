@@ -75,6 +75,7 @@ struct HttpParser::Callbacks {
     static int on_header_field(llhttp_t* p, const char* at, std::size_t len)
     {
         auto& s = self(p);
+        if (s.headers_done_) return 0; // chunked trailers: dropped (their bytes are not kept)
         if (s.spans_.empty() || s.last_was_value_) {
             if (s.spans_.size() >= s.limits_.max_headers)
                 return s.fail(431, "more than " + std::to_string(s.limits_.max_headers) + " request headers");
@@ -88,11 +89,15 @@ struct HttpParser::Callbacks {
     static int on_header_value(llhttp_t* p, const char* at, std::size_t len)
     {
         auto& s = self(p);
+        if (s.headers_done_) return 0;
         auto& v = s.spans_.back().value;
         if (!s.last_was_value_) {
             v.off = offset(s, at);
             v.len = 0;
             s.last_was_value_ = true;
+        } else if (v.off + v.len != offset(s, at)) {
+            // A value continued elsewhere in the buffer: obsolete line folding (RFC 9112 §5.2 allows 400).
+            return s.fail(400, "obsolete line folding in a header value");
         }
         v.len += static_cast<std::uint32_t>(len);
         return count_head(s, len);
@@ -121,12 +126,12 @@ struct HttpParser::Callbacks {
         r.upgrade = p->upgrade != 0;
         if (r.upgrade) r.keep_alive = false; // no protocol switch yet: answer, then close
         r.chunked = (p->flags & F_CHUNKED) != 0;
-        if (p->http_major == 1 && p->http_minor >= 1 && r.header("Host").empty()) {
-            bool has_host = false;
-            for (const auto& h : r.headers)
-                if (iequals(h.first, "Host")) has_host = true;
-            if (!has_host) return s.fail(400, "missing required Host header");
-        }
+        int hosts = 0;
+        for (const auto& h : r.headers)
+            if (iequals(h.first, "Host")) ++hosts;
+        if (hosts > 1) return s.fail(400, "more than one Host header");
+        if (p->http_major == 1 && p->http_minor >= 1 && hosts == 0)
+            return s.fail(400, "missing required Host header");
         if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_size)
             return s.fail(413, "request body of " + std::to_string(p->content_length) +
                                    " bytes is larger than max_request_size (" +

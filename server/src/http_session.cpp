@@ -7,6 +7,7 @@
 
 #include <array>
 #include <charconv>
+#include <optional>
 
 namespace ferry::server::detail {
 namespace {
@@ -42,8 +43,12 @@ void build_context(relay::RequestContext& ctx, const Request& req, const std::st
     ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
     ctx.method = req.method;
     std::string_view target = req.target;
+    if (auto h = target.find('#'); h != std::string_view::npos) target = target.substr(0, h);
     if (starts_with(target, "http://") || starts_with(target, "https://")) {
         ctx.uri.assign(target);
+    } else if (req.method == "CONNECT") {
+        ctx.uri.assign("http://");
+        ctx.uri.append(target); // authority-form
     } else {
         std::string_view host = req.header("Host");
         if (host.empty()) host = default_host;
@@ -86,9 +91,11 @@ int final_status(int status, int pid)
 // Writes a streamed response (frames with the STREAM bit) to the client as they arrive.
 class SessionSink final : public pool::StreamSink {
 public:
-    SessionSink(Conn& conn, tcp::socket& sock, std::string& out, const Request& req, conf::Duration timeout)
+    SessionSink(Conn& conn, tcp::socket& sock, std::string& out, const Request& req, conf::Duration timeout,
+                const bool& draining)
         : conn_(conn), sock_(sock), out_(out), head_request_(req.method == "HEAD"),
-          http10_(req.version_minor == 0), keep_alive_(req.keep_alive), timeout_(timeout)
+          http10_(req.version_minor == 0), keep_alive_(req.keep_alive && !req.upgrade), timeout_(timeout),
+          draining_(draining)
     {
     }
 
@@ -126,6 +133,7 @@ public:
                 h.framing = Framing::chunked;
             }
             chunked_ = h.framing == Framing::chunked;
+            if (draining_) keep_alive_ = false;
             h.keep_alive = keep_alive_;
             append_head(out_, h);
         }
@@ -160,6 +168,7 @@ private:
     std::string& out_;
     bool head_request_, http10_, keep_alive_;
     conf::Duration timeout_;
+    const bool& draining_;
     bool started_ = false, failed_ = false, chunked_ = false;
     int status_ = 200;
     std::string trailer_;
@@ -192,6 +201,7 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
     relay::RequestContext ctx;
     unsigned batched = 0;
     bool linger = false; // the client may still be sending: drain before closing so it reads our answer
+    std::optional<steady::time_point> header_deadline;
 
     for (;;) {
         auto ev = parser.next();
@@ -200,9 +210,18 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
             batched = 0;
             if (st.draining && parser.idle()) break;
             conn.idle = parser.idle();
-            conn.deadline = steady::now() + (conn.idle             ? http.idle_timeout
-                                             : parser.in_body()    ? http.read_body_timeout
-                                                                   : http.read_header_timeout);
+            // read_header covers the whole header from its first byte (no slowloris trickle);
+            // idle and read_body restart at every read.
+            if (conn.idle) {
+                header_deadline.reset();
+                conn.deadline = steady::now() + http.idle_timeout;
+            } else if (parser.in_body()) {
+                header_deadline.reset();
+                conn.deadline = steady::now() + http.read_body_timeout;
+            } else {
+                if (!header_deadline) header_deadline = steady::now() + http.read_header_timeout;
+                conn.deadline = *header_deadline;
+            }
             auto buf = parser.prepare();
             auto [rec, n] = co_await sock.async_read_some(asio::buffer(buf.data(), buf.size()), nothrow);
             conn.deadline = steady::time_point::max();
@@ -240,9 +259,11 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
         bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
         const bool http10 = req.version_minor == 0;
 
-        SessionSink sink(conn, sock, out, req, http.write_timeout);
+        SessionSink sink(conn, sock, out, req, http.write_timeout, st.draining);
         body_out.clear();
         pool::Result res = co_await st.pool.exec(ctx, req.body, body_out, &sink);
+        header_deadline.reset();
+        if (st.draining) keep_alive = false; // SIGTERM came while PHP worked: say Connection: close
 
         bool written = false;
         switch (res.outcome) {

@@ -158,6 +158,7 @@ class Server:
         self.command = command
         self.stderr_path = self.path("stderr.log")
         self.proc = None
+        self.term_sent = False
         self.port = None
         self.stdout_lines = []
         self._stdout_thread = None
@@ -215,6 +216,11 @@ class Server:
         except (OSError, ValueError):
             pass
 
+    def terminate(self):
+        """Sends SIGTERM once (a second one makes ferry stop at once, with exit code 1)."""
+        self.term_sent = True
+        self.proc.send_signal(signal.SIGTERM)
+
     def workers(self):
         return pids_with_marker(self.marker)
 
@@ -222,8 +228,8 @@ class Server:
         """SIGTERM, wait, assert the exit code and that no worker of this server remains."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None and not self.term_sent:
+            self.terminate()
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -9,7 +9,7 @@ import socket
 import time
 import unittest
 
-from harness import Reader, ServerTestCase
+from harness import E2E_PHP_DIR, Reader, ServerTestCase
 
 MiB = 1 << 20
 
@@ -155,6 +155,26 @@ class EchoTest(ServerTestCase):
                 r2 = rd.read_response()
                 self.assertEqual((r2.status, r2.body), (200, b"xx"))
 
+    def test_absolute_form_target(self):
+        r, _ = self.raw(b"GET http://other.test:99/p?q=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertEqual(r.status, 200)
+        d = json.loads(r.body)
+        self.assertEqual((d["uri"], d["path"], d["rawQuery"]), ("http://other.test:99/p?q=1", "/p", "q=1"))
+
+    def test_duplicate_host_400(self):
+        # RFC 9112 section 3.2: more than one Host header field line -> 400.
+        r, rd = self.raw(b"GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n")
+        self.assertEqual(r.status, 400, r.body)
+
+    def test_obs_fold_rejected_or_unfolded(self):
+        # RFC 9112 section 5.2: reject obs-fold with 400, or replace it with spaces. A CR/LF must never reach
+        # the application inside a header value.
+        r, _ = self.raw(b"GET / HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\nConnection: close\r\n\r\n")
+        if r.status != 400:
+            self.assertEqual(r.status, 200)
+            value = json.loads(r.body)["headers"]["X-Folded"]
+            self.assertEqual(value, ["a b"])
+
     def test_curl_get(self):
         p = self.server.curl("-i", "-b", "name=hello%20world", self.server.url("/curl?z=9"))
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -172,6 +192,48 @@ class EchoTest(ServerTestCase):
                              self.server.url("/a"), self.server.url("/b"), self.server.url("/c"))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout.decode().split("\n"), ["200 1", "200 0", "200 0", ""])
+
+
+class ResponseHeaderTest(ServerTestCase):
+    """Headers a worker sends that the server must override or drop (tests/e2e/php/headers.php)."""
+    SCRIPT = os.path.join(E2E_PHP_DIR, "headers.php")
+    CONFIG = {"http": {"pool": {"num_workers": 1}}}
+
+    def get(self, rd, path):
+        rd.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        return rd.read_response()
+
+    def test_sanitised_headers(self):
+        rd = Reader(self.sock())
+        r = self.get(rd, "/cl")
+        self.assertEqual((r.status, r.header_all("Content-Length"), r.body), (200, ["3"], b"abc"))
+        r = self.get(rd, "/te")
+        self.assertIsNone(r.header("Transfer-Encoding"))
+        self.assertEqual((r.header("Content-Length"), r.body), ("10", b"plain body"))
+        r = self.get(rd, "/crlf")
+        self.assertIsNone(r.header("X-Evil"))
+        self.assertIsNone(r.header("Injected"))
+        self.assertEqual((r.header("X-Good"), r.body), ("fine", b"crlf"))
+        r = self.get(rd, "/badname")
+        self.assertEqual([k for k, _ in r.headers if k.lower().startswith("bad")], [])
+        self.assertEqual((r.header("X-Good"), r.body), ("fine", b"badname"))
+        self.assertTrue(self.server.wait_for_log("dropped 1 response header(s)"))
+        r = self.get(rd, "/server")
+        self.assertEqual(r.header_all("Server"), ["app/1.0"])
+        self.assertEqual(r.header_all("Date"), ["Thu, 01 Jan 1970 00:00:00 GMT"])
+        r = self.get(rd, "/204body")
+        self.assertEqual((r.status, r.header("X-A"), r.header("Content-Length")), (204, "1", None))
+        r = self.get(rd, "/empty")
+        self.assertEqual((r.status, r.header("Content-Length"), r.body), (200, "0", b""))
+        r = self.get(rd, "/cookies")
+        self.assertEqual(r.header_all("Set-Cookie"), [f"c{i}={i}" for i in range(1, 51)])
+        r = self.get(rd, "/conn")
+        self.assertIsNone(r.header("Keep-Alive"))
+        self.assertIsNone(r.header("Connection"))
+        # after all of that the connection is still in sync and open
+        r = self.get(rd, "/x")
+        self.assertEqual((r.status, r.body), (200, b"ok"))
+        self.assertEqual(rd.buf, b"")
 
 
 class BodyTest(ServerTestCase):
@@ -277,6 +339,30 @@ class PipelineTest(ServerTestCase):
 
     def test_pipeline_more_than_max_pipelined(self):
         self._pipeline(40)
+
+    def test_pipeline_with_bodies_and_close(self):
+        s = self.sock()
+        s.sendall(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                  b"POST /echo-body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nde\r\n0\r\n\r\n"
+                  b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                  b"GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        rd = Reader(s)
+        self.assertEqual(rd.read_response().body, b"abc")
+        self.assertEqual(rd.read_response().body, b"de")
+        r = rd.read_response()
+        self.assertEqual(json.loads(r.body)["path"], "/last")
+        self.assertEqual(r.header("Connection"), "close")
+        self.assertEqual(rd.read_to_eof(), b"")  # /never is not answered
+
+    def test_pipeline_survives_worker_crash(self):
+        s = self.sock()
+        s.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /exit HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+        rd = Reader(s)
+        self.assertEqual(json.loads(rd.read_response().body)["path"], "/a")
+        self.assertEqual(rd.read_response().status, 502)
+        r = rd.read_response()
+        self.assertEqual((r.status, json.loads(r.body)["path"]), (200, "/c"))
 
     def test_keep_alive_reuse(self):
         c = self.server.conn()

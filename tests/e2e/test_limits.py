@@ -178,6 +178,14 @@ class LimitsTest(ServerTestCase):
         self.assertEqual(r.status, 408)
         self.assertLess(time.monotonic() - t0, 3.5)
 
+    def test_slow_worker_not_cut_by_client_timeouts(self):
+        # read_header / idle (1 s) do not apply while the worker is busy with the request
+        s = self.sock()
+        s.sendall(b"GET /sleep?ms=2500 HTTP/1.1\r\nHost: x\r\n\r\n")
+        r = Reader(s).read_response()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(json.loads(r.body)["path"], "/sleep")
+
     def test_slow_body_408(self):
         s = self.sock()
         s.sendall(b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello")
@@ -187,6 +195,42 @@ class LimitsTest(ServerTestCase):
         self.assertEqual(r.status, 408)
         self.assertLess(time.monotonic() - t0, 2.5)
         self.assert_closed(rd)
+
+
+class WriteTimeoutTest(ServerTestCase):
+    CONFIG = {"http": {"timeouts": {"write": "1s"}, "pool": {"num_workers": 1, "allocate_timeout": "5s"}}}
+
+    def test_client_not_reading_is_dropped(self):
+        total = 30_000_000
+        s = self.sock()
+        s.sendall(b"GET /big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n" % total)
+        time.sleep(3)  # read nothing: the kernel buffers fill and the server's write stalls
+        # the worker is not held by the stalled client
+        t0 = time.monotonic()
+        self.assertEqual(self.server.request("GET", "/other")[0], 200)
+        self.assertLess(time.monotonic() - t0, 1.0)
+        rd = Reader(s)
+        got = 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got += len(chunk)
+        else:
+            self.fail("the connection was not closed")
+        self.assertLess(got, total)
+
+    def test_client_gone_mid_request_frees_worker(self):
+        s = self.sock()
+        s.sendall(b"GET /sleep?ms=500 HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.1)
+        s.close()
+        t0 = time.monotonic()
+        status, _, body = self.server.request("GET", "/after")
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["path"], "/after")
+        self.assertLess(time.monotonic() - t0, 1.5)
 
 
 if __name__ == "__main__":

@@ -739,7 +739,7 @@ TEST(ParseCookies, Table)
         {"q=\"quoted value\"", {{"q", "quoted value"}}},
         {"q=\"", {{"q", "\""}}},
         {"sp = v ", {{"sp", "v"}}},
-        {"b64=YWJj+/=", {{"b64", "YWJj+/="}}},
+        {"b64=YWJj+/=", {{"b64", "YWJj /="}}},
     };
     for (const auto &[in, want] : cases) {
         Pairs out;

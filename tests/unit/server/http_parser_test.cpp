@@ -273,3 +273,15 @@ TEST(HttpParser, UpgradeIsServedThenClosed)
     EXPECT_TRUE(o.requests[0].upgrade);
     EXPECT_FALSE(o.requests[0].keep_alive);
 }
+
+TEST(HttpParser, ObsoleteLineFoldingAndDuplicateHostAre400)
+{
+    for (std::size_t step : {1u, 1000u}) {
+        auto o = feed("GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n b\r\n\r\n", step);
+        EXPECT_EQ(o.error, 400);
+        EXPECT_NE(o.error_message.find("folding"), std::string::npos) << o.error_message;
+        auto d = feed("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", step);
+        EXPECT_EQ(d.error, 400);
+        EXPECT_NE(d.error_message.find("Host"), std::string::npos);
+    }
+}
