@@ -409,7 +409,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
         auto w = std::make_shared<Worker>(self->io);
         try {
-            w->pid = detail::spawn(self->io, self->exe, self->args, self->env, w->in, w->out, w->err);
+            w->pid = detail::spawn(self->exe, self->args, self->env, w->in, w->out, w->err);
         } catch (const std::exception& e) {
             --self->spawning;
             self->boot_failed(std::string(e.what()));

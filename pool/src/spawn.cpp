@@ -84,12 +84,17 @@ std::vector<std::string> build_environment(const std::vector<std::string>& extra
     return out;
 }
 
-int spawn(boost::asio::io_context& io, const std::string& exe, const std::vector<std::string>& args,
+int spawn(const std::string& exe, const std::vector<std::string>& args,
           const std::vector<std::string>& env, boost::asio::writable_pipe& in, boost::asio::readable_pipe& out,
           boost::asio::readable_pipe& err)
 {
+    // The launcher calls notify_fork() on its executor's context around fork(). On the server's context that
+    // means re-registering every descriptor in the child (epoll) or cancelling and restarting every pending
+    // operation (io_uring) for each spawn. The child only execs, so a private, idle context takes the calls;
+    // the pipes stay bound to `io`.
+    static boost::asio::io_context fork_context;
     bp::error_code ec;
-    auto proc = bp::default_process_launcher()(io.get_executor(), ec, bp::filesystem::path(exe), args,
+    auto proc = bp::default_process_launcher()(fork_context.get_executor(), ec, bp::filesystem::path(exe), args,
                                                bp::process_stdio{in, out, err}, bp::process_environment{env},
                                                child_setup{::getpid()});
     if (ec) throw std::system_error(ec, "cannot start " + exe);
