@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fcntl.h>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -379,8 +380,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
     static awaitable<bool> write_all(Worker& w, const std::string& bytes)
     {
-        auto [ec, n] = co_await asio::async_write(w.in, asio::buffer(bytes), nothrow);
-        co_return !ec;
+        std::array<asio::const_buffer, 1> b{asio::buffer(bytes)};
+        co_return !co_await write_all_fast(w.in, b);
     }
 
     // Waits for the process to exit, up to `limit`. True if it exited.
@@ -416,6 +417,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             co_return;
         }
         ++self->spawned_total;
+        int fd = w->in.native_handle(); // write_all_fast() writes to it directly: never block the loop
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         self->workers.emplace(w->pid, w);
         asio::co_spawn(self->io, read_stderr(w), log_exceptions{"worker stderr"});
         log::debug("pool", w->tag() + " spawned");
@@ -577,7 +580,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                                                         std::span<const std::uint32_t>(&ctx_len, 1));
             std::array<asio::const_buffer, 3> bufs{asio::buffer(head, head_len), asio::buffer(w->wbuf),
                                                    asio::buffer(body.data(), body.size())};
-            auto [wec, wn] = co_await asio::async_write(w->in, bufs, nothrow);
+            error_code wec = co_await write_all_fast(w->in, bufs);
             if (wec) {
                 crashed(w, res, "writing the request to the worker failed: " + wec.message());
                 co_return res;

@@ -19,7 +19,7 @@ awaitable<bool> write_buffers(Conn& conn, tcp::socket& sock, std::span<const asi
                               conf::Duration timeout)
 {
     conn.deadline = steady::now() + timeout;
-    auto [ec, n] = co_await asio::async_write(sock, bufs, nothrow);
+    error_code ec = co_await write_all_fast(sock, bufs);
     conn.deadline = steady::time_point::max();
     co_return !ec;
 }
@@ -192,6 +192,7 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
 
     error_code ec;
     sock.set_option(tcp::no_delay(true), ec);
+    sock.non_blocking(true, ec); // write_all_fast() writes to it directly
     std::string remote;
     if (auto ep = sock.remote_endpoint(ec); !ec) remote = ep.address().to_string();
 

@@ -23,7 +23,7 @@ struct Options {
     std::chrono::milliseconds allocate_timeout{60000};
     std::chrono::milliseconds destroy_timeout{60000};
     std::chrono::milliseconds boot_timeout{60000};    // PID handshake must finish within this
-    std::uint32_t max_frame_payload = 0xFFFFFFFFu;    // largest response frame accepted
+    std::uint32_t max_frame_payload = 1u << 30;       // largest response frame accepted (1 GiB)
 };
 
 enum class Outcome {
