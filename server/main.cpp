@@ -12,7 +12,7 @@
 
 namespace {
 
-constexpr const char* usage_text = R"(usage: ferry <command> [options]
+constexpr const char *usage_text = R"(usage: ferry <command> [options]
 
 commands:
   serve            start the HTTP server and its PHP worker pool (default config: ./.rr.yaml)
@@ -28,7 +28,7 @@ options:
       --log-level LEVEL    debug, info, warn, error (default info; env FERRY_LOG_LEVEL)
 )";
 
-int usage_error(const std::string& msg)
+int usage_error(const std::string &msg)
 {
     std::fprintf(stderr, "ferry: %s\n\n%s", msg.c_str(), usage_text);
     return 2;
@@ -36,11 +36,12 @@ int usage_error(const std::string& msg)
 
 } // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     std::signal(SIGPIPE, SIG_IGN);
     std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) return usage_error("no command given");
+    if (args.empty())
+        return usage_error("no command given");
     std::string command = args[0];
     if (command == "help" || command == "-h" || command == "--help") {
         std::fputs(usage_text, stdout);
@@ -50,38 +51,45 @@ int main(int argc, char** argv)
         std::printf("ferry 0.1.0\n");
         return 0;
     }
-    if (command != "serve" && command != "config") return usage_error("unknown command \"" + command + "\"");
+    if (command != "serve" && command != "config")
+        return usage_error("unknown command \"" + command + "\"");
 
     std::string config_path = ".rr.yaml";
     std::vector<std::string> overrides;
     bool dry_run = command == "config";
     std::string level_text;
-    if (const char* l = std::getenv("FERRY_LOG_LEVEL")) level_text = l;
+    if (const char *l = std::getenv("FERRY_LOG_LEVEL"))
+        level_text = l;
     for (std::size_t i = 1; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&](const char* name) -> const std::string* {
-            if (i + 1 >= args.size()) return nullptr;
+        const std::string &a = args[i];
+        auto value = [&](const char *name) -> const std::string * {
+            if (i + 1 >= args.size())
+                return nullptr;
             (void)name;
             return &args[++i];
         };
         if (a == "-c" || a == "--config") {
             auto v = value("-c");
-            if (!v) return usage_error(a + " needs a file");
+            if (!v)
+                return usage_error(a + " needs a file");
             config_path = *v;
         } else if (a == "-o" || a == "--override") {
             auto v = value("-o");
-            if (!v) return usage_error(a + " needs key.path=value");
+            if (!v)
+                return usage_error(a + " needs key.path=value");
             overrides.push_back(*v);
         } else if (a == "-w" || a == "--workdir") {
             auto v = value("-w");
-            if (!v) return usage_error(a + " needs a directory");
+            if (!v)
+                return usage_error(a + " needs a directory");
             if (::chdir(v->c_str()) != 0)
                 return usage_error("cannot change to " + *v + ": " + std::strerror(errno));
         } else if (a == "--dry-run") {
             dry_run = true;
         } else if (a == "--log-level") {
             auto v = value("--log-level");
-            if (!v) return usage_error(a + " needs a level");
+            if (!v)
+                return usage_error(a + " needs a level");
             level_text = *v;
         } else {
             return usage_error("unknown option \"" + a + "\"");
@@ -97,11 +105,12 @@ int main(int argc, char** argv)
     ferry::conf::LoadResult loaded;
     try {
         loaded = ferry::conf::load_file(config_path, overrides);
-    } catch (const ferry::conf::ConfigError& e) {
+    } catch (const ferry::conf::ConfigError &e) {
         std::fprintf(stderr, "ferry: config error: %s\n", e.what());
         return 1;
     }
-    for (const auto& w : loaded.warnings) ferry::log::warn("config", w);
+    for (const auto &w : loaded.warnings)
+        ferry::log::warn("config", w);
     if (dry_run) {
         std::fputs(ferry::conf::dump(loaded.config).c_str(), stdout);
         return 0;

@@ -6,16 +6,16 @@
 
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/writable_pipe.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include <algorithm>
 #include <csignal>
-#include <fcntl.h>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
 #include <random>
 #include <sys/wait.h>
 #include <unordered_map>
@@ -24,10 +24,11 @@ namespace ferry {
 
 void log_exceptions::operator()(std::exception_ptr e) const
 {
-    if (!e) return;
+    if (!e)
+        return;
     try {
         std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
+    } catch (const std::exception &ex) {
         log::error("core", std::string(what) + ": " + ex.what());
     } catch (...) {
         log::error("core", std::string(what) + ": unknown exception");
@@ -44,31 +45,37 @@ constexpr std::size_t stderr_tail_max = 2048;
 
 enum class State { spawning, ready, working, stopping, dead };
 
-const char* state_name(State s)
+const char *state_name(State s)
 {
     switch (s) {
-    case State::spawning: return "spawning";
-    case State::ready: return "ready";
-    case State::working: return "working";
-    case State::stopping: return "stopping";
-    case State::dead: return "stopped";
+    case State::spawning:
+        return "spawning";
+    case State::ready:
+        return "ready";
+    case State::working:
+        return "working";
+    case State::stopping:
+        return "stopping";
+    case State::dead:
+        return "stopped";
     }
     return "?";
 }
 
 std::string describe_status(int status)
 {
-    if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+    if (WIFEXITED(status))
+        return "exited with code " + std::to_string(WEXITSTATUS(status));
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
-        const char* name = sigabbrev_np(sig);
+        const char *name = sigabbrev_np(sig);
         return "killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
     }
     return "ended with status " + std::to_string(status);
 }
 
 struct Worker {
-    explicit Worker(asio::io_context& io) : in(io), out(io), err(io), exit_timer(io) {}
+    explicit Worker(asio::io_context &io) : in(io), out(io), err(io), exit_timer(io) {}
 
     int pid = 0;
     State state = State::spawning;
@@ -105,15 +112,17 @@ struct Worker {
 
     void signal(int sig) const
     {
-        if (exited || pid <= 0) return;
-        if (::kill(-pid, sig) != 0) ::kill(pid, sig); // its process group, children included
+        if (exited || pid <= 0)
+            return;
+        if (::kill(-pid, sig) != 0)
+            ::kill(pid, sig); // its process group, children included
     }
 };
 
 using WorkerPtr = std::shared_ptr<Worker>;
 
 struct Waiter {
-    explicit Waiter(asio::io_context& io) : timer(io) {}
+    explicit Waiter(asio::io_context &io) : timer(io) {}
     asio::steady_timer timer;
     WorkerPtr worker;
     std::string failure; // set when the pool gave up on this waiter (shutdown, boot failures)
@@ -122,19 +131,19 @@ struct Waiter {
 } // namespace
 
 struct Pool::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context& io_, Options o)
+    Impl(asio::io_context &io_, Options o)
         : io(io_), opt(std::move(o)), sigchld(io_, SIGCHLD), state_changed(io_), rng(std::random_device{}())
     {
     }
 
-    asio::io_context& io;
+    asio::io_context &io;
     Options opt;
     std::string exe;
     std::vector<std::string> args;
     std::vector<std::string> env;
     std::unordered_map<int, WorkerPtr> workers; // every live process, by pid
     std::vector<WorkerPtr> idle;                // most recently used last
-    std::deque<Waiter*> waiters;
+    std::deque<Waiter *> waiters;
     asio::signal_set sigchld;
     asio::steady_timer state_changed; // poked whenever a worker becomes ready / exits / fails to boot
     unsigned spawning = 0;            // spawn coroutines in progress, back-off included
@@ -150,16 +159,18 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     unsigned serving_count() const
     {
         unsigned n = 0;
-        for (const auto& [pid, w] : workers)
-            if ((w->state == State::ready || w->state == State::working) && !w->retire) ++n;
+        for (const auto &[pid, w] : workers)
+            if ((w->state == State::ready || w->state == State::working) && !w->retire)
+                ++n;
         return n;
     }
 
     unsigned alive_serving() const
     {
         unsigned n = 0;
-        for (const auto& [pid, w] : workers)
-            if (w->state == State::ready || w->state == State::working) ++n;
+        for (const auto &[pid, w] : workers)
+            if (w->state == State::ready || w->state == State::working)
+                ++n;
         return n;
     }
 
@@ -168,7 +179,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     // Keeps num_workers workers serving or booting (retiring ones do not count).
     void maintain()
     {
-        if (shutting_down) return;
+        if (shutting_down)
+            return;
         unsigned have = spawning + serving_count();
         for (unsigned i = have; i < opt.num_workers; ++i) {
             ++spawning;
@@ -178,22 +190,24 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
     std::uint64_t jittered_max_jobs()
     {
-        if (opt.max_jobs == 0) return 0;
+        if (opt.max_jobs == 0)
+            return 0;
         // Up to +25 % so that workers started together do not all recycle together.
         std::uniform_int_distribution<std::uint64_t> d(0, opt.max_jobs / 4);
         return opt.max_jobs + d(rng);
     }
 
-    void remove_idle(const WorkerPtr& w)
+    void remove_idle(const WorkerPtr &w)
     {
         auto it = std::find(idle.begin(), idle.end(), w);
-        if (it != idle.end()) idle.erase(it);
+        if (it != idle.end())
+            idle.erase(it);
     }
 
-    void fail_waiters(const std::string& why)
+    void fail_waiters(const std::string &why)
     {
         while (!waiters.empty()) {
-            Waiter* wt = waiters.front();
+            Waiter *wt = waiters.front();
             waiters.pop_front();
             wt->failure = why;
             wt->timer.cancel();
@@ -201,16 +215,17 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     }
 
     // A worker has nothing to do: stop it, hand it to a waiter, or park it.
-    void make_available(const WorkerPtr& w)
+    void make_available(const WorkerPtr &w)
     {
-        if (w->state == State::dead || w->exited) return;
+        if (w->state == State::dead || w->exited)
+            return;
         if (w->stop_on_release || shutting_down) {
             start_stop(w);
             return;
         }
         w->state = State::ready;
         if (!waiters.empty()) {
-            Waiter* wt = waiters.front();
+            Waiter *wt = waiters.front();
             waiters.pop_front();
             wt->worker = w;
             w->state = State::working;
@@ -223,7 +238,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     // A new worker is ready: retire one worker that waits for its replacement.
     void retire_one()
     {
-        for (auto& [pid, w] : workers) {
+        for (auto &[pid, w] : workers) {
             if (!w->retire || w->stop_on_release || w->state == State::stopping || w->state == State::dead)
                 continue;
             if (w->state == State::ready) {
@@ -235,7 +250,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
     }
 
-    void release(const WorkerPtr& w)
+    void release(const WorkerPtr &w)
     {
         ++w->jobs;
         if (w->max_jobs != 0 && w->jobs >= w->max_jobs && !w->retire) {
@@ -251,9 +266,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         make_available(w);
     }
 
-    void start_stop(const WorkerPtr& w)
+    void start_stop(const WorkerPtr &w)
     {
-        if (w->state == State::stopping || w->state == State::dead) return;
+        if (w->state == State::stopping || w->state == State::dead)
+            return;
         remove_idle(w);
         w->state = State::stopping;
         asio::co_spawn(io, stop_worker(shared_from_this(), w), log_exceptions{"stop worker"});
@@ -261,10 +277,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     }
 
     // The worker broke mid-request or at boot: kill it now; the reaper replaces it.
-    void kill_broken(const WorkerPtr& w)
+    void kill_broken(const WorkerPtr &w)
     {
         remove_idle(w);
-        if (w->state != State::dead) w->state = State::stopping;
+        if (w->state != State::dead)
+            w->state = State::stopping;
         w->signal(SIGKILL);
         maintain();
     }
@@ -275,11 +292,13 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     {
         for (;;) {
             auto [ec, sig] = co_await self->sigchld.async_wait(nothrow);
-            if (ec == asio::error::operation_aborted) co_return;
+            if (ec == asio::error::operation_aborted)
+                co_return;
             for (;;) {
                 int status = 0;
                 pid_t pid = ::waitpid(-1, &status, WNOHANG);
-                if (pid <= 0) break;
+                if (pid <= 0)
+                    break;
                 self->on_exit(pid, status);
             }
         }
@@ -288,7 +307,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     void on_exit(int pid, int status)
     {
         auto it = workers.find(pid);
-        if (it == workers.end()) return;
+        if (it == workers.end())
+            return;
         WorkerPtr w = it->second;
         workers.erase(it);
         bool expected = w->state == State::stopping || w->state == State::dead;
@@ -303,9 +323,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         w->exited = true;
         w->wait_status = status;
         remove_idle(w);
-        if (w->state == State::ready) w->state = State::dead;
+        if (w->state == State::ready)
+            w->state = State::dead;
         // A working worker's request notices EOF on its stdout and answers 502 itself.
-        if (w->state != State::working) w->state = State::dead;
+        if (w->state != State::working)
+            w->state = State::dead;
         w->exit_timer.cancel();
         poke();
         maintain();
@@ -318,7 +340,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         const std::string prefix = "pid " + std::to_string(w->pid) + ": ";
         for (;;) {
             auto [ec, n] = co_await w->err.async_read_some(asio::buffer(buf), nothrow);
-            if (ec) break;
+            if (ec)
+                break;
             pending.append(buf, n);
             w->stderr_tail.append(buf, n);
             if (w->stderr_tail.size() > stderr_tail_max)
@@ -326,9 +349,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             std::size_t start = 0;
             for (;;) {
                 std::size_t nl = pending.find('\n', start);
-                if (nl == std::string::npos) break;
+                if (nl == std::string::npos)
+                    break;
                 std::string_view line(pending.data() + start, nl - start);
-                if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+                if (!line.empty() && line.back() == '\r')
+                    line.remove_suffix(1);
                 log::info("worker", prefix + std::string(line));
                 start = nl + 1;
             }
@@ -338,11 +363,12 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 pending.clear();
             }
         }
-        if (!pending.empty()) log::info("worker", prefix + pending);
+        if (!pending.empty())
+            log::info("worker", prefix + pending);
     }
 
     // Reads one whole frame into w.rbuf; `payload` points into it until consume_frame().
-    awaitable<bool> read_frame(Worker& w, relay::FrameHeader& h, std::string_view& payload, std::string& err)
+    awaitable<bool> read_frame(Worker &w, relay::FrameHeader &h, std::string_view &payload, std::string &err)
     {
         for (;;) {
             std::string_view avail(w.rbuf.data() + w.rpos, w.rend - w.rpos);
@@ -362,9 +388,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 w.rend = avail.size();
                 w.rpos = 0;
             }
-            if (needed > w.rbuf.size()) w.rbuf.resize(std::max(needed, w.rbuf.size() * 2));
-            auto [ec, n] =
-                co_await w.out.async_read_some(asio::buffer(w.rbuf.data() + w.rend, w.rbuf.size() - w.rend), nothrow);
+            if (needed > w.rbuf.size())
+                w.rbuf.resize(std::max(needed, w.rbuf.size() * 2));
+            auto [ec, n] = co_await w.out.async_read_some(
+                asio::buffer(w.rbuf.data() + w.rend, w.rbuf.size() - w.rend), nothrow);
             if (ec) {
                 if (ec == asio::error::eof)
                     err = avail.empty() ? "worker closed its stdout"
@@ -378,7 +405,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
     }
 
-    static awaitable<bool> write_all(Worker& w, const std::string& bytes)
+    static awaitable<bool> write_all(Worker &w, const std::string &bytes)
     {
         std::array<asio::const_buffer, 1> b{asio::buffer(bytes)};
         co_return !co_await write_all_fast(w.in, b);
@@ -387,7 +414,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     // Waits for the process to exit, up to `limit`. True if it exited.
     static awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit)
     {
-        if (w->exited) co_return true;
+        if (w->exited)
+            co_return true;
         w->exit_timer.expires_after(limit);
         co_await w->exit_timer.async_wait(nothrow);
         co_return w->exited;
@@ -411,7 +439,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         auto w = std::make_shared<Worker>(self->io);
         try {
             w->pid = detail::spawn(self->exe, self->args, self->env, w->in, w->out, w->err);
-        } catch (const std::exception& e) {
+        } catch (const std::exception &e) {
             --self->spawning;
             self->boot_failed(std::string(e.what()));
             co_return;
@@ -430,10 +458,13 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             // Give the process a moment to exit so the message can say how it ended and what it printed.
             co_await wait_exit(w, std::chrono::milliseconds(500));
             std::string msg = w->tag() + " failed to boot: " + error;
-            if (w->exited) msg += " (" + describe_status(w->wait_status) + ")";
+            if (w->exited)
+                msg += " (" + describe_status(w->wait_status) + ")";
             std::string tail = w->stderr_tail;
-            while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-            if (!tail.empty()) msg += "; its stderr: " + tail;
+            while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r'))
+                tail.pop_back();
+            if (!tail.empty())
+                msg += "; its stderr: " + tail;
             self->boot_failed(msg);
             co_return;
         }
@@ -448,14 +479,16 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         self->poke();
     }
 
-    void boot_failed(const std::string& msg)
+    void boot_failed(const std::string &msg)
     {
         ++boot_failures;
         last_boot_error = msg;
         log::error("pool", msg);
-        if (alive_serving() == 0 && !waiters.empty()) fail_waiters("no worker available: " + msg);
+        if (alive_serving() == 0 && !waiters.empty())
+            fail_waiters("no worker available: " + msg);
         poke();
-        if (!shutting_down) maintain();
+        if (!shutting_down)
+            maintain();
     }
 
     // PID handshake (protocol.md §2): returns "" on success, else why it failed.
@@ -466,7 +499,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         bool timed_out = false;
         std::weak_ptr<Worker> weak = w;
         deadline.async_wait([weak, &timed_out](error_code ec) {
-            if (ec) return;
+            if (ec)
+                return;
             timed_out = true;
             if (auto s = weak.lock()) {
                 error_code ignored;
@@ -478,7 +512,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                                                 "{\"pid\":" + std::to_string(::getpid()) + "}");
         if (!co_await write_all(*w, hello)) {
             deadline.cancel();
-            co_return timed_out ? "no handshake within boot timeout" : "it closed its stdin before the handshake";
+            co_return timed_out ? "no handshake within boot timeout"
+                                : "it closed its stdin before the handshake";
         }
         relay::FrameHeader h;
         std::string_view payload;
@@ -492,15 +527,16 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
         std::string reply(payload);
         w->consume_frame();
-        if (h.flags & relay::flag::error) co_return "it answered the handshake with an error: " + reply;
+        if (h.flags & relay::flag::error)
+            co_return "it answered the handshake with an error: " + reply;
         if (!(h.flags & relay::flag::control))
             co_return "its first frame was not a control frame (flags " + std::to_string(h.flags) + ")";
         error_code ec;
         auto v = boost::json::parse(reply, ec);
         if (ec || !v.is_object() || !v.as_object().contains("pid"))
             co_return "bad PID handshake reply: \"" + relay::printable(reply) + "\"";
-        const auto& obj = v.as_object();
-        const auto& pidv = obj.at("pid");
+        const auto &obj = v.as_object();
+        const auto &pidv = obj.at("pid");
         if (!pidv.is_int64() || pidv.as_int64() <= 0)
             co_return "bad PID handshake reply: \"" + relay::printable(reply) + "\"";
         if (auto c = obj.if_contains("codec"); c && c->is_string() && c->as_string() == "msgpack")
@@ -512,11 +548,14 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     {
         static const std::string stop =
             relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, stop_request_payload);
-        if (!w->exited) co_await write_all(*w, stop);
-        if (co_await wait_exit(w, self->opt.destroy_timeout)) co_return;
+        if (!w->exited)
+            co_await write_all(*w, stop);
+        if (co_await wait_exit(w, self->opt.destroy_timeout))
+            co_return;
         log::warn("pool", w->tag() + " did not stop within destroy_timeout, sending SIGTERM");
         w->signal(SIGTERM);
-        if (co_await wait_exit(w, std::chrono::milliseconds(2000))) co_return;
+        if (co_await wait_exit(w, std::chrono::milliseconds(2000)))
+            co_return;
         log::warn("pool", w->tag() + " ignored SIGTERM, sending SIGKILL");
         w->signal(SIGKILL);
         co_await wait_exit(w, std::chrono::milliseconds(5000));
@@ -524,7 +563,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
     // ---- allocation --------------------------------------------------------------------------
 
-    awaitable<WorkerPtr> acquire(std::string& why)
+    awaitable<WorkerPtr> acquire(std::string &why)
     {
         if (shutting_down) {
             why = "server is shutting down";
@@ -533,7 +572,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         if (!idle.empty()) {
             // Most recently used first (warm caches), but a worker past max_jobs only when no other is idle:
             // it serves only while its replacement boots.
-            auto it = std::find_if(idle.rbegin(), idle.rend(), [](const WorkerPtr& c) { return !c->retire; });
+            auto it = std::find_if(idle.rbegin(), idle.rend(), [](const WorkerPtr &c) { return !c->retire; });
             auto pick = it != idle.rend() ? std::prev(it.base()) : std::prev(idle.end());
             WorkerPtr w = std::move(*pick);
             idle.erase(pick);
@@ -548,17 +587,19 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         wt.timer.expires_after(opt.allocate_timeout);
         waiters.push_back(&wt);
         co_await wt.timer.async_wait(nothrow);
-        if (wt.worker) co_return std::move(wt.worker);
+        if (wt.worker)
+            co_return std::move(wt.worker);
         auto it = std::find(waiters.begin(), waiters.end(), &wt);
-        if (it != waiters.end()) waiters.erase(it);
+        if (it != waiters.end())
+            waiters.erase(it);
         why = !wt.failure.empty() ? wt.failure
                                   : "no free worker within allocate_timeout (" +
                                         std::to_string(opt.allocate_timeout.count()) + " ms)";
         co_return nullptr;
     }
 
-    awaitable<Result> exec(const relay::RequestContext& ctx, std::string_view body, std::string& body_out,
-                           StreamSink* sink)
+    awaitable<Result> exec(const relay::RequestContext &ctx, std::string_view body, std::string &body_out,
+                           StreamSink *sink)
     {
         Result res;
         // A worker may ask to stop instead of answering: the same request goes to another worker.
@@ -575,9 +616,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             relay::encode_request(ctx, w->codec, w->wbuf);
             std::uint8_t head[relay::max_header_size];
             std::uint32_t ctx_len = static_cast<std::uint32_t>(w->wbuf.size());
-            std::size_t head_len = relay::encode_header(head, relay::codec_flag(w->codec), 0,
-                                                        static_cast<std::uint32_t>(w->wbuf.size() + body.size()),
-                                                        std::span<const std::uint32_t>(&ctx_len, 1));
+            std::size_t head_len =
+                relay::encode_header(head, relay::codec_flag(w->codec), 0,
+                                     static_cast<std::uint32_t>(w->wbuf.size() + body.size()),
+                                     std::span<const std::uint32_t>(&ctx_len, 1));
             std::array<asio::const_buffer, 3> bufs{asio::buffer(head, head_len), asio::buffer(w->wbuf),
                                                    asio::buffer(body.data(), body.size())};
             error_code wec = co_await write_all_fast(w->in, bufs);
@@ -587,14 +629,15 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             }
             bool retry = false;
             co_await read_reply(w, res, body_out, sink, retry);
-            if (!retry) co_return res;
+            if (!retry)
+                co_return res;
         }
         res.outcome = Outcome::no_worker;
         res.message = "every worker asked to stop instead of answering";
         co_return res;
     }
 
-    void crashed(const WorkerPtr& w, Result& res, const std::string& why)
+    void crashed(const WorkerPtr &w, Result &res, const std::string &why)
     {
         res.outcome = Outcome::worker_crashed;
         res.message = w->tag() + ": " + why;
@@ -602,7 +645,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         kill_broken(w);
     }
 
-    awaitable<void> read_reply(WorkerPtr w, Result& res, std::string& body_out, StreamSink* sink, bool& retry)
+    awaitable<void> read_reply(WorkerPtr w, Result &res, std::string &body_out, StreamSink *sink, bool &retry)
     {
         bool head_set = false;
         for (;;) {
@@ -625,7 +668,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 res.outcome = Outcome::worker_error;
                 res.message = w->tag() + ": protocol error: response frame with " +
                               std::to_string(h.option_count) + " option(s) and a " +
-                              std::to_string(h.payload_size) + "-byte payload (expected one option, the context length)";
+                              std::to_string(h.payload_size) +
+                              "-byte payload (expected one option, the context length)";
                 log::error("pool", res.message);
                 kill_broken(w);
                 co_return;
@@ -709,7 +753,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     }
 
     // The client is gone mid-stream: send STOP and drain until the final frame (protocol.md §4).
-    awaitable<void> cancel_stream(WorkerPtr w, Result& res)
+    awaitable<void> cancel_stream(WorkerPtr w, Result &res)
     {
         res.outcome = Outcome::cancelled;
         res.message = "client went away during a streamed response";
@@ -722,7 +766,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         deadline.expires_after(opt.destroy_timeout);
         std::weak_ptr<Worker> weak = w;
         deadline.async_wait([weak](error_code ec) {
-            if (ec) return;
+            if (ec)
+                return;
             if (auto s = weak.lock()) {
                 error_code ignored;
                 s->out.cancel(ignored);
@@ -749,8 +794,9 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     awaitable<std::string> start()
     {
         exe = detail::find_executable(opt.command.empty() ? std::string() : opt.command[0]);
-        if (exe.empty()) co_return "server.command: \"" + (opt.command.empty() ? std::string() : opt.command[0]) +
-                                   "\" not found in PATH";
+        if (exe.empty())
+            co_return "server.command: \"" + (opt.command.empty() ? std::string() : opt.command[0]) +
+                "\" not found in PATH";
         args.assign(opt.command.begin() + 1, opt.command.end());
         std::vector<std::string> extra = {"RR_RELAY=pipes", "RR_MODE=" + opt.mode, "RR_VERSION=2023.3.0",
                                           "FERRY_VERSION=0.1.0"};
@@ -759,8 +805,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         asio::co_spawn(io, reap(shared_from_this()), log_exceptions{"reaper"});
         maintain();
         for (;;) {
-            if (alive_serving() >= opt.num_workers) co_return "";
-            if (boot_failures > 0) co_return last_boot_error;
+            if (alive_serving() >= opt.num_workers)
+                co_return "";
+            if (boot_failures > 0)
+                co_return last_boot_error;
             state_changed.expires_after(std::chrono::seconds(1));
             co_await state_changed.async_wait(nothrow);
         }
@@ -771,52 +819,70 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         shutting_down = true;
         fail_waiters("server is shutting down");
         std::vector<WorkerPtr> all;
-        for (auto& [pid, w] : workers) all.push_back(w);
-        for (auto& w : all) {
-            if (w->state == State::ready) start_stop(w);
-            else if (w->state == State::working) w->stop_on_release = true;
-            else if (w->state == State::spawning) w->signal(SIGTERM);
+        for (auto &[pid, w] : workers)
+            all.push_back(w);
+        for (auto &w : all) {
+            if (w->state == State::ready)
+                start_stop(w);
+            else if (w->state == State::working)
+                w->stop_on_release = true;
+            else if (w->state == State::spawning)
+                w->signal(SIGTERM);
         }
         auto deadline = clock::now() + opt.destroy_timeout + std::chrono::seconds(8);
         while ((!workers.empty() || spawning > 0) && clock::now() < deadline) {
             state_changed.expires_after(std::chrono::milliseconds(20));
             co_await state_changed.async_wait(nothrow);
         }
-        for (auto& [pid, w] : workers) w->signal(SIGKILL);
+        for (auto &[pid, w] : workers)
+            w->signal(SIGKILL);
         error_code ignored;
         sigchld.cancel(ignored);
     }
 };
 
-Pool::Pool(asio::io_context& io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options))) {}
+Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options))) {}
 
 Pool::~Pool()
 {
     // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG).
-    for (auto& [pid, w] : impl_->workers) w->signal(SIGKILL);
+    for (auto &[pid, w] : impl_->workers)
+        w->signal(SIGKILL);
 }
 
-awaitable<std::string> Pool::start() { return impl_->start(); }
+awaitable<std::string> Pool::start()
+{
+    return impl_->start();
+}
 
-awaitable<Result> Pool::exec(const relay::RequestContext& ctx, std::string_view body, std::string& body_out,
-                             StreamSink* sink)
+awaitable<Result> Pool::exec(const relay::RequestContext &ctx, std::string_view body, std::string &body_out,
+                             StreamSink *sink)
 {
     return impl_->exec(ctx, body, body_out, sink);
 }
 
-awaitable<void> Pool::shutdown() { return impl_->shutdown(); }
+awaitable<void> Pool::shutdown()
+{
+    return impl_->shutdown();
+}
 
 std::vector<WorkerInfo> Pool::workers() const
 {
     std::vector<WorkerInfo> out;
-    for (const auto& [pid, w] : impl_->workers)
+    for (const auto &[pid, w] : impl_->workers)
         out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created});
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.pid < b.pid; });
     return out;
 }
 
-std::uint64_t Pool::spawned_total() const { return impl_->spawned_total; }
-std::uint64_t Pool::recycled_total() const { return impl_->recycled_total; }
+std::uint64_t Pool::spawned_total() const
+{
+    return impl_->spawned_total;
+}
+std::uint64_t Pool::recycled_total() const
+{
+    return impl_->recycled_total;
+}
 
 } // namespace pool
 } // namespace ferry

@@ -11,7 +11,7 @@
 #include <system_error>
 #include <unistd.h>
 
-extern char** environ;
+extern char **environ;
 
 namespace bp = boost::process::v2;
 
@@ -22,23 +22,26 @@ namespace {
 struct child_setup {
     pid_t parent;
 
-    bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&, const char* const*)
+    bp::error_code on_exec_setup(bp::posix::default_launcher &, const bp::filesystem::path &,
+                                 const char *const *)
     {
         ::setpgid(0, 0); // own process group: a terminal's Ctrl-C goes to the server only
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (::getppid() != parent) ::_exit(127); // the server died before prctl
+        if (::getppid() != parent)
+            ::_exit(127); // the server died before prctl
         // Asio's signal handling and SIGPIPE=SIG_IGN must not leak into PHP.
         sigset_t all;
         sigemptyset(&all);
         ::sigprocmask(SIG_SETMASK, &all, nullptr);
-        for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+        for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGQUIT})
+            ::signal(sig, SIG_DFL);
         // Boost.Process closes no inherited fd by itself on every kernel: the listening socket, client
         // connections and other workers' pipes must not reach PHP.
         ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
         return {};
     }
 
-    template <typename... A> void on_exec_error(A&&...)
+    template <typename... A> void on_exec_error(A &&...)
     {
         ::_exit(127); // the launcher would call exit(), running the server's atexit handlers in the child
     }
@@ -46,26 +49,31 @@ struct child_setup {
 
 } // namespace
 
-std::string find_executable(const std::string& name)
+std::string find_executable(const std::string &name)
 {
-    if (name.empty()) return {};
-    if (name.find('/') != std::string::npos) return name;
-    const char* path = std::getenv("PATH");
+    if (name.empty())
+        return {};
+    if (name.find('/') != std::string::npos)
+        return name;
+    const char *path = std::getenv("PATH");
     std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
     std::size_t start = 0;
     while (start <= p.size()) {
         std::size_t end = p.find(':', start);
-        if (end == std::string::npos) end = p.size();
+        if (end == std::string::npos)
+            end = p.size();
         std::string dir = p.substr(start, end - start);
-        if (dir.empty()) dir = ".";
+        if (dir.empty())
+            dir = ".";
         std::string candidate = dir + "/" + name;
-        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
         start = end + 1;
     }
     return {};
 }
 
-std::vector<std::string> build_environment(const std::vector<std::string>& extra)
+std::vector<std::string> build_environment(const std::vector<std::string> &extra)
 {
     std::vector<std::string> out;
     std::map<std::string, std::size_t> index;
@@ -79,14 +87,15 @@ std::vector<std::string> build_environment(const std::vector<std::string>& extra
             out.push_back(std::move(kv));
         }
     };
-    for (char** e = environ; e && *e; ++e) put(*e);
-    for (const auto& kv : extra) put(kv);
+    for (char **e = environ; e && *e; ++e)
+        put(*e);
+    for (const auto &kv : extra)
+        put(kv);
     return out;
 }
 
-int spawn(const std::string& exe, const std::vector<std::string>& args,
-          const std::vector<std::string>& env, boost::asio::writable_pipe& in, boost::asio::readable_pipe& out,
-          boost::asio::readable_pipe& err)
+int spawn(const std::string &exe, const std::vector<std::string> &args, const std::vector<std::string> &env,
+          boost::asio::writable_pipe &in, boost::asio::readable_pipe &out, boost::asio::readable_pipe &err)
 {
     // The launcher calls notify_fork() on its executor's context around fork(). On the server's context that
     // means re-registering every descriptor in the child (epoll) or cancelling and restarting every pending
@@ -94,10 +103,11 @@ int spawn(const std::string& exe, const std::vector<std::string>& args,
     // the pipes stay bound to `io`.
     static boost::asio::io_context fork_context;
     bp::error_code ec;
-    auto proc = bp::default_process_launcher()(fork_context.get_executor(), ec, bp::filesystem::path(exe), args,
-                                               bp::process_stdio{in, out, err}, bp::process_environment{env},
-                                               child_setup{::getpid()});
-    if (ec) throw std::system_error(ec, "cannot start " + exe);
+    auto proc = bp::default_process_launcher()(fork_context.get_executor(), ec, bp::filesystem::path(exe),
+                                               args, bp::process_stdio{in, out, err},
+                                               bp::process_environment{env}, child_setup{::getpid()});
+    if (ec)
+        throw std::system_error(ec, "cannot start " + exe);
     int pid = proc.id();
     proc.detach(); // the pool reaps its children itself (one SIGCHLD handler)
     return pid;

@@ -1,9 +1,9 @@
 // Starting one worker process (internal to pool/).
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/writable_pipe.hpp>
-#include <boost/asio/io_context.hpp>
 
 #include <string>
 #include <vector>
@@ -11,16 +11,15 @@
 namespace ferry::pool::detail {
 
 // PATH lookup as execvp does; a name with '/' is returned as is. "" when not found.
-std::string find_executable(const std::string& name);
+std::string find_executable(const std::string &name);
 
 // The server's environment with `extra` ("K=V") entries added or replacing same-named ones.
-std::vector<std::string> build_environment(const std::vector<std::string>& extra);
+std::vector<std::string> build_environment(const std::vector<std::string> &extra);
 
 // Spawns `exe args...` in its own process group with stdin/stdout/stderr on the given pipes.
 // The child dies with the server (PR_SET_PDEATHSIG), inherits no other fd, and has default signal
 // dispositions. Returns the pid; throws std::system_error naming the command on failure.
-int spawn(const std::string& exe, const std::vector<std::string>& args,
-          const std::vector<std::string>& env, boost::asio::writable_pipe& in, boost::asio::readable_pipe& out,
-          boost::asio::readable_pipe& err);
+int spawn(const std::string &exe, const std::vector<std::string> &args, const std::vector<std::string> &env,
+          boost::asio::writable_pipe &in, boost::asio::readable_pipe &out, boost::asio::readable_pipe &err);
 
 } // namespace ferry::pool::detail

@@ -661,7 +661,8 @@ std::string url_decode(std::string_view s)
                 continue;
             }
         }
-        // '+' is a space, as RoadRunner (url.QueryUnescape) and PHP-FPM decode it: setcookie("a", "x y") sends x+y.
+        // '+' is a space, as RoadRunner (url.QueryUnescape) and PHP-FPM decode it: setcookie("a", "x y")
+        // sends x+y.
         out += s[i] == '+' ? ' ' : s[i];
     }
     return out;

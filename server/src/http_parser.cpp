@@ -15,11 +15,13 @@ bool iequals(std::string_view a, std::string_view b)
 }
 bool valid_token(std::string_view s)
 {
-    if (s.empty()) return false;
+    if (s.empty())
+        return false;
     for (unsigned char c : s) {
         bool ok = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
                   std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-        if (!ok || c == 0) return false;
+        if (!ok || c == 0)
+            return false;
     }
     return true;
 }
@@ -28,8 +30,9 @@ bool valid_token(std::string_view s)
 
 std::string_view Request::header(std::string_view name) const
 {
-    for (const auto& [n, v] : headers)
-        if (iequals(n, name)) return v;
+    for (const auto &[n, v] : headers)
+        if (iequals(n, name))
+            return v;
     return {};
 }
 
@@ -40,42 +43,45 @@ struct HttpParser::LL {
 
 // llhttp callbacks never throw: they record the problem and return an error code (design §4).
 struct HttpParser::Callbacks {
-    static HttpParser& self(llhttp_t* p) { return *static_cast<HttpParser*>(p->data); }
+    static HttpParser &self(llhttp_t *p) { return *static_cast<HttpParser *>(p->data); }
 
-    static std::uint32_t offset(HttpParser& s, const char* at)
+    static std::uint32_t offset(HttpParser &s, const char *at)
     {
         return static_cast<std::uint32_t>(at - s.buf_.data());
     }
 
-    static int count_head(HttpParser& s, std::size_t len)
+    static int count_head(HttpParser &s, std::size_t len)
     {
         s.head_bytes_ += len;
         if (s.head_bytes_ > s.limits_.max_header_size)
-            return s.fail(431, "request header larger than " + std::to_string(s.limits_.max_header_size) + " bytes");
+            return s.fail(431, "request header larger than " + std::to_string(s.limits_.max_header_size) +
+                                   " bytes");
         return 0;
     }
 
-    static int on_message_begin(llhttp_t* p)
+    static int on_message_begin(llhttp_t *p)
     {
-        auto& s = self(p);
+        auto &s = self(p);
         s.reset_message();
         s.in_message_ = true;
         s.msg_start_ = s.feed_start_;
         return 0;
     }
 
-    static int on_url(llhttp_t* p, const char* at, std::size_t len)
+    static int on_url(llhttp_t *p, const char *at, std::size_t len)
     {
-        auto& s = self(p);
-        if (s.url_.len == 0) s.url_.off = offset(s, at);
+        auto &s = self(p);
+        if (s.url_.len == 0)
+            s.url_.off = offset(s, at);
         s.url_.len += static_cast<std::uint32_t>(len);
         return count_head(s, len);
     }
 
-    static int on_header_field(llhttp_t* p, const char* at, std::size_t len)
+    static int on_header_field(llhttp_t *p, const char *at, std::size_t len)
     {
-        auto& s = self(p);
-        if (s.headers_done_) return 0; // chunked trailers: dropped (their bytes are not kept)
+        auto &s = self(p);
+        if (s.headers_done_)
+            return 0; // chunked trailers: dropped (their bytes are not kept)
         if (s.spans_.empty() || s.last_was_value_) {
             if (s.spans_.size() >= s.limits_.max_headers)
                 return s.fail(431, "more than " + std::to_string(s.limits_.max_headers) + " request headers");
@@ -86,11 +92,12 @@ struct HttpParser::Callbacks {
         return count_head(s, len + 4); // ": " and CRLF
     }
 
-    static int on_header_value(llhttp_t* p, const char* at, std::size_t len)
+    static int on_header_value(llhttp_t *p, const char *at, std::size_t len)
     {
-        auto& s = self(p);
-        if (s.headers_done_) return 0;
-        auto& v = s.spans_.back().value;
+        auto &s = self(p);
+        if (s.headers_done_)
+            return 0;
+        auto &v = s.spans_.back().value;
         if (!s.last_was_value_) {
             v.off = offset(s, at);
             v.len = 0;
@@ -103,33 +110,38 @@ struct HttpParser::Callbacks {
         return count_head(s, len);
     }
 
-    static int on_headers_complete(llhttp_t* p)
+    static int on_headers_complete(llhttp_t *p)
     {
-        auto& s = self(p);
-        auto& r = s.req_;
+        auto &s = self(p);
+        auto &r = s.req_;
         s.headers_done_ = true;
-        const char* b = s.buf_.data();
+        const char *b = s.buf_.data();
         r.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
         r.target.assign(b + s.url_.off, s.url_.len);
         r.version_major = p->http_major;
         r.version_minor = p->http_minor;
         r.headers.clear();
         r.headers.reserve(s.spans_.size());
-        for (const auto& h : s.spans_) {
+        for (const auto &h : s.spans_) {
             std::string_view name(b + h.name.off, h.name.len);
-            if (!valid_token(name)) return s.fail(400, "invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
+            if (!valid_token(name))
+                return s.fail(400, "invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
             std::string_view value(b + h.value.off, h.value.len);
-            while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+            while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+                value.remove_suffix(1);
             r.headers.emplace_back(std::string(name), std::string(value));
         }
         r.keep_alive = llhttp_should_keep_alive(p) != 0;
         r.upgrade = p->upgrade != 0;
-        if (r.upgrade) r.keep_alive = false; // no protocol switch yet: answer, then close
+        if (r.upgrade)
+            r.keep_alive = false; // no protocol switch yet: answer, then close
         r.chunked = (p->flags & F_CHUNKED) != 0;
         int hosts = 0;
-        for (const auto& h : r.headers)
-            if (iequals(h.first, "Host")) ++hosts;
-        if (hosts > 1) return s.fail(400, "more than one Host header");
+        for (const auto &h : r.headers)
+            if (iequals(h.first, "Host"))
+                ++hosts;
+        if (hosts > 1)
+            return s.fail(400, "more than one Host header");
         if (p->http_major == 1 && p->http_minor >= 1 && hosts == 0)
             return s.fail(400, "missing required Host header");
         if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_size)
@@ -143,9 +155,9 @@ struct HttpParser::Callbacks {
         return 0;
     }
 
-    static int on_body(llhttp_t* p, const char* at, std::size_t len)
+    static int on_body(llhttp_t *p, const char *at, std::size_t len)
     {
-        auto& s = self(p);
+        auto &s = self(p);
         if (s.req_.body.size() + len > s.limits_.max_body_size)
             return s.fail(413, "request body larger than max_request_size (" +
                                    std::to_string(s.limits_.max_body_size) + " bytes)");
@@ -153,15 +165,15 @@ struct HttpParser::Callbacks {
         return 0;
     }
 
-    static int on_message_complete(llhttp_t* p)
+    static int on_message_complete(llhttp_t *p)
     {
-        auto& s = self(p);
+        auto &s = self(p);
         s.complete_ = true;
         return HPE_PAUSED; // one request at a time: answer it, then resume
     }
 };
 
-HttpParser::HttpParser(const Limits& limits) : ll_(std::make_unique<LL>()), limits_(limits), buf_(8192)
+HttpParser::HttpParser(const Limits &limits) : ll_(std::make_unique<LL>()), limits_(limits), buf_(8192)
 {
     llhttp_settings_init(&ll_->settings);
     ll_->settings.on_message_begin = &Callbacks::on_message_begin;
@@ -201,19 +213,27 @@ int HttpParser::fail(int status, std::string message)
     return HPE_USER;
 }
 
-bool HttpParser::idle() const { return !in_message_ && parsed_ == end_; }
+bool HttpParser::idle() const
+{
+    return !in_message_ && parsed_ == end_;
+}
 
-bool HttpParser::has_buffered() const { return parsed_ < end_; }
+bool HttpParser::has_buffered() const
+{
+    return parsed_ < end_;
+}
 
 void HttpParser::compact(std::size_t keep_from)
 {
-    if (keep_from == 0) return;
+    if (keep_from == 0)
+        return;
     std::size_t n = end_ - keep_from;
-    if (n > 0) std::memmove(buf_.data(), buf_.data() + keep_from, n);
+    if (n > 0)
+        std::memmove(buf_.data(), buf_.data() + keep_from, n);
     auto shift = static_cast<std::uint32_t>(keep_from);
     if (in_message_ && !headers_done_) {
         url_.off -= shift;
-        for (auto& h : spans_) {
+        for (auto &h : spans_) {
             h.name.off -= shift;
             h.value.off -= shift;
         }
@@ -229,20 +249,26 @@ std::span<char> HttpParser::prepare(std::size_t min_free)
         // Bytes of a header still being parsed must stay: the spans point at them.
         std::size_t keep_from = (in_message_ && !headers_done_) ? msg_start_ : parsed_;
         compact(keep_from);
-        if (buf_.size() - end_ < min_free) buf_.resize(std::max(buf_.size() * 2, end_ + min_free));
+        if (buf_.size() - end_ < min_free)
+            buf_.resize(std::max(buf_.size() * 2, end_ + min_free));
     }
     return {buf_.data() + end_, buf_.size() - end_};
 }
 
-void HttpParser::commit(std::size_t n) { end_ += n; }
+void HttpParser::commit(std::size_t n)
+{
+    end_ += n;
+}
 
 HttpParser::Event HttpParser::next()
 {
-    if (err_status_ != 0) return Event::error;
-    if (complete_) return Event::request;
+    if (err_status_ != 0)
+        return Event::error;
+    if (complete_)
+        return Event::request;
     if (parsed_ < end_) {
         feed_start_ = parsed_;
-        const char* data = buf_.data() + parsed_;
+        const char *data = buf_.data() + parsed_;
         llhttp_errno_t e = llhttp_execute(&ll_->parser, data, end_ - parsed_);
         if (e == HPE_OK) {
             parsed_ = end_;
@@ -256,7 +282,7 @@ HttpParser::Event HttpParser::next()
             return Event::request;
         } else {
             if (err_status_ == 0) {
-                const char* reason = llhttp_get_error_reason(&ll_->parser);
+                const char *reason = llhttp_get_error_reason(&ll_->parser);
                 err_status_ = 400;
                 err_msg_ = std::string("malformed request: ") + llhttp_errno_name(e) + " (" +
                            (reason ? reason : "?") + ")";
@@ -293,7 +319,8 @@ void HttpParser::done()
     }
     in_message_ = false;
     reset_message();
-    if (req_.body.capacity() > 256 * 1024) std::string().swap(req_.body);
+    if (req_.body.capacity() > 256 * 1024)
+        std::string().swap(req_.body);
     std::size_t rest = end_ - parsed_;
     if (rest == 0) {
         parsed_ = end_ = msg_start_ = 0;

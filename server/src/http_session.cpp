@@ -15,7 +15,7 @@ namespace {
 constexpr std::size_t inline_body_max = 32 * 1024; // larger bodies are written straight from their buffer
 constexpr std::size_t flush_threshold = 64 * 1024;
 
-awaitable<bool> write_buffers(Conn& conn, tcp::socket& sock, std::span<const asio::const_buffer> bufs,
+awaitable<bool> write_buffers(Conn &conn, tcp::socket &sock, std::span<const asio::const_buffer> bufs,
                               conf::Duration timeout)
 {
     conn.deadline = steady::now() + timeout;
@@ -24,26 +24,32 @@ awaitable<bool> write_buffers(Conn& conn, tcp::socket& sock, std::span<const asi
     co_return !ec;
 }
 
-awaitable<bool> flush(Conn& conn, tcp::socket& sock, std::string& out, conf::Duration timeout)
+awaitable<bool> flush(Conn &conn, tcp::socket &sock, std::string &out, conf::Duration timeout)
 {
-    if (out.empty()) co_return true;
+    if (out.empty())
+        co_return true;
     std::array<asio::const_buffer, 1> b{asio::buffer(out)};
     bool ok = co_await write_buffers(conn, sock, b, timeout);
     out.clear();
-    if (out.capacity() > 1024 * 1024) std::string().swap(out);
+    if (out.capacity() > 1024 * 1024)
+        std::string().swap(out);
     co_return ok;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p)
+{
+    return s.substr(0, p.size()) == p;
+}
 
-void build_context(relay::RequestContext& ctx, const Request& req, const std::string& remote,
+void build_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
                    std::string_view default_host)
 {
     ctx.remote_addr = remote;
     ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
     ctx.method = req.method;
     std::string_view target = req.target;
-    if (auto h = target.find('#'); h != std::string_view::npos) target = target.substr(0, h);
+    if (auto h = target.find('#'); h != std::string_view::npos)
+        target = target.substr(0, h);
     if (starts_with(target, "http://") || starts_with(target, "https://")) {
         ctx.uri.assign(target);
     } else if (req.method == "CONNECT") {
@@ -51,26 +57,32 @@ void build_context(relay::RequestContext& ctx, const Request& req, const std::st
         ctx.uri.append(target); // authority-form
     } else {
         std::string_view host = req.header("Host");
-        if (host.empty()) host = default_host;
+        if (host.empty())
+            host = default_host;
         ctx.uri.assign("http://");
         ctx.uri.append(host);
-        if (!target.empty() && target[0] != '/') ctx.uri += '/';
-        if (target != "*") ctx.uri.append(target);
+        if (!target.empty() && target[0] != '/')
+            ctx.uri += '/';
+        if (target != "*")
+            ctx.uri.append(target);
     }
     ctx.raw_query.clear();
     if (auto q = target.find('?'); q != std::string_view::npos) {
         std::string_view query = target.substr(q + 1);
-        if (auto h = query.find('#'); h != std::string_view::npos) query = query.substr(0, h);
+        if (auto h = query.find('#'); h != std::string_view::npos)
+            query = query.substr(0, h);
         ctx.raw_query.assign(query);
     }
     ctx.headers.clear();
     ctx.cookies.clear();
-    for (const auto& [name, value] : req.headers) {
+    for (const auto &[name, value] : req.headers) {
         std::string canon = relay::canonical_header_name(name);
-        if (canon == "Host") continue;
-        if (canon == "Cookie") relay::parse_cookies(value, ctx.cookies);
+        if (canon == "Host")
+            continue;
+        if (canon == "Cookie")
+            relay::parse_cookies(value, ctx.cookies);
         auto it = std::find_if(ctx.headers.begin(), ctx.headers.end(),
-                               [&](const relay::HeaderField& f) { return f.name == canon; });
+                               [&](const relay::HeaderField &f) { return f.name == canon; });
         if (it == ctx.headers.end()) {
             ctx.headers.push_back(relay::HeaderField{std::move(canon), {value}});
         } else {
@@ -82,17 +94,18 @@ void build_context(relay::RequestContext& ctx, const Request& req, const std::st
 
 int final_status(int status, int pid)
 {
-    if (status >= 200 && status <= 599) return status;
-    log::error("http", "worker " + std::to_string(pid) + " answered with invalid status " + std::to_string(status) +
-                           ", sending 500");
+    if (status >= 200 && status <= 599)
+        return status;
+    log::error("http", "worker " + std::to_string(pid) + " answered with invalid status " +
+                           std::to_string(status) + ", sending 500");
     return 500;
 }
 
 // Writes a streamed response (frames with the STREAM bit) to the client as they arrive.
 class SessionSink final : public pool::StreamSink {
 public:
-    SessionSink(Conn& conn, tcp::socket& sock, std::string& out, const Request& req, conf::Duration timeout,
-                const bool& draining)
+    SessionSink(Conn &conn, tcp::socket &sock, std::string &out, const Request &req, conf::Duration timeout,
+                const bool &draining)
         : conn_(conn), sock_(sock), out_(out), head_request_(req.method == "HEAD"),
           http10_(req.version_minor == 0), keep_alive_(req.keep_alive && !req.upgrade), timeout_(timeout),
           draining_(draining)
@@ -103,19 +116,21 @@ public:
     bool failed() const { return failed_; }
     bool keep_alive() const { return keep_alive_; }
 
-    awaitable<bool> on_informational(const relay::ResponseContext& head) override
+    awaitable<bool> on_informational(const relay::ResponseContext &head) override
     {
-        if (http10_ || started_) co_return true; // no 1xx for HTTP/1.0 clients
+        if (http10_ || started_)
+            co_return true; // no 1xx for HTTP/1.0 clients
         Head h;
         h.status = head.status;
         h.worker = &head;
         h.framing = Framing::none;
         append_head(out_, h);
-        if (!co_await flush(conn_, sock_, out_, timeout_)) failed_ = true;
+        if (!co_await flush(conn_, sock_, out_, timeout_))
+            failed_ = true;
         co_return !failed_;
     }
 
-    awaitable<bool> on_chunk(const relay::ResponseContext& head, std::string_view body, bool last) override
+    awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body, bool last) override
     {
         if (!started_) {
             started_ = true;
@@ -133,7 +148,8 @@ public:
                 h.framing = Framing::chunked;
             }
             chunked_ = h.framing == Framing::chunked;
-            if (draining_) keep_alive_ = false;
+            if (draining_)
+                keep_alive_ = false;
             h.keep_alive = keep_alive_;
             append_head(out_, h);
         }
@@ -154,47 +170,51 @@ public:
             bufs[nb++] = asio::buffer(out_);
             trailer_.clear();
         }
-        if (last && chunked_ && send_body) trailer_ += "0\r\n\r\n";
-        if (!trailer_.empty()) bufs[nb++] = asio::buffer(trailer_);
+        if (last && chunked_ && send_body)
+            trailer_ += "0\r\n\r\n";
+        if (!trailer_.empty())
+            bufs[nb++] = asio::buffer(trailer_);
         bool ok = co_await write_buffers(conn_, sock_, std::span(bufs.data(), nb), timeout_);
         out_.clear();
-        if (!ok) failed_ = true;
+        if (!ok)
+            failed_ = true;
         co_return ok;
     }
 
 private:
-    Conn& conn_;
-    tcp::socket& sock_;
-    std::string& out_;
+    Conn &conn_;
+    tcp::socket &sock_;
+    std::string &out_;
     bool head_request_, http10_, keep_alive_;
     conf::Duration timeout_;
-    const bool& draining_;
+    const bool &draining_;
     bool started_ = false, failed_ = false, chunked_ = false;
     int status_ = 200;
     std::string trailer_;
 };
 
 struct Registration {
-    SharedState& st;
-    std::list<Conn*>::iterator it;
-    Registration(SharedState& s, Conn* c) : st(s) { it = st.conns.insert(st.conns.end(), c); }
+    SharedState &st;
+    std::list<Conn *>::iterator it;
+    Registration(SharedState &s, Conn *c) : st(s) { it = st.conns.insert(st.conns.end(), c); }
     ~Registration() { st.conns.erase(it); }
 };
 
 } // namespace
 
-awaitable<void> http_session(SharedState& st, tcp::socket sock)
+awaitable<void> http_session(SharedState &st, tcp::socket sock)
 {
     Conn conn;
     conn.socket = &sock;
     Registration reg(st, &conn);
-    const auto& http = st.config.http;
+    const auto &http = st.config.http;
 
     error_code ec;
     sock.set_option(tcp::no_delay(true), ec);
     sock.non_blocking(true, ec); // write_all_fast() writes to it directly
     std::string remote;
-    if (auto ep = sock.remote_endpoint(ec); !ec) remote = ep.address().to_string();
+    if (auto ep = sock.remote_endpoint(ec); !ec)
+        remote = ep.address().to_string();
 
     HttpParser parser(st.limits);
     std::string out;
@@ -207,9 +227,11 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
     for (;;) {
         auto ev = parser.next();
         if (ev == HttpParser::Event::need_more) {
-            if (!co_await flush(conn, sock, out, http.write_timeout)) break;
+            if (!co_await flush(conn, sock, out, http.write_timeout))
+                break;
             batched = 0;
-            if (st.draining && parser.idle()) break;
+            if (st.draining && parser.idle())
+                break;
             conn.idle = parser.idle();
             // read_header covers the whole header from its first byte (no slowloris trickle);
             // idle and read_body restart at every read.
@@ -220,7 +242,8 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
                 header_deadline.reset();
                 conn.deadline = steady::now() + http.read_body_timeout;
             } else {
-                if (!header_deadline) header_deadline = steady::now() + http.read_header_timeout;
+                if (!header_deadline)
+                    header_deadline = steady::now() + http.read_header_timeout;
                 conn.deadline = *header_deadline;
             }
             auto buf = parser.prepare();
@@ -241,11 +264,13 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
         }
         if (ev == HttpParser::Event::headers) {
             out += "HTTP/1.1 100 Continue\r\n\r\n";
-            if (!co_await flush(conn, sock, out, http.write_timeout)) break;
+            if (!co_await flush(conn, sock, out, http.write_timeout))
+                break;
             continue;
         }
         if (ev == HttpParser::Event::error) {
-            log::info("http", remote + ": " + std::to_string(parser.error_status()) + " " + parser.error_message());
+            log::info("http",
+                      remote + ": " + std::to_string(parser.error_status()) + " " + parser.error_message());
             detail::append_error(out, parser.error_status(), parser.error_message(), false, false);
             co_await flush(conn, sock, out, http.write_timeout);
             linger = true;
@@ -253,7 +278,7 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
         }
 
         // A whole request.
-        const Request& req = parser.request();
+        const Request &req = parser.request();
         ++st.requests;
         build_context(ctx, req, remote, st.default_host);
         const bool head_request = req.method == "HEAD";
@@ -264,7 +289,8 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
         body_out.clear();
         pool::Result res = co_await st.pool.exec(ctx, req.body, body_out, &sink);
         header_deadline.reset();
-        if (st.draining) keep_alive = false; // SIGTERM came while PHP worked: say Connection: close
+        if (st.draining)
+            keep_alive = false; // SIGTERM came while PHP worked: say Connection: close
 
         bool written = false;
         switch (res.outcome) {
@@ -272,7 +298,8 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
             if (res.streamed) {
                 written = true;
                 keep_alive = keep_alive && sink.keep_alive() && !sink.failed();
-                if (sink.failed()) keep_alive = false;
+                if (sink.failed())
+                    keep_alive = false;
             } else {
                 Head h;
                 h.status = final_status(res.response.status, res.worker_pid);
@@ -285,17 +312,20 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
                 int dropped = 0;
                 append_head(out, h, &dropped);
                 if (dropped > 0)
-                    log::warn("http", "worker " + std::to_string(res.worker_pid) + ": dropped " +
-                                          std::to_string(dropped) +
-                                          " response header(s) with an invalid name or a CR/LF/NUL in the value");
+                    log::warn("http",
+                              "worker " + std::to_string(res.worker_pid) + ": dropped " +
+                                  std::to_string(dropped) +
+                                  " response header(s) with an invalid name or a CR/LF/NUL in the value");
                 if (!head_request && !no_body) {
                     if (body_out.size() > inline_body_max) {
                         std::array<asio::const_buffer, 2> bufs{asio::buffer(out), asio::buffer(body_out)};
                         bool ok = co_await write_buffers(conn, sock, bufs, http.write_timeout);
                         out.clear();
-                        if (!ok) keep_alive = false;
+                        if (!ok)
+                            keep_alive = false;
                         written = true;
-                        if (body_out.capacity() > 1024 * 1024) std::string().swap(body_out);
+                        if (body_out.capacity() > 1024 * 1024)
+                            std::string().swap(body_out);
                     } else {
                         out += body_out;
                     }
@@ -310,7 +340,8 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
                 keep_alive = false; // the response is cut short: closing tells the client
                 written = true;
             } else {
-                detail::append_error(out, 502, "the worker handling this request died", keep_alive, head_request);
+                detail::append_error(out, 502, "the worker handling this request died", keep_alive,
+                                     head_request);
             }
             break;
         case pool::Outcome::no_worker:
@@ -331,7 +362,8 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
         }
         ++batched;
         if (!parser.has_buffered() || out.size() >= flush_threshold || batched >= http.max_pipelined) {
-            if (!co_await flush(conn, sock, out, http.write_timeout)) break;
+            if (!co_await flush(conn, sock, out, http.write_timeout))
+                break;
             batched = 0;
         }
     }
@@ -344,7 +376,8 @@ awaitable<void> http_session(SharedState& st, tcp::socket sock)
         char sink_buf[16384];
         while (drained < 4 * 1024 * 1024) {
             auto [rec, n] = co_await sock.async_read_some(asio::buffer(sink_buf), nothrow);
-            if (rec) break;
+            if (rec)
+                break;
             drained += n;
         }
     }

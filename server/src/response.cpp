@@ -8,58 +8,110 @@ namespace ferry::server::detail {
 std::string_view reason_phrase(int s)
 {
     switch (s) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 102: return "Processing";
-    case 103: return "Early Hints";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 203: return "Non-Authoritative Information";
-    case 204: return "No Content";
-    case 205: return "Reset Content";
-    case 206: return "Partial Content";
-    case 207: return "Multi-Status";
-    case 300: return "Multiple Choices";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 402: return "Payment Required";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 416: return "Range Not Satisfiable";
-    case 417: return "Expectation Failed";
-    case 418: return "I'm a teapot";
-    case 421: return "Misdirected Request";
-    case 422: return "Unprocessable Content";
-    case 425: return "Too Early";
-    case 426: return "Upgrade Required";
-    case 428: return "Precondition Required";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 451: return "Unavailable For Legal Reasons";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 102:
+        return "Processing";
+    case 103:
+        return "Early Hints";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 203:
+        return "Non-Authoritative Information";
+    case 204:
+        return "No Content";
+    case 205:
+        return "Reset Content";
+    case 206:
+        return "Partial Content";
+    case 207:
+        return "Multi-Status";
+    case 300:
+        return "Multiple Choices";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 402:
+        return "Payment Required";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
+    case 417:
+        return "Expectation Failed";
+    case 418:
+        return "I'm a teapot";
+    case 421:
+        return "Misdirected Request";
+    case 422:
+        return "Unprocessable Content";
+    case 425:
+        return "Too Early";
+    case 426:
+        return "Upgrade Required";
+    case 428:
+        return "Precondition Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 451:
+        return "Unavailable For Legal Reasons";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
     }
 }
 
@@ -78,49 +130,76 @@ std::string_view http_date()
     return {buf, len};
 }
 
-bool no_body_status(int s) { return (s >= 100 && s < 200) || s == 204 || s == 304; }
+bool no_body_status(int s)
+{
+    return (s >= 100 && s < 200) || s == 204 || s == 304;
+}
 
 namespace {
 
 bool iequals(std::string_view a, std::string_view b)
 {
-    if (a.size() != b.size()) return false;
+    if (a.size() != b.size())
+        return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
         char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-        if (x != y) return false;
+        if (x >= 'A' && x <= 'Z')
+            x = static_cast<char>(x + 32);
+        if (y >= 'A' && y <= 'Z')
+            y = static_cast<char>(y + 32);
+        if (x != y)
+            return false;
     }
     return true;
 }
 
 bool token_char(unsigned char c)
 {
-    if (c >= '0' && c <= '9') return true;
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
+    if (c >= '0' && c <= '9')
+        return true;
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
+        return true;
     switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-': case '.':
-    case '^': case '_': case '`': case '|': case '~': return true;
-    default: return false;
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+        return true;
+    default:
+        return false;
     }
 }
 
 bool valid_name(std::string_view n)
 {
-    if (n.empty()) return false;
+    if (n.empty())
+        return false;
     for (unsigned char c : n)
-        if (!token_char(c)) return false;
+        if (!token_char(c))
+            return false;
     return true;
 }
 
 bool valid_value(std::string_view v)
 {
     for (unsigned char c : v)
-        if (c == '\r' || c == '\n' || c == '\0') return false;
+        if (c == '\r' || c == '\n' || c == '\0')
+            return false;
     return true;
 }
 
-void append_uint(std::string& out, std::uint64_t v)
+void append_uint(std::string &out, std::uint64_t v)
 {
     char tmp[24];
     auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
@@ -129,7 +208,7 @@ void append_uint(std::string& out, std::uint64_t v)
 
 } // namespace
 
-void append_head(std::string& out, const Head& h, int* dropped)
+void append_head(std::string &out, const Head &h, int *dropped)
 {
     out += "HTTP/1.1 ";
     append_uint(out, static_cast<std::uint64_t>(h.status));
@@ -138,19 +217,23 @@ void append_head(std::string& out, const Head& h, int* dropped)
     out += "\r\n";
     bool has_server = false, has_date = false;
     if (h.worker) {
-        for (const auto& f : h.worker->headers) {
+        for (const auto &f : h.worker->headers) {
             if (iequals(f.name, "Content-Length") || iequals(f.name, "Transfer-Encoding") ||
                 iequals(f.name, "Connection") || iequals(f.name, "Keep-Alive"))
                 continue;
             if (!valid_name(f.name)) {
-                if (dropped) ++*dropped;
+                if (dropped)
+                    ++*dropped;
                 continue;
             }
-            if (iequals(f.name, "Server")) has_server = true;
-            if (iequals(f.name, "Date")) has_date = true;
-            for (const auto& v : f.values) {
+            if (iequals(f.name, "Server"))
+                has_server = true;
+            if (iequals(f.name, "Date"))
+                has_date = true;
+            for (const auto &v : f.values) {
                 if (!valid_value(v)) {
-                    if (dropped) ++*dropped;
+                    if (dropped)
+                        ++*dropped;
                     continue;
                 }
                 out += f.name;
@@ -164,7 +247,8 @@ void append_head(std::string& out, const Head& h, int* dropped)
         out += h.content_type;
         out += "\r\n";
     }
-    if (!has_server) out += "Server: ferry\r\n";
+    if (!has_server)
+        out += "Server: ferry\r\n";
     if (!has_date) {
         out += "Date: ";
         out += http_date();
@@ -176,18 +260,23 @@ void append_head(std::string& out, const Head& h, int* dropped)
         append_uint(out, h.content_length);
         out += "\r\n";
         break;
-    case Framing::chunked: out += "Transfer-Encoding: chunked\r\n"; break;
+    case Framing::chunked:
+        out += "Transfer-Encoding: chunked\r\n";
+        break;
     case Framing::close:
-    case Framing::none: break;
+    case Framing::none:
+        break;
     }
     if (h.status >= 200) {
-        if (!h.keep_alive || h.framing == Framing::close) out += "Connection: close\r\n";
-        else if (h.http10) out += "Connection: keep-alive\r\n";
+        if (!h.keep_alive || h.framing == Framing::close)
+            out += "Connection: close\r\n";
+        else if (h.http10)
+            out += "Connection: keep-alive\r\n";
     }
     out += "\r\n";
 }
 
-void append_error(std::string& out, int status, std::string_view detail, bool keep_alive, bool head_request)
+void append_error(std::string &out, int status, std::string_view detail, bool keep_alive, bool head_request)
 {
     std::string body;
     body.reserve(64 + detail.size());
@@ -205,7 +294,8 @@ void append_error(std::string& out, int status, std::string_view detail, bool ke
     h.content_length = body.size();
     h.keep_alive = keep_alive;
     append_head(out, h);
-    if (!head_request) out += body;
+    if (!head_request)
+        out += body;
 }
 
 } // namespace ferry::server::detail

@@ -22,21 +22,21 @@ enum class Framing {
 
 struct Head {
     int status = 200;
-    const relay::ResponseContext* worker = nullptr; // headers from PHP (may be null)
+    const relay::ResponseContext *worker = nullptr; // headers from PHP (may be null)
     std::string_view content_type;                  // used when `worker` is null
     Framing framing = Framing::length;
     std::size_t content_length = 0;
     bool keep_alive = true;
-    bool http10 = false;                            // add "Connection: keep-alive" when keeping alive
+    bool http10 = false; // add "Connection: keep-alive" when keeping alive
 };
 
 // Appends status line + headers + CRLF. Worker headers with an invalid name or a value containing
 // CR, LF or NUL are dropped (and counted in `dropped`); hop-by-hop headers the server owns
 // (Content-Length, Transfer-Encoding, Connection) are replaced by its own.
-void append_head(std::string& out, const Head& head, int* dropped = nullptr);
+void append_head(std::string &out, const Head &head, int *dropped = nullptr);
 
 // A short plain-text error response with Connection: close when !keep_alive.
-void append_error(std::string& out, int status, std::string_view detail, bool keep_alive, bool head_request);
+void append_error(std::string &out, int status, std::string_view detail, bool keep_alive, bool head_request);
 
 bool no_body_status(int status);
 

@@ -19,11 +19,11 @@ using detail::steady;
 using detail::tcp;
 
 struct Runtime {
-    Runtime(asio::io_context& io_, const conf::Config& c, pool::Pool& p)
+    Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p)
         : io(io_), state(io_, c, p), acceptor(io_), signals(io_, SIGINT, SIGTERM), ticker(io_)
     {
     }
-    asio::io_context& io;
+    asio::io_context &io;
     SharedState state;
     tcp::acceptor acceptor;
     asio::signal_set signals;
@@ -33,34 +33,38 @@ struct Runtime {
     unsigned sessions = 0;
 };
 
-bool split_address(const std::string& address, std::string& host, std::string& port)
+bool split_address(const std::string &address, std::string &host, std::string &port)
 {
     auto colon = address.rfind(':');
-    if (colon == std::string::npos) return false;
+    if (colon == std::string::npos)
+        return false;
     host = address.substr(0, colon);
     port = address.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    if (host.empty()) host = "0.0.0.0";
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (host.empty())
+        host = "0.0.0.0";
     return !port.empty();
 }
 
-awaitable<void> run_session(Runtime* rt, tcp::socket sock)
+awaitable<void> run_session(Runtime *rt, tcp::socket sock)
 {
     ++rt->sessions;
     try {
         co_await detail::http_session(rt->state, std::move(sock));
-    } catch (const std::exception& e) {
+    } catch (const std::exception &e) {
         log::error("http", std::string("session ended by an exception: ") + e.what());
     }
     --rt->sessions;
 }
 
-awaitable<void> accept_loop(Runtime* rt)
+awaitable<void> accept_loop(Runtime *rt)
 {
     for (;;) {
         auto [ec, sock] = co_await rt->acceptor.async_accept(nothrow);
         if (ec) {
-            if (ec == asio::error::operation_aborted || !rt->acceptor.is_open()) co_return;
+            if (ec == asio::error::operation_aborted || !rt->acceptor.is_open())
+                co_return;
             log::error("http", "accept failed: " + ec.message());
             // EMFILE and friends: back off instead of spinning.
             asio::steady_timer t(rt->io);
@@ -73,13 +77,13 @@ awaitable<void> accept_loop(Runtime* rt)
 }
 
 // One coarse timer enforces every connection's deadline (idle, header, body, write timeouts).
-awaitable<void> tick(Runtime* rt)
+awaitable<void> tick(Runtime *rt)
 {
     while (!rt->stopping) {
         rt->ticker.expires_after(std::chrono::milliseconds(250));
         co_await rt->ticker.async_wait(nothrow);
         auto now = steady::now();
-        for (Conn* c : rt->state.conns) {
+        for (Conn *c : rt->state.conns) {
             if (c->deadline <= now || (rt->state.draining && c->idle)) {
                 c->timed_out = c->deadline <= now;
                 c->deadline = steady::time_point::max();
@@ -90,7 +94,7 @@ awaitable<void> tick(Runtime* rt)
     }
 }
 
-awaitable<void> wait_until(Runtime* rt, steady::time_point deadline, bool (*done)(Runtime*))
+awaitable<void> wait_until(Runtime *rt, steady::time_point deadline, bool (*done)(Runtime *))
 {
     asio::steady_timer t(rt->io);
     while (!done(rt) && steady::now() < deadline) {
@@ -99,13 +103,14 @@ awaitable<void> wait_until(Runtime* rt, steady::time_point deadline, bool (*done
     }
 }
 
-awaitable<void> lifecycle(Runtime* rt)
+awaitable<void> lifecycle(Runtime *rt)
 {
-    auto& cfg = rt->state.config;
+    auto &cfg = rt->state.config;
     std::string err = co_await rt->state.pool.start();
     bool any_ready = false;
-    for (const auto& w : rt->state.pool.workers())
-        if (w.state == "ready" || w.state == "working") any_ready = true;
+    for (const auto &w : rt->state.pool.workers())
+        if (w.state == "ready" || w.state == "working")
+            any_ready = true;
     if (!err.empty() && !any_ready) {
         log::error("pool", "cannot start workers: " + err);
         rt->exit_code = 1;
@@ -115,7 +120,8 @@ awaitable<void> lifecycle(Runtime* rt)
         co_return;
     }
     auto ep = rt->acceptor.local_endpoint();
-    std::string shown = ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
+    std::string shown =
+        ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
     rt->state.default_host = shown + ":" + std::to_string(ep.port());
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
@@ -129,7 +135,8 @@ awaitable<void> lifecycle(Runtime* rt)
                           ", stopping: finishing requests in flight");
     // A second signal stops at once.
     rt->signals.async_wait([rt](error_code e, int) {
-        if (e) return;
+        if (e)
+            return;
         log::warn("core", "second signal: stopping now");
         rt->exit_code = 1;
         rt->io.stop();
@@ -137,33 +144,38 @@ awaitable<void> lifecycle(Runtime* rt)
     error_code ignored;
     rt->acceptor.close(ignored);
     rt->state.draining = true;
-    for (Conn* c : rt->state.conns)
-        if (c->idle) c->socket->cancel(ignored);
+    for (Conn *c : rt->state.conns)
+        if (c->idle)
+            c->socket->cancel(ignored);
     co_await wait_until(rt, steady::now() + cfg.http.pool.destroy_timeout,
-                        [](Runtime* r) { return r->sessions == 0; });
+                        [](Runtime *r) { return r->sessions == 0; });
     if (rt->sessions > 0) {
-        log::warn("core", std::to_string(rt->sessions) + " connection(s) still busy after destroy_timeout, closing");
-        for (Conn* c : rt->state.conns) c->socket->close(ignored);
+        log::warn("core",
+                  std::to_string(rt->sessions) + " connection(s) still busy after destroy_timeout, closing");
+        for (Conn *c : rt->state.conns)
+            c->socket->close(ignored);
     }
     co_await rt->state.pool.shutdown();
     rt->stopping = true;
     rt->ticker.cancel();
     rt->signals.cancel(ignored);
-    co_await wait_until(rt, steady::now() + std::chrono::seconds(2), [](Runtime* r) { return r->sessions == 0; });
+    co_await wait_until(rt, steady::now() + std::chrono::seconds(2),
+                        [](Runtime *r) { return r->sessions == 0; });
     log::info("core", "stopped");
     rt->io.stop();
 }
 
 } // namespace
 
-int run(const conf::Config& cfg)
+int run(const conf::Config &cfg)
 {
     std::signal(SIGPIPE, SIG_IGN);
     asio::io_context io(1);
 
     pool::Options popt;
     popt.command = cfg.server.command;
-    for (const auto& [k, v] : cfg.server.env) popt.env.push_back(k + "=" + v);
+    for (const auto &[k, v] : cfg.server.env)
+        popt.env.push_back(k + "=" + v);
     popt.num_workers = cfg.http.pool.num_workers == 0 ? std::max(1u, std::thread::hardware_concurrency())
                                                       : cfg.http.pool.num_workers;
     popt.max_jobs = cfg.http.pool.max_jobs;
@@ -189,7 +201,7 @@ int run(const conf::Config& cfg)
         rt.acceptor.set_option(tcp::acceptor::reuse_address(true));
         rt.acceptor.bind(ep);
         rt.acceptor.listen(asio::socket_base::max_listen_connections);
-    } catch (const std::exception& e) {
+    } catch (const std::exception &e) {
         log::error("core", "cannot listen on " + cfg.http.address + ": " + e.what());
         return 1;
     }

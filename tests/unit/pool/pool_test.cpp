@@ -12,9 +12,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(FERRY_SOURCE_DIR) + "/tests/php/" + name; }
+std::string fixture(const std::string &name)
+{
+    return std::string(FERRY_SOURCE_DIR) + "/tests/php/" + name;
+}
 
-pool::Options options(const std::string& script, unsigned workers = 1)
+pool::Options options(const std::string &script, unsigned workers = 1)
 {
     pool::Options o;
     o.command = {"php", fixture(script)};
@@ -25,20 +28,21 @@ pool::Options options(const std::string& script, unsigned workers = 1)
     return o;
 }
 
-relay::RequestContext request(const std::string& path, const std::string& method = "GET")
+relay::RequestContext request(const std::string &path, const std::string &method = "GET")
 {
     relay::RequestContext c;
     c.remote_addr = "127.0.0.1";
     c.protocol = "HTTP/1.1";
     c.method = method;
     c.uri = "http://test" + path;
-    if (auto q = path.find('?'); q != std::string::npos) c.raw_query = path.substr(q + 1);
+    if (auto q = path.find('?'); q != std::string::npos)
+        c.raw_query = path.substr(q + 1);
     c.headers = {{"Content-Type", {"text/plain"}}};
     return c;
 }
 
 // Runs `body` as a coroutine on a fresh io_context, bounded in time.
-template <typename F> void run(asio::io_context& io, F body)
+template <typename F> void run(asio::io_context &io, F body)
 {
     bool done = false;
     std::exception_ptr error;
@@ -49,7 +53,8 @@ template <typename F> void run(asio::io_context& io, F body)
     });
     io.run_for(60s);
     ASSERT_TRUE(done) << "coroutine did not finish in time";
-    if (error) std::rethrow_exception(error);
+    if (error)
+        std::rethrow_exception(error);
 }
 
 struct Exec {
@@ -57,7 +62,7 @@ struct Exec {
     std::string body;
 };
 
-awaitable<Exec> exec(pool::Pool& p, const std::string& path, std::string_view body = {})
+awaitable<Exec> exec(pool::Pool &p, const std::string &path, std::string_view body = {})
 {
     Exec e;
     auto ctx = request(path, body.empty() ? "GET" : "POST");
@@ -83,7 +88,8 @@ TEST(Pool, ServesRequestsAndKeepsWorkersAlive)
         auto c = co_await exec(p, "/anything?x=1");
         auto v = boost::json::parse(c.body);
         EXPECT_EQ(v.at("rawQuery").as_string(), "x=1");
-        EXPECT_EQ(v.at("codec").as_string(), "msgpack") << "php-worker announces msgpack when ext-msgpack is loaded";
+        EXPECT_EQ(v.at("codec").as_string(), "msgpack")
+            << "php-worker announces msgpack when ext-msgpack is loaded";
         EXPECT_EQ(p.spawned_total(), 2u) << "no worker was replaced";
         co_await p.shutdown();
         EXPECT_TRUE(p.workers().empty());
@@ -171,8 +177,8 @@ TEST(Pool, AllocateTimeoutGivesNoWorker)
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         std::optional<Exec> slow;
-        asio::co_spawn(io, [&]() -> awaitable<void> { slow = co_await exec(p, "/sleep?ms=1500"); },
-                       asio::detached);
+        asio::co_spawn(
+            io, [&]() -> awaitable<void> { slow = co_await exec(p, "/sleep?ms=1500"); }, asio::detached);
         asio::steady_timer t(io);
         t.expires_after(50ms);
         co_await t.async_wait(use_awaitable);
@@ -194,7 +200,7 @@ TEST(Pool, AllocateTimeoutGivesNoWorker)
 
 TEST(Pool, BootFailuresAreReportedWithStderrAndExitCode)
 {
-    for (const char* script : {"boot_fail.php", "boot_syntax.php"}) {
+    for (const char *script : {"boot_fail.php", "boot_syntax.php"}) {
         asio::io_context io;
         pool::Pool p(io, options(script));
         run(io, [&]() -> awaitable<void> {
@@ -256,12 +262,12 @@ struct RecordingSink final : pool::StreamSink {
     std::string body;
     int chunks = 0;
     int stop_after = -1;
-    awaitable<bool> on_informational(const relay::ResponseContext& h) override
+    awaitable<bool> on_informational(const relay::ResponseContext &h) override
     {
         informational.push_back(h.status);
         co_return true;
     }
-    awaitable<bool> on_chunk(const relay::ResponseContext&, std::string_view b, bool) override
+    awaitable<bool> on_chunk(const relay::ResponseContext &, std::string_view b, bool) override
     {
         body.append(b);
         ++chunks;

@@ -24,6 +24,7 @@ TEST(Spawn, EnvironmentEntriesReplaceInheritedOnes)
     EXPECT_EQ(std::count(env.begin(), env.end(), "FERRY_SPAWN_TEST=new"), 1);
     EXPECT_EQ(std::count(env.begin(), env.end(), "FERRY_SPAWN_TEST=old"), 0);
     EXPECT_EQ(std::count(env.begin(), env.end(), "RR_MODE=http"), 1);
-    EXPECT_NE(std::find_if(env.begin(), env.end(), [](const std::string& s) { return s.rfind("PATH=", 0) == 0; }),
-              env.end());
+    EXPECT_NE(
+        std::find_if(env.begin(), env.end(), [](const std::string &s) { return s.rfind("PATH=", 0) == 0; }),
+        env.end());
 }

@@ -21,7 +21,7 @@ struct Outcome {
     int continues = 0;
 };
 
-Outcome feed(const std::string& data, std::size_t step, Limits limits = {})
+Outcome feed(const std::string &data, std::size_t step, Limits limits = {})
 {
     HttpParser p(limits);
     Outcome o;
@@ -42,7 +42,8 @@ Outcome feed(const std::string& data, std::size_t step, Limits limits = {})
             o.error_message = p.error_message();
             return o;
         }
-        if (pos >= data.size()) return o;
+        if (pos >= data.size())
+            return o;
         std::size_t n = std::min(step, data.size() - pos);
         auto buf = p.prepare(n);
         std::memcpy(buf.data(), data.data() + pos, n);
@@ -78,7 +79,7 @@ const std::string chunked_req = "POST /c HTTP/1.1\r\n"
                                 "Trailer-X: y\r\n"
                                 "\r\n";
 
-void expect_get(const Request& r)
+void expect_get(const Request &r)
 {
     EXPECT_EQ(r.method, "GET");
     EXPECT_EQ(r.target, "/path/x?a=1&b=%20");
@@ -147,7 +148,8 @@ TEST(HttpParser, EveryByteBoundaryGivesTheSameRequests)
 TEST(HttpParser, HeaderLargerThanTheInitialBufferSurvivesCompaction)
 {
     std::string big(20000, 'v');
-    std::string req = post_req + "GET /second HTTP/1.1\r\nHost: h\r\nX-Big: " + big + "\r\nX-After: ok\r\n\r\n";
+    std::string req =
+        post_req + "GET /second HTTP/1.1\r\nHost: h\r\nX-Big: " + big + "\r\nX-After: ok\r\n\r\n";
     for (std::size_t step : {1u, 100u, 4096u}) {
         auto o = feed(req, step);
         ASSERT_EQ(o.error, 0) << o.error_message;
@@ -205,7 +207,8 @@ TEST(HttpParser, BodyOverLimitIs413BeforeTheBody)
     EXPECT_EQ(p.error_status(), 413);
     EXPECT_NE(p.error_message().find("max_request_size"), std::string::npos);
 
-    auto o = feed("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n123456\r\n6\r\n123456\r\n0\r\n\r\n",
+    auto o = feed("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
+                  "chunked\r\n\r\n6\r\n123456\r\n6\r\n123456\r\n0\r\n\r\n",
                   5, l);
     EXPECT_EQ(o.error, 413);
     auto ok = feed("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n0123456789", 3, l);
@@ -215,7 +218,7 @@ TEST(HttpParser, BodyOverLimitIs413BeforeTheBody)
 
 TEST(HttpParser, MalformedAndSmugglingAttemptsAre400)
 {
-    const char* bad[] = {
+    const char *bad[] = {
         "GARBAGE\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
@@ -224,7 +227,7 @@ TEST(HttpParser, MalformedAndSmugglingAttemptsAre400)
         "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n",
     };
-    for (const char* r : bad) {
+    for (const char *r : bad) {
         for (std::size_t step : {1u, 1000u}) {
             auto o = feed(r, step);
             EXPECT_EQ(o.error, 400) << r;
@@ -235,7 +238,7 @@ TEST(HttpParser, MalformedAndSmugglingAttemptsAre400)
 
 TEST(HttpParser, KeepAliveRules)
 {
-    auto ka = [](const std::string& r) {
+    auto ka = [](const std::string &r) {
         auto o = feed(r, r.size());
         EXPECT_EQ(o.requests.size(), 1u) << r;
         return o.requests.empty() ? false : o.requests[0].keep_alive;

@@ -7,7 +7,7 @@ using ferry::relay::HeaderField;
 using ferry::relay::ResponseContext;
 
 namespace {
-std::string head_of(const Head& h, int* dropped = nullptr)
+std::string head_of(const Head &h, int *dropped = nullptr)
 {
     std::string out;
     append_head(out, h, dropped);
@@ -25,7 +25,8 @@ TEST(Response, StatusLineDateServerAndLength)
     h.worker = &rc;
     h.content_length = 5;
     std::string s = head_of(h);
-    EXPECT_EQ(s.rfind("HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\nServer: ferry\r\nDate: ", 0), 0u) << s;
+    EXPECT_EQ(s.rfind("HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\nServer: ferry\r\nDate: ", 0), 0u)
+        << s;
     EXPECT_NE(s.find("\r\nContent-Length: 5\r\n\r\n"), std::string::npos) << s;
     EXPECT_EQ(s.find("Connection:"), std::string::npos);
     EXPECT_EQ(http_date().size(), 29u);

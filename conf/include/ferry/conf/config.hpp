@@ -15,45 +15,45 @@ namespace ferry::conf {
 using Duration = std::chrono::milliseconds;
 
 struct PoolConfig {
-    unsigned num_workers = 0;                        // 0 = number of CPUs (resolved by load())
-    std::uint64_t max_jobs = 0;                      // 0 = unlimited
+    unsigned num_workers = 0;   // 0 = number of CPUs (resolved by load())
+    std::uint64_t max_jobs = 0; // 0 = unlimited
     Duration allocate_timeout = std::chrono::seconds(60);
     Duration destroy_timeout = std::chrono::seconds(60);
 
-    friend bool operator==(const PoolConfig&, const PoolConfig&) = default;
+    friend bool operator==(const PoolConfig &, const PoolConfig &) = default;
 };
 
 struct ServerConfig {
-    std::vector<std::string> command;                        // argv; a string is split on spaces
-    std::vector<std::pair<std::string, std::string>> env;    // keys upper-cased, values expanded
+    std::vector<std::string> command;                     // argv; a string is split on spaces
+    std::vector<std::pair<std::string, std::string>> env; // keys upper-cased, values expanded
     std::string relay = "pipes";
 
-    friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
+    friend bool operator==(const ServerConfig &, const ServerConfig &) = default;
 };
 
 struct HttpConfig {
-    std::string address = "127.0.0.1:8080";          // host:port, port 0 = any
-    std::uint64_t max_request_size = 1ull << 30;     // bytes (YAML value is in MB, as RoadRunner)
+    std::string address = "127.0.0.1:8080";      // host:port, port 0 = any
+    std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
     // Ferry's own limits (documented in README):
-    std::uint64_t max_header_size = 64 * 1024;       // http.limits.max_header_size (bytes or "64KB")
-    unsigned max_pipelined = 16;                     // http.limits.max_pipelined
+    std::uint64_t max_header_size = 64 * 1024;               // http.limits.max_header_size (bytes or "64KB")
+    unsigned max_pipelined = 16;                             // http.limits.max_pipelined
     Duration read_header_timeout = std::chrono::seconds(10); // http.timeouts.read_header
     Duration read_body_timeout = std::chrono::seconds(60);   // http.timeouts.read_body (between body reads)
     Duration write_timeout = std::chrono::seconds(60);       // http.timeouts.write
     Duration idle_timeout = std::chrono::seconds(75);        // http.timeouts.idle (keep-alive)
     PoolConfig pool;
 
-    friend bool operator==(const HttpConfig&, const HttpConfig&) = default;
+    friend bool operator==(const HttpConfig &, const HttpConfig &) = default;
 };
 
 struct Config {
     std::string version = "3";
-    std::string source;                              // file path it was loaded from ("" = defaults)
+    std::string source; // file path it was loaded from ("" = defaults)
     ServerConfig server;
     HttpConfig http;
 
-    friend bool operator==(const Config&, const Config&) = default; // compares source too
+    friend bool operator==(const Config &, const Config &) = default; // compares source too
 };
 
 // A config error: the message names file, line, key path, the bad value and what was expected.
@@ -64,26 +64,26 @@ public:
 
 struct LoadResult {
     Config config;
-    std::vector<std::string> warnings;               // e.g. unknown keys, with file:line and key path
+    std::vector<std::string> warnings; // e.g. unknown keys, with file:line and key path
 };
 
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.
-using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;
 EnvLookup process_env();
 
 // `overrides` are "key.path=value" strings (ferry -o), applied before validation.
 // Throws ConfigError.
-LoadResult load_file(const std::string& path, const std::vector<std::string>& overrides = {},
-                     const EnvLookup& env = process_env());
-LoadResult load_string(const std::string& yaml, const std::string& name,
-                       const std::vector<std::string>& overrides = {}, const EnvLookup& env = process_env());
+LoadResult load_file(const std::string &path, const std::vector<std::string> &overrides = {},
+                     const EnvLookup &env = process_env());
+LoadResult load_string(const std::string &yaml, const std::string &name,
+                       const std::vector<std::string> &overrides = {}, const EnvLookup &env = process_env());
 
 // The effective configuration as YAML (for `ferry serve --dry-run` / `ferry config`).
-std::string dump(const Config& config);
+std::string dump(const Config &config);
 
 // "60s", "500ms", "1m", "1h", "1m30s", bare integer = seconds. Throws std::invalid_argument.
-Duration parse_duration(const std::string& text);
+Duration parse_duration(const std::string &text);
 // "${VAR}" / "${VAR:-default}" expansion. Throws std::invalid_argument on an unterminated "${".
-std::string expand_env(const std::string& text, const EnvLookup& env);
+std::string expand_env(const std::string &text, const EnvLookup &env);
 
 } // namespace ferry::conf

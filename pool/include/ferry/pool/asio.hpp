@@ -30,7 +30,7 @@ inline constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 // completion and no extra epoll_wait(0) round of the scheduler (Boost 1.81 has no immediate completion).
 // Whatever is left goes through async_write.
 template <typename Stream>
-awaitable<error_code> write_all_fast(Stream& stream, std::span<const asio::const_buffer> buffers)
+awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const_buffer> buffers)
 {
     std::array<asio::const_buffer, 4> bufs;
     std::array<iovec, 4> iov;
@@ -38,7 +38,7 @@ awaitable<error_code> write_all_fast(Stream& stream, std::span<const asio::const
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
         bufs[i] = buffers[i];
-        iov[i].iov_base = const_cast<void*>(bufs[i].data());
+        iov[i].iov_base = const_cast<void *>(bufs[i].data());
         iov[i].iov_len = bufs[i].size();
         total += bufs[i].size();
     }
@@ -46,21 +46,26 @@ awaitable<error_code> write_all_fast(Stream& stream, std::span<const asio::const
     do {
         w = ::writev(stream.native_handle(), iov.data(), static_cast<int>(n));
     } while (w < 0 && errno == EINTR);
-    if (w >= 0 && static_cast<std::size_t>(w) == total) co_return error_code{};
+    if (w >= 0 && static_cast<std::size_t>(w) == total)
+        co_return error_code{};
     if (w < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK) co_return error_code(errno, boost::system::system_category());
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            co_return error_code(errno, boost::system::system_category());
         w = 0;
     }
     std::size_t skip = static_cast<std::size_t>(w), first = 0;
-    while (first < n && skip >= bufs[first].size()) skip -= bufs[first++].size();
-    if (first < n) bufs[first] += skip;
-    auto [ec, written] = co_await asio::async_write(stream, std::span(bufs.data() + first, n - first), nothrow);
+    while (first < n && skip >= bufs[first].size())
+        skip -= bufs[first++].size();
+    if (first < n)
+        bufs[first] += skip;
+    auto [ec, written] =
+        co_await asio::async_write(stream, std::span(bufs.data() + first, n - first), nothrow);
     co_return ec;
 }
 
 // Completion handler for co_spawn that logs whatever escaped the coroutine.
 struct log_exceptions {
-    const char* what;
+    const char *what;
     void operator()(std::exception_ptr e) const;
 };
 } // namespace ferry

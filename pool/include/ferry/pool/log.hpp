@@ -10,14 +10,31 @@ enum class Level { debug = 0, info = 1, warn = 2, error = 3 };
 void set_level(Level level);
 Level level();
 // Parses "debug", "info", "warn"/"warning", "error"; returns false if unknown.
-bool parse_level(std::string_view text, Level& out);
+bool parse_level(std::string_view text, Level &out);
 
 void write(Level level, std::string_view component, std::string_view message);
 
-inline bool enabled(Level l) { return static_cast<int>(l) >= static_cast<int>(level()); }
-inline void debug(std::string_view c, std::string_view m) { if (enabled(Level::debug)) write(Level::debug, c, m); }
-inline void info(std::string_view c, std::string_view m) { if (enabled(Level::info)) write(Level::info, c, m); }
-inline void warn(std::string_view c, std::string_view m) { write(Level::warn, c, m); }
-inline void error(std::string_view c, std::string_view m) { write(Level::error, c, m); }
+inline bool enabled(Level l)
+{
+    return static_cast<int>(l) >= static_cast<int>(level());
+}
+inline void debug(std::string_view c, std::string_view m)
+{
+    if (enabled(Level::debug))
+        write(Level::debug, c, m);
+}
+inline void info(std::string_view c, std::string_view m)
+{
+    if (enabled(Level::info))
+        write(Level::info, c, m);
+}
+inline void warn(std::string_view c, std::string_view m)
+{
+    write(Level::warn, c, m);
+}
+inline void error(std::string_view c, std::string_view m)
+{
+    write(Level::error, c, m);
+}
 
 } // namespace ferry::log

@@ -15,13 +15,13 @@ enum class Codec : std::uint8_t { json, msgpack };
 std::uint8_t codec_flag(Codec c);
 
 struct HeaderField {
-    std::string name;                 // canonical form: Content-Type
+    std::string name; // canonical form: Content-Type
     std::vector<std::string> values;
 };
 
 struct RequestContext {
     std::string remote_addr;
-    std::string protocol;             // HTTP/1.0, HTTP/1.1
+    std::string protocol; // HTTP/1.0, HTTP/1.1
     std::string method;
     std::string uri;                  // absolute: http://host/path?query
     std::vector<HeaderField> headers; // Host excluded; names canonical; one entry per name
@@ -32,7 +32,7 @@ struct RequestContext {
 };
 
 // Appends the encoded context to `out`.
-void encode_request(const RequestContext& ctx, Codec codec, std::string& out);
+void encode_request(const RequestContext &ctx, Codec codec, std::string &out);
 
 struct ResponseContext {
     int status = 200;
@@ -42,11 +42,11 @@ struct ResponseContext {
 // Decodes a response context. Empty input = 200, no headers. Returns false and sets `error`
 // on malformed input (not JSON/msgpack, not a map, status not an integer, headers not a map of
 // string lists...). A status outside 100..599 decodes fine; the server maps it to 500.
-bool decode_response(std::string_view in, Codec codec, ResponseContext& out, std::string& error);
+bool decode_response(std::string_view in, Codec codec, ResponseContext &out, std::string &error);
 
 // "content-type" -> "Content-Type" (as Go's CanonicalMIMEHeaderKey).
 std::string canonical_header_name(std::string_view name);
 // Splits a Cookie header into name/value pairs, URL-decoding values; appends to out.
-void parse_cookies(std::string_view header, std::vector<std::pair<std::string, std::string>>& out);
+void parse_cookies(std::string_view header, std::vector<std::pair<std::string, std::string>> &out);
 
 } // namespace ferry::relay

@@ -43,10 +43,10 @@ struct FrameHeader {
 };
 
 // CRC-32 (zlib/IEEE polynomial), as PHP's crc32().
-std::uint32_t crc32(const void* data, std::size_t size);
+std::uint32_t crc32(const void *data, std::size_t size);
 
 // Writes header + options into `out` (at least max_header_size bytes). Returns the bytes written.
-std::size_t encode_header(std::uint8_t* out, std::uint8_t flags, std::uint8_t stream_bits,
+std::size_t encode_header(std::uint8_t *out, std::uint8_t flags, std::uint8_t stream_bits,
                           std::uint32_t payload_size, std::span<const std::uint32_t> options = {});
 
 // A whole frame as one string (control frames, tests).
@@ -69,7 +69,7 @@ struct DecodeResult {
 // CRC over bytes 0..5, and payload_size <= max_payload. On ok, the whole frame is
 // h.size() + h.payload_size bytes; `needed` is set to that total.
 // A non-frame (e.g. a stray `echo` on stdout) is reported with its first bytes, printable-escaped.
-DecodeResult decode_header(std::string_view in, FrameHeader& h, std::size_t max_payload);
+DecodeResult decode_header(std::string_view in, FrameHeader &h, std::size_t max_payload);
 
 // Escapes bytes for a log line: printable ASCII as is, the rest as \xNN; at most `limit` input bytes.
 std::string printable(std::string_view bytes, std::size_t limit = 64);

@@ -27,7 +27,7 @@ struct Request {
     std::string body;
     bool keep_alive = true;
     bool expect_continue = false;
-    bool upgrade = false;      // Upgrade/CONNECT: served as a plain request, then the connection closes
+    bool upgrade = false; // Upgrade/CONNECT: served as a plain request, then the connection closes
     bool chunked = false;
     std::string_view header(std::string_view name) const; // first value, case-insensitive; "" if absent
 };
@@ -41,20 +41,20 @@ public:
         error,     // error_status() / error_message(); answer and close
     };
 
-    explicit HttpParser(const Limits& limits);
+    explicit HttpParser(const Limits &limits);
     ~HttpParser();
-    HttpParser(const HttpParser&) = delete;
-    HttpParser& operator=(const HttpParser&) = delete;
+    HttpParser(const HttpParser &) = delete;
+    HttpParser &operator=(const HttpParser &) = delete;
 
     std::span<char> prepare(std::size_t min_free = 4096);
     void commit(std::size_t n);
     Event next();
-    const Request& request() const { return req_; }
-    Request& request() { return req_; }
+    const Request &request() const { return req_; }
+    Request &request() { return req_; }
     void done();
 
     int error_status() const { return err_status_; }
-    const std::string& error_message() const { return err_msg_; }
+    const std::string &error_message() const { return err_msg_; }
     bool idle() const;         // no byte of an unfinished request is buffered
     bool has_buffered() const; // unparsed bytes remain (a pipelined request, maybe)
     bool in_body() const { return headers_done_ && !complete_; }

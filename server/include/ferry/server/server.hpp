@@ -7,6 +7,6 @@ namespace ferry::server {
 
 // Binds http.address, starts the worker pool and serves until SIGTERM/SIGINT.
 // Prints "listening on http://HOST:PORT" on stdout once bound. Returns the process exit code.
-int run(const conf::Config& config);
+int run(const conf::Config &config);
 
 } // namespace ferry::server
