@@ -600,7 +600,7 @@ bool decode_msgpack(std::string_view in, ResponseContext &out, std::string &erro
 // ---- names and cookies -------------------------------------------------------------------------------
 
 // RFC 7230 tchar.
-constexpr bool is_token(unsigned char c)
+constexpr bool is_tchar(unsigned char c)
 {
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
         return true;
@@ -702,7 +702,7 @@ std::string canonical_header_name(std::string_view name)
 {
     std::string out(name);
     for (char c : name)
-        if (!is_token(static_cast<unsigned char>(c)))
+        if (!is_tchar(static_cast<unsigned char>(c)))
             return out;
     bool upper = true;
     for (char &c : out) {
@@ -757,6 +757,32 @@ void parse_cookies(std::string_view header, std::vector<std::pair<std::string, s
         if (!seen.empty())
             seen.insert(out.back().first);
     }
+}
+
+bool is_token(std::string_view s)
+{
+    if (s.empty())
+        return false;
+    for (char c : s)
+        if (!is_tchar(static_cast<unsigned char>(c)))
+            return false;
+    return true;
+}
+
+bool iequals(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+        if (x >= 'A' && x <= 'Z')
+            x = static_cast<unsigned char>(x + 32);
+        if (y >= 'A' && y <= 'Z')
+            y = static_cast<unsigned char>(y + 32);
+        if (x != y)
+            return false;
+    }
+    return true;
 }
 
 } // namespace ferry::relay

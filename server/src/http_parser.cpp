@@ -1,30 +1,16 @@
 #include "ferry/server/http_parser.hpp"
 
+#include "ferry/relay/context.hpp"
+
 #include <llhttp.h>
 
 #include <algorithm>
 #include <cstring>
-#include <strings.h>
 
 namespace ferry::server {
 
 namespace {
-bool iequals(std::string_view a, std::string_view b)
-{
-    return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-bool valid_token(std::string_view s)
-{
-    if (s.empty())
-        return false;
-    for (unsigned char c : s) {
-        bool ok = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
-                  std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-        if (!ok || c == 0)
-            return false;
-    }
-    return true;
-}
+using relay::iequals;
 
 } // namespace
 
@@ -124,7 +110,7 @@ struct HttpParser::Callbacks {
         r.headers.reserve(s.spans_.size());
         for (const auto &h : s.spans_) {
             std::string_view name(b + h.name.off, h.name.len);
-            if (!valid_token(name))
+            if (!relay::is_token(name))
                 return s.fail(400, "invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
             std::string_view value(b + h.value.off, h.value.len);
             while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))

@@ -137,60 +137,6 @@ bool no_body_status(int s)
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b)
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = static_cast<char>(x + 32);
-        if (y >= 'A' && y <= 'Z')
-            y = static_cast<char>(y + 32);
-        if (x != y)
-            return false;
-    }
-    return true;
-}
-
-bool token_char(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return true;
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
-        return true;
-    switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool valid_name(std::string_view n)
-{
-    if (n.empty())
-        return false;
-    for (unsigned char c : n)
-        if (!token_char(c))
-            return false;
-    return true;
-}
-
 bool valid_value(std::string_view v)
 {
     for (unsigned char c : v)
@@ -218,17 +164,17 @@ void append_head(std::string &out, const Head &h, int *dropped)
     bool has_server = false, has_date = false;
     if (h.worker) {
         for (const auto &f : h.worker->headers) {
-            if (iequals(f.name, "Content-Length") || iequals(f.name, "Transfer-Encoding") ||
-                iequals(f.name, "Connection") || iequals(f.name, "Keep-Alive"))
+            if (relay::iequals(f.name, "Content-Length") || relay::iequals(f.name, "Transfer-Encoding") ||
+                relay::iequals(f.name, "Connection") || relay::iequals(f.name, "Keep-Alive"))
                 continue;
-            if (!valid_name(f.name)) {
+            if (!relay::is_token(f.name)) {
                 if (dropped)
                     ++*dropped;
                 continue;
             }
-            if (iequals(f.name, "Server"))
+            if (relay::iequals(f.name, "Server"))
                 has_server = true;
-            if (iequals(f.name, "Date"))
+            if (relay::iequals(f.name, "Date"))
                 has_date = true;
             for (const auto &v : f.values) {
                 if (!valid_value(v)) {

@@ -769,3 +769,18 @@ TEST(ParseCookies, ManyCookiesStayUniqueAndFast)
         EXPECT_EQ(out[static_cast<std::size_t>(i)].second, std::to_string(i)); // the first one
     }
 }
+
+TEST(Tokens, IsTokenAndIequals)
+{
+    using ferry::relay::iequals;
+    using ferry::relay::is_token;
+    EXPECT_TRUE(is_token("Content-Type"));
+    EXPECT_TRUE(is_token("x!#$%&'*+-.^_`|~9"));
+    EXPECT_FALSE(is_token(""));
+    EXPECT_FALSE(is_token("Bad Name"));
+    EXPECT_FALSE(is_token("a:b"));
+    EXPECT_FALSE(is_token(std::string_view("a\0b", 3)));
+    EXPECT_TRUE(iequals("Content-Length", "content-LENGTH"));
+    EXPECT_FALSE(iequals("Content-Length", "Content-Lengt"));
+    EXPECT_FALSE(iequals("a[", "A{")); // only ASCII letters fold
+}

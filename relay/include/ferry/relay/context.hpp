@@ -46,6 +46,10 @@ bool decode_response(std::string_view in, Codec codec, ResponseContext &out, std
 
 // "content-type" -> "Content-Type" (as Go's CanonicalMIMEHeaderKey).
 std::string canonical_header_name(std::string_view name);
+// RFC 9110 token (header names, methods): non-empty, tchar only.
+bool is_token(std::string_view s);
+// ASCII case-insensitive equality (header names).
+bool iequals(std::string_view a, std::string_view b);
 // Splits a Cookie header into name/value pairs, URL-decoding values; appends to out.
 void parse_cookies(std::string_view header, std::vector<std::pair<std::string, std::string>> &out);
 
