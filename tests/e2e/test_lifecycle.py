@@ -11,16 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import BIN, HOST, MARK_VAR, Reader, Server, ServerTestCase, php, pids_with_marker, wait_until
-
-
-def http_get(server, path, results, key, timeout=15):
-    t0 = time.monotonic()
-    try:
-        status, headers, body = server.request("GET", path, timeout=timeout)
-        results[key] = (status, dict(headers), body, time.monotonic() - t0)
-    except Exception as e:  # noqa: BLE001 - reported by the test
-        results[key] = e
+from harness import http_get, BIN, HOST, MARK_VAR, Reader, Server, ServerTestCase, php, pids_with_marker, wait_until
 
 
 def run_ferry(*args, timeout=15):

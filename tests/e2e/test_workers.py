@@ -8,17 +8,7 @@ import threading
 import time
 import unittest
 
-from harness import Reader, Server, ServerTestCase, wait_until
-
-
-def http_get(server, path, results, key, timeout=10):
-    """Thread body: GET path, store (status, headers dict, body, seconds) or the exception."""
-    t0 = time.monotonic()
-    try:
-        status, headers, body = server.request("GET", path, timeout=timeout)
-        results[key] = (status, dict(headers), body, time.monotonic() - t0)
-    except Exception as e:  # noqa: BLE001 - reported by the test
-        results[key] = e
+from harness import http_get, Reader, Server, ServerTestCase, wait_until
 
 
 class WorkerBehaviourTest(ServerTestCase):
