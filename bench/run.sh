@@ -3,18 +3,20 @@
 # run on one machine, so that only the ratios are compared. See bench/README.md.
 #
 # Knobs (environment):
-#   DURATION   seconds per measured wrk run (default 10; each target gets a 2 s warm-up + 2 runs)
+#   DURATION   seconds per measured wrk run (default 5)
+#   ROUNDS     interleaved rounds of (c1, c64) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
 #   TARGETS    comma-separated subset of: ferry,ferry-psr7,fpm,php-s (default: all four)
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DURATION=${DURATION:-10}
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-2}
 TARGETS=${TARGETS:-ferry,ferry-psr7,fpm,php-s}
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="DURATION=$DURATION WORKERS=$WORKERS TARGETS=$TARGETS bench/run.sh"
+CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS TARGETS=$TARGETS bench/run.sh"
 
 PHP_OPCACHE=(-d opcache.enable=1 -d opcache.enable_cli=1)
 HELLO="Hello, World!"
@@ -27,6 +29,7 @@ for tool in wrk curl php awk getconf; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/setup.sh)"
 done
 [[ "$DURATION" =~ ^[0-9]+$ && "$DURATION" -ge 1 ]] || die "DURATION must be a positive integer"
+[[ "$ROUNDS" =~ ^[0-9]+$ && "$ROUNDS" -ge 1 ]] || die "ROUNDS must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ && "$WORKERS" -ge 1 ]] || die "WORKERS must be a positive integer"
 
 declare -A WANT=()
@@ -316,23 +319,41 @@ parse_wrk() {
   [[ -n "$W_RPS" && -n "$W_REQS" ]] || die "could not parse wrk output $f"
 }
 
-for t in "${ORDER[@]}"; do
-  url=${URL[$t]}
-  log "$t: warm-up"
-  wrk -t1 -c4 -d2s "$url" >"$RESULTS_DIR/raw/$t-warmup.txt" 2>&1 || die "wrk failed on $t"
-  log "$t: wrk -t1 -c1 -d${DURATION}s"
-  wrk -t1 -c1 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c1.txt" 2>&1 || die "wrk failed on $t"
-  parse_wrk "$RESULTS_DIR/raw/$t-c1.txt"
-  R1[$t]=$W_RPS; P1[$t]=$W_P99; NOTES[$t]=${W_ERR:+c1 $W_ERR}
+median() {  # numbers... -> the median (the lower middle for an even count)
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
 
-  log "$t: wrk -t2 -c64 -d${DURATION}s"
-  s0=$(server_ticks "$t"); p0=$(php_ticks "$t")
-  wrk -t2 -c64 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c64.txt" 2>&1 || die "wrk failed on $t"
-  s1=$(server_ticks "$t"); p1=$(php_ticks "$t")
-  parse_wrk "$RESULTS_DIR/raw/$t-c64.txt"
-  R64[$t]=$W_RPS; P64[$t]=$W_P99; NOTES[$t]+=${W_ERR:+c64 $W_ERR}
-  CPU_S[$t]=$(awk -v d=$((s1 - s0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }')
-  CPU_P[$t]=$(awk -v d=$((p1 - p0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }')
+for t in "${ORDER[@]}"; do
+  log "$t: warm-up"
+  wrk -t1 -c4 -d2s "${URL[$t]}" >"$RESULTS_DIR/raw/$t-warmup.txt" 2>&1 || die "wrk failed on $t"
+  NOTES[$t]=""
+done
+
+# Rounds interleave the targets so that a noisy neighbour or a slow minute hits all of them alike;
+# the table shows each figure's median over the rounds.
+declare -A RR1 PP1 RR64 PP64 CS CP
+for ((r = 1; r <= ROUNDS; r++)); do
+  for t in "${ORDER[@]}"; do
+    url=${URL[$t]}
+    log "round $r/$ROUNDS, $t: wrk -t1 -c1 -d${DURATION}s"
+    wrk -t1 -c1 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c1-r$r.txt" 2>&1 || die "wrk failed on $t"
+    parse_wrk "$RESULTS_DIR/raw/$t-c1-r$r.txt"
+    RR1[$t]+="$W_RPS "; PP1[$t]+="$W_P99 "; NOTES[$t]+=${W_ERR:+round $r c1 $W_ERR}
+
+    log "round $r/$ROUNDS, $t: wrk -t2 -c64 -d${DURATION}s"
+    s0=$(server_ticks "$t"); p0=$(php_ticks "$t")
+    wrk -t2 -c64 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c64-r$r.txt" 2>&1 || die "wrk failed on $t"
+    s1=$(server_ticks "$t"); p1=$(php_ticks "$t")
+    parse_wrk "$RESULTS_DIR/raw/$t-c64-r$r.txt"
+    RR64[$t]+="$W_RPS "; PP64[$t]+="$W_P99 "; NOTES[$t]+=${W_ERR:+round $r c64 $W_ERR}
+    CS[$t]+="$(awk -v d=$((s1 - s0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }') "
+    CP[$t]+="$(awk -v d=$((p1 - p0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }') "
+  done
+done
+for t in "${ORDER[@]}"; do
+  # shellcheck disable=SC2086 # word splitting of the per-round lists is intended
+  { R1[$t]=$(median ${RR1[$t]}); P1[$t]=$(median ${PP1[$t]}); R64[$t]=$(median ${RR64[$t]});
+    P64[$t]=$(median ${PP64[$t]}); CPU_S[$t]=$(median ${CS[$t]}); CPU_P[$t]=$(median ${CP[$t]}); }
   [[ -z "${SERVER_PIDS[$t]}" ]] && CPU_S[$t]="—"
 done
 
@@ -386,7 +407,7 @@ cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   echo "- command: \`$CMDLINE\`"
   echo "- ferry: ${FERRY:+$("$FERRY" version 2>/dev/null), }git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), build type $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
-  echo "- runs per target: warm-up wrk -t1 -c4 -d2s, then wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency)"
+  echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
   echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
   echo
   echo "$table"
