@@ -453,6 +453,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
         std::string error = co_await self->handshake(w);
         --self->spawning;
+        if (!error.empty() && self->shutting_down) {
+            self->kill_broken(w); // stopped while booting: not a boot failure
+            self->poke();
+            co_return;
+        }
         if (!error.empty()) {
             self->kill_broken(w);
             // Give the process a moment to exit so the message can say how it ended and what it printed.
@@ -624,8 +629,12 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                                                    asio::buffer(body.data(), body.size())};
             error_code wec = co_await write_all_fast(w->in, bufs);
             if (wec) {
-                crashed(w, res, "writing the request to the worker failed: " + wec.message());
-                co_return res;
+                // The worker died before it could read the request (e.g. while idle, its exit not reaped
+                // yet): nothing ran, so another worker gets it.
+                log::warn("pool", w->tag() + ": writing the request failed (" + wec.message() +
+                                      "); retrying on another worker");
+                kill_broken(w);
+                continue;
             }
             bool retry = false;
             co_await read_reply(w, res, body_out, sink, retry);
@@ -805,6 +814,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         asio::co_spawn(io, reap(shared_from_this()), log_exceptions{"reaper"});
         maintain();
         for (;;) {
+            if (shutting_down)
+                co_return "stopped while starting";
             if (alive_serving() >= opt.num_workers)
                 co_return "";
             if (boot_failures > 0)
@@ -841,7 +852,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options))) {}
+Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options)))
+{
+    // Writing to a dead worker's stdin must be an EPIPE error, not the death of the server.
+    std::signal(SIGPIPE, SIG_IGN);
+}
 
 Pool::~Pool()
 {

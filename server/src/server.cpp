@@ -29,6 +29,9 @@ struct Runtime {
     asio::signal_set signals;
     asio::steady_timer ticker;
     bool stopping = false;
+    bool stop_requested = false;       // SIGTERM/SIGINT seen
+    bool serving = false;              // workers started, accepting
+    asio::steady_timer stop_event{io}; // cancelled when a stop is requested
     int exit_code = 0;
     unsigned sessions = 0;
 };
@@ -103,10 +106,41 @@ awaitable<void> wait_until(Runtime *rt, steady::time_point deadline, bool (*done
     }
 }
 
+// Signals are watched from the start: a SIGTERM while workers boot (up to allocate_timeout) stops too.
+awaitable<void> watch_signals(Runtime *rt)
+{
+    auto [ec, sig] = co_await rt->signals.async_wait(nothrow);
+    if (ec)
+        co_return;
+    log::info("core",
+              std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                  (rt->serving ? ", stopping: finishing requests in flight" : " while starting, stopping"));
+    rt->stop_requested = true;
+    rt->stop_event.cancel();
+    if (!rt->serving)
+        asio::co_spawn(rt->io, rt->state.pool.shutdown(), log_exceptions{"pool shutdown"});
+    auto [ec2, sig2] = co_await rt->signals.async_wait(nothrow);
+    if (ec2)
+        co_return;
+    log::warn("core", "second signal: stopping now");
+    rt->exit_code = 1;
+    rt->io.stop();
+}
+
 awaitable<void> lifecycle(Runtime *rt)
 {
     auto &cfg = rt->state.config;
+    asio::co_spawn(rt->io, watch_signals(rt), log_exceptions{"signals"});
     std::string err = co_await rt->state.pool.start();
+    if (rt->stop_requested) {
+        co_await rt->state.pool.shutdown();
+        rt->stopping = true;
+        error_code ignored;
+        rt->signals.cancel(ignored);
+        log::info("core", "stopped");
+        rt->io.stop();
+        co_return;
+    }
     bool any_ready = false;
     for (const auto &w : rt->state.pool.workers())
         if (w.state == "ready" || w.state == "working")
@@ -130,17 +164,11 @@ awaitable<void> lifecycle(Runtime *rt)
     asio::co_spawn(rt->io, accept_loop(rt), log_exceptions{"accept"});
     asio::co_spawn(rt->io, tick(rt), log_exceptions{"ticker"});
 
-    auto [ec, sig] = co_await rt->signals.async_wait(nothrow);
-    log::info("core", std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-                          ", stopping: finishing requests in flight");
-    // A second signal stops at once.
-    rt->signals.async_wait([rt](error_code e, int) {
-        if (e)
-            return;
-        log::warn("core", "second signal: stopping now");
-        rt->exit_code = 1;
-        rt->io.stop();
-    });
+    rt->serving = true;
+    if (!rt->stop_requested) {
+        rt->stop_event.expires_at(steady::time_point::max());
+        co_await rt->stop_event.async_wait(nothrow);
+    }
     error_code ignored;
     rt->acceptor.close(ignored);
     rt->state.draining = true;

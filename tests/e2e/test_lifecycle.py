@@ -90,6 +90,23 @@ class ShutdownTest(unittest.TestCase):
         gone = wait_until(lambda: not pids_with_marker(srv.marker), 3.0)
         self.assertTrue(gone, f"PHP workers survived SIGKILL of ferry: {pids_with_marker(srv.marker)}")
 
+    def test_sigterm_while_workers_boot(self):
+        # The listening line never comes: workers need 3 s to boot; SIGTERM must stop it anyway.
+        srv = Server({"http": {"pool": {"num_workers": 2}}},
+                     script=os.path.join(os.path.dirname(os.path.abspath(__file__)), "php", "slow_boot.php"))
+        self.addCleanup(srv.close)
+        srv._stderr_file = open(srv.stderr_path, "wb")
+        srv.proc = subprocess.Popen([BIN, "serve", "-c", srv.config_path], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=srv._stderr_file, cwd=srv.tmp.name)
+        self.assertTrue(wait_until(lambda: len(pids_with_marker(srv.marker)) == 2, 5.0), "workers not spawned")
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        code = srv.proc.wait(10)
+        self.assertEqual(code, 0, srv.stderr())
+        self.assertLess(time.monotonic() - t0, 3.0, "it waited for the boot instead of stopping")
+        self.assertIn("while starting", srv.stderr())
+        self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0), pids_with_marker(srv.marker))
+
     def test_sigkill_during_request_leaves_no_worker(self):
         srv = self.start({"http": {"pool": {"num_workers": 1}}})
         results = {}

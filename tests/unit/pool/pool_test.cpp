@@ -5,7 +5,9 @@
 #include <boost/json/parse.hpp>
 
 #include <csignal>
+#include <fstream>
 #include <optional>
+#include <thread>
 
 using namespace ferry;
 using namespace std::chrono_literals;
@@ -319,6 +321,30 @@ TEST(Pool, RepeatedBootFailuresBackOffExponentially)
         // Delays 100, 200, 400, 800 ms...: about 5 attempts in 2 s, not hundreds.
         EXPECT_GE(p.spawned_total(), 3u);
         EXPECT_LE(p.spawned_total(), 8u);
+        co_await p.shutdown();
+    });
+}
+
+TEST(Pool, AWorkerThatDiedWhileIdleDoesNotFailTheNextRequest)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("echo.php", 1));
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_EQ(co_await p.start(), "");
+        int pid = p.workers().at(0).pid;
+        ::kill(pid, SIGKILL);
+        // Block the loop until the process is a zombie: its pipes are closed, but the pool has not reaped it.
+        for (int i = 0; i < 500; ++i) {
+            std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+            std::string pid_s, comm, state;
+            stat >> pid_s >> comm >> state;
+            if (state == "Z")
+                break;
+            std::this_thread::sleep_for(10ms);
+        }
+        auto e = co_await exec(p, "/status/200");
+        EXPECT_EQ(e.result.outcome, pool::Outcome::ok) << e.result.message;
+        EXPECT_NE(e.result.worker_pid, pid);
         co_await p.shutdown();
     });
 }
