@@ -3,6 +3,7 @@
 #include "ferry/pool/log.hpp"
 #include "ferry/relay/frame.hpp"
 #include "spawn.hpp"
+#include "worker.hpp"
 
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -40,86 +41,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr std::string_view stop_request_payload = R"({"stop":true})";
-constexpr std::size_t initial_read_buffer = 16 * 1024;
 constexpr std::size_t stderr_tail_max = 2048;
-
-enum class State { spawning, ready, working, stopping, dead };
-
-const char *state_name(State s)
-{
-    switch (s) {
-    case State::spawning:
-        return "spawning";
-    case State::ready:
-        return "ready";
-    case State::working:
-        return "working";
-    case State::stopping:
-        return "stopping";
-    case State::dead:
-        return "stopped";
-    }
-    return "?";
-}
-
-std::string describe_status(int status)
-{
-    if (WIFEXITED(status))
-        return "exited with code " + std::to_string(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        const char *name = sigabbrev_np(sig);
-        return "killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
-    }
-    return "ended with status " + std::to_string(status);
-}
-
-struct Worker {
-    explicit Worker(asio::io_context &io) : in(io), out(io), err(io), exit_timer(io) {}
-
-    int pid = 0;
-    State state = State::spawning;
-    asio::writable_pipe in;
-    asio::readable_pipe out;
-    asio::readable_pipe err;
-    std::vector<char> rbuf = std::vector<char>(initial_read_buffer);
-    std::size_t rpos = 0, rend = 0, frame_end = 0;
-    std::string wbuf;
-    relay::Codec codec = relay::Codec::json;
-    std::uint64_t jobs = 0;
-    std::uint64_t max_jobs = 0;
-    bool retire = false;          // recycle as soon as a replacement is ready
-    bool stop_on_release = false; // stop when the current request is done
-    bool exited = false;
-    int wait_status = 0;
-    asio::steady_timer exit_timer; // cancelled by the reaper when the process is gone
-    std::chrono::system_clock::time_point created = std::chrono::system_clock::now();
-    std::string stderr_tail;
-
-    std::string tag() const { return "worker " + std::to_string(pid); }
-
-    void consume_frame()
-    {
-        rpos = frame_end;
-        if (rpos == rend) {
-            rpos = rend = 0;
-            if (rbuf.size() > 1024 * 1024) {
-                rbuf.resize(initial_read_buffer);
-                rbuf.shrink_to_fit();
-            }
-        }
-    }
-
-    void signal(int sig) const
-    {
-        if (exited || pid <= 0)
-            return;
-        if (::kill(-pid, sig) != 0)
-            ::kill(pid, sig); // its process group, children included
-    }
-};
-
-using WorkerPtr = std::shared_ptr<Worker>;
 
 struct Waiter {
     explicit Waiter(asio::io_context &io) : timer(io) {}
@@ -367,50 +289,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             log::info("worker", prefix + pending);
     }
 
-    // Reads one whole frame into w.rbuf; `payload` points into it until consume_frame().
-    awaitable<bool> read_frame(Worker &w, relay::FrameHeader &h, std::string_view &payload, std::string &err)
-    {
-        for (;;) {
-            std::string_view avail(w.rbuf.data() + w.rpos, w.rend - w.rpos);
-            auto r = relay::decode_header(avail, h, opt.max_frame_payload);
-            if (r.status == relay::DecodeStatus::error) {
-                err = r.error;
-                co_return false;
-            }
-            if (r.status == relay::DecodeStatus::ok && avail.size() >= r.needed) {
-                payload = avail.substr(h.size(), h.payload_size);
-                w.frame_end = w.rpos + r.needed;
-                co_return true;
-            }
-            std::size_t needed = std::max(r.needed, avail.size() + 1);
-            if (w.rpos > 0 && w.rpos + needed > w.rbuf.size()) {
-                std::memmove(w.rbuf.data(), w.rbuf.data() + w.rpos, avail.size());
-                w.rend = avail.size();
-                w.rpos = 0;
-            }
-            if (needed > w.rbuf.size())
-                w.rbuf.resize(std::max(needed, w.rbuf.size() * 2));
-            auto [ec, n] = co_await w.out.async_read_some(
-                asio::buffer(w.rbuf.data() + w.rend, w.rbuf.size() - w.rend), nothrow);
-            if (ec) {
-                if (ec == asio::error::eof)
-                    err = avail.empty() ? "worker closed its stdout"
-                                        : "worker closed its stdout in the middle of a frame after: \"" +
-                                              relay::printable(avail) + "\"";
-                else
-                    err = "reading from worker failed: " + ec.message();
-                co_return false;
-            }
-            w.rend += n;
-        }
-    }
-
-    static awaitable<bool> write_all(Worker &w, const std::string &bytes)
-    {
-        std::array<asio::const_buffer, 1> b{asio::buffer(bytes)};
-        co_return !co_await write_all_fast(w.in, b);
-    }
-
     // Waits for the process to exit, up to `limit`. True if it exited.
     static awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit)
     {
@@ -515,7 +393,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         });
         std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
                                                 "{\"pid\":" + std::to_string(::getpid()) + "}");
-        if (!co_await write_all(*w, hello)) {
+        if (!co_await w->write_all(hello)) {
             deadline.cancel();
             co_return timed_out ? "no handshake within boot timeout"
                                 : "it closed its stdin before the handshake";
@@ -523,7 +401,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         relay::FrameHeader h;
         std::string_view payload;
         std::string err;
-        bool ok = co_await read_frame(*w, h, payload, err);
+        bool ok = co_await w->read_frame(h, payload, err, opt.max_frame_payload);
         deadline.cancel();
         if (!ok) {
             if (timed_out)
@@ -554,7 +432,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         static const std::string stop =
             relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, stop_request_payload);
         if (!w->exited)
-            co_await write_all(*w, stop);
+            co_await w->write_all(stop);
         if (co_await wait_exit(w, self->opt.destroy_timeout))
             co_return;
         log::warn("pool", w->tag() + " did not stop within destroy_timeout, sending SIGTERM");
@@ -661,7 +539,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             relay::FrameHeader h;
             std::string_view payload;
             std::string err;
-            if (!co_await read_frame(*w, h, payload, err)) {
+            if (!co_await w->read_frame(h, payload, err, opt.max_frame_payload)) {
                 crashed(w, res, err);
                 co_return;
             }
@@ -748,7 +626,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             }
             if (h.stream & relay::stream::ping) {
                 static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
-                if (!co_await write_all(*w, pong)) {
+                if (!co_await w->write_all(pong)) {
                     crashed(w, res, "writing PONG failed");
                     co_return;
                 }
@@ -767,7 +645,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         res.outcome = Outcome::cancelled;
         res.message = "client went away during a streamed response";
         static const std::string stop = relay::encode_frame(0, relay::stream::stop, {}, {});
-        if (!co_await write_all(*w, stop)) {
+        if (!co_await w->write_all(stop)) {
             kill_broken(w);
             co_return;
         }
@@ -786,7 +664,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             relay::FrameHeader h;
             std::string_view payload;
             std::string err;
-            if (!co_await read_frame(*w, h, payload, err)) {
+            if (!co_await w->read_frame(h, payload, err, opt.max_frame_payload)) {
                 kill_broken(w);
                 break;
             }
