@@ -261,3 +261,32 @@ class Psr7Test(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExampleAppTest(unittest.TestCase):
+    """The app `scripts/serve.sh` serves: examples/hello with its own .rr.yaml (address overridden)."""
+
+    def test_example_app_serves_and_stops(self):
+        from harness import ROOT
+        proc = subprocess.Popen([BIN, "serve", "-w", os.path.join(ROOT, "examples", "hello"),
+                                 "-o", f"http.address={HOST}:0"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        line = proc.stdout.readline().decode().strip()
+        self.assertTrue(line.startswith("listening on http://"), line)
+        port = int(line.rsplit(":", 1)[1])
+        import http.client
+        c = http.client.HTTPConnection(HOST, port, timeout=10)
+        c.request("GET", "/?name=Ferry")
+        r = c.getresponse()
+        body = r.read().decode()
+        self.assertEqual(r.status, 200)
+        self.assertIn("<h1>Hello, Ferry!</h1>", body)
+        c.request("POST", "/json?x=1", body=b"payload")
+        r = c.getresponse()
+        data = json.loads(r.read())
+        self.assertEqual((data["method"], data["query"], data["body"]), ("POST", {"x": "1"}, "payload"))
+        c.close()
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(15), 0)
+        self.assertIn(b"stopped", proc.stderr.read())
