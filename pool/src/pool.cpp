@@ -337,8 +337,12 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             co_return;
         }
         if (!error.empty()) {
+            // Give the process a moment to exit by itself so the message can say how it ended (its own exit
+            // code, not our SIGKILL) and what it printed; then make sure it is gone.
+            if (w->state != State::dead)
+                w->state = State::stopping;
+            co_await wait_exit(w, std::chrono::milliseconds(200));
             self->kill_broken(w);
-            // Give the process a moment to exit so the message can say how it ended and what it printed.
             co_await wait_exit(w, std::chrono::milliseconds(500));
             std::string msg = w->tag() + " failed to boot: " + error;
             if (w->exited)
