@@ -92,6 +92,21 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
     ctx.parsed = false;
 }
 
+// A HEAD answer without a body may say in Content-Length how long the GET body would be: keep that number.
+std::size_t head_content_length(const relay::ResponseContext &rc, std::size_t fallback)
+{
+    for (const auto &f : rc.headers) {
+        if (!relay::iequals(f.name, "Content-Length") || f.values.size() != 1)
+            continue;
+        const std::string &v = f.values[0];
+        std::size_t n = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && !v.empty())
+            return n;
+    }
+    return fallback;
+}
+
 int final_status(int status, int pid)
 {
     if (status >= 200 && status <= 599)
@@ -309,6 +324,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                 bool no_body = no_body_status(h.status);
                 h.framing = no_body ? Framing::none : Framing::length;
                 h.content_length = body_out.size();
+                if (head_request && body_out.empty())
+                    h.content_length = head_content_length(res.response, 0);
                 int dropped = 0;
                 append_head(out, h, &dropped);
                 if (dropped > 0)

@@ -71,6 +71,16 @@ class EchoTest(ServerTestCase):
         self.assertEqual(d["headers"]["Content-Length"], [str(len(payload))])
         self.assertEqual(d["headers"]["Content-Type"], ["text/plain"])
 
+    def test_head_keeps_the_apps_content_length(self):
+        s = self.sock()
+        s.sendall(b"HEAD /head-length HTTP/1.1\r\nHost: x\r\n\r\nGET /status/204 HTTP/1.1\r\nHost: x\r\n\r\n")
+        rd = Reader(s)
+        r = rd.read_response(head_request=True)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.header("Content-Length"), "1234")
+        self.assertEqual(r.body, b"")
+        self.assertEqual(rd.read_response().status, 204, "the HEAD answer carried no body bytes")
+
     def test_head(self):
         s = self.sock()
         s.sendall(b"HEAD /big?n=10 HTTP/1.1\r\nHost: x\r\n\r\n")

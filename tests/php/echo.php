@@ -4,6 +4,7 @@
 //   /big?n=N  N bytes of 'x'           /echo-body  the raw body back     /status/NNN  that status
 //   /sleep?ms=N  sleeps first           /error  throws (ERROR frame)       /exit  exit(3) mid-request
 //   /stdout  echoes stray output first  /stop  requestStop() once per $FERRY_TEST_STOP_ONCE file
+//   /head-length  empty body with Content-Length: 1234 (an app answering HEAD itself)
 declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
@@ -20,6 +21,10 @@ $worker->serve(static function (Request $req) use ($worker, $pid): ?Response {
     if ($path === '/big') {
         $n = max(0, (int) ($req->query['n'] ?? 0));
         return new Response(200, ['Content-Type' => 'application/octet-stream'], str_repeat('x', $n));
+    }
+    if ($path === '/head-length') {
+        // As an app answering HEAD itself: no body, but the length the GET body would have.
+        return new Response(200, ['Content-Type' => 'text/plain', 'Content-Length' => '1234'], '');
     }
     if ($path === '/echo-body') {
         $type = $req->header('Content-Type') ?? 'application/octet-stream';
