@@ -106,16 +106,18 @@ struct HttpParser::Callbacks {
         r.target.assign(b + s.url_.off, s.url_.len);
         r.version_major = p->http_major;
         r.version_minor = p->http_minor;
-        r.headers.clear();
-        r.headers.reserve(s.spans_.size());
-        for (const auto &h : s.spans_) {
+        // Entries are assigned in place: their strings keep their capacity from one request to the next.
+        r.headers.resize(s.spans_.size());
+        for (std::size_t i = 0; i < s.spans_.size(); ++i) {
+            const auto &h = s.spans_[i];
             std::string_view name(b + h.name.off, h.name.len);
             if (!relay::is_token(name))
                 return s.fail(400, "invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
             std::string_view value(b + h.value.off, h.value.len);
             while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
                 value.remove_suffix(1);
-            r.headers.emplace_back(std::string(name), std::string(value));
+            r.headers[i].first.assign(name);
+            r.headers[i].second.assign(value);
         }
         r.keep_alive = llhttp_should_keep_alive(p) != 0;
         r.upgrade = p->upgrade != 0;

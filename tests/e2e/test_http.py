@@ -45,6 +45,20 @@ class EchoTest(ServerTestCase):
         self.assertEqual(r.getheader("X-Worker-Pid"), str(d["pid"]))
         self.assertIn(d["pid"], self.server.workers())
 
+    def test_no_stale_headers_or_cookies_on_a_reused_connection(self):
+        # The server reuses its per-connection request context: nothing may leak into the next request.
+        s = self.sock()
+        s.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-B: 2\r\nx-b: 3\r\nCookie: c=1\r\n\r\n"
+                  b"GET /two HTTP/1.1\r\nHost: x\r\nX-C: only\r\n\r\n"
+                  b"GET /three HTTP/1.1\r\nHost: x\r\nX-B: again\r\nX-D: 4\r\nX-E: 5\r\n\r\n")
+        rd = Reader(s)
+        one, two, three = (json.loads(rd.read_response().body) for _ in range(3))
+        self.assertEqual(one["headers"], {"X-A": ["1"], "X-B": ["2", "3"], "Cookie": ["c=1"]})
+        self.assertEqual(one["cookies"], {"c": "1"})
+        self.assertEqual(two["headers"], {"X-C": ["only"]})
+        self.assertEqual(two["cookies"], {})
+        self.assertEqual(three["headers"], {"X-B": ["again"], "X-D": ["4"], "X-E": ["5"]})
+
     def test_header_names_canonical_and_repeated(self):
         s = self.sock()
         s.sendall(b"GET /h HTTP/1.1\r\nHost: example.test:81\r\nx-MULTI-word-NAME: one\r\n"
