@@ -11,6 +11,7 @@ namespace ferry::server {
 
 namespace {
 using relay::iequals;
+constexpr std::size_t initial_buffer = 8192;
 
 } // namespace
 
@@ -161,7 +162,16 @@ struct HttpParser::Callbacks {
     }
 };
 
-HttpParser::HttpParser(const Limits &limits) : ll_(std::make_unique<LL>()), limits_(limits), buf_(8192)
+void HttpParser::Buffer::reallocate(std::size_t n, std::size_t keep)
+{
+    std::unique_ptr<char[]> fresh(new char[n]);
+    std::memcpy(fresh.get(), data_.get(), std::min(keep, n));
+    data_ = std::move(fresh);
+    size_ = n;
+}
+
+HttpParser::HttpParser(const Limits &limits)
+    : ll_(std::make_unique<LL>()), limits_(limits), buf_(initial_buffer)
 {
     llhttp_settings_init(&ll_->settings);
     ll_->settings.on_message_begin = &Callbacks::on_message_begin;
@@ -238,7 +248,7 @@ std::span<char> HttpParser::prepare(std::size_t min_free)
         std::size_t keep_from = (in_message_ && !headers_done_) ? msg_start_ : parsed_;
         compact(keep_from);
         if (buf_.size() - end_ < min_free)
-            buf_.resize(std::max(buf_.size() * 2, end_ + min_free));
+            buf_.reallocate(std::max(buf_.size() * 2, end_ + min_free), end_);
     }
     return {buf_.data() + end_, buf_.size() - end_};
 }
@@ -290,10 +300,8 @@ HttpParser::Event HttpParser::next()
     if (!in_message_ || headers_done_) {
         if (parsed_ == end_) {
             parsed_ = end_ = msg_start_ = 0;
-            if (buf_.size() > 64 * 1024) {
-                buf_.resize(8192);
-                buf_.shrink_to_fit();
-            }
+            if (buf_.size() > 64 * 1024)
+                buf_.reallocate(initial_buffer, 0);
         }
     }
     return Event::need_more;
@@ -312,10 +320,8 @@ void HttpParser::done()
     std::size_t rest = end_ - parsed_;
     if (rest == 0) {
         parsed_ = end_ = msg_start_ = 0;
-        if (buf_.size() > 64 * 1024) {
-            buf_.resize(8192);
-            buf_.shrink_to_fit();
-        }
+        if (buf_.size() > 64 * 1024)
+            buf_.reallocate(initial_buffer, 0);
     } else if (parsed_ > buf_.size() / 2) {
         compact(parsed_);
     }

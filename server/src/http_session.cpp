@@ -398,9 +398,11 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         // destroy the response before the client reads it.
         conn.deadline = steady::now() + std::chrono::seconds(2);
         std::size_t drained = 0;
-        char sink_buf[16384];
+        // The parser's free space serves as scratch (an array here would sit in every session's frame).
+        auto scratch = parser.prepare();
         while (drained < 4 * 1024 * 1024) {
-            auto [rec, n] = co_await sock.async_read_some(asio::buffer(sink_buf), nothrow);
+            auto [rec, n] =
+                co_await sock.async_read_some(asio::buffer(scratch.data(), scratch.size()), nothrow);
             if (rec)
                 break;
             drained += n;

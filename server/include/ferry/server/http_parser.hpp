@@ -77,7 +77,22 @@ private:
     struct LL;
     std::unique_ptr<LL> ll_;
     Limits limits_;
-    std::vector<char> buf_;
+    // The receive buffer. Not std::vector: that would zero (and so touch) every byte of every idle
+    // connection's buffer; here only what recv() writes is ever touched.
+    class Buffer {
+    public:
+        explicit Buffer(std::size_t n) : data_(new char[n]), size_(n) {}
+        char *data() { return data_.get(); }
+        const char *data() const { return data_.get(); }
+        std::size_t size() const { return size_; }
+        // New size n, keeping the first `keep` bytes; the rest is uninitialised.
+        void reallocate(std::size_t n, std::size_t keep);
+
+    private:
+        std::unique_ptr<char[]> data_;
+        std::size_t size_;
+    };
+    Buffer buf_;
     std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
     bool in_message_ = false, headers_done_ = false, complete_ = false, continue_reported_ = false;
     bool last_was_value_ = false, paused_ = false;
