@@ -288,3 +288,19 @@ TEST(HttpParser, ObsoleteLineFoldingAndDuplicateHostAre400)
         EXPECT_NE(d.error_message.find("Host"), std::string::npos);
     }
 }
+
+TEST(HttpParser, TooManyHeadersIs431)
+{
+    Limits l;
+    l.max_headers = 10;
+    std::string req = "GET / HTTP/1.1\r\nHost: h\r\n";
+    for (int i = 0; i < 10; ++i)
+        req += "X-" + std::to_string(i) + ": v\r\n";
+    auto o = feed(req + "\r\n", 7, l);
+    EXPECT_EQ(o.error, 431);
+    EXPECT_NE(o.error_message.find("more than 10"), std::string::npos) << o.error_message;
+    l.max_headers = 11;
+    auto ok = feed(req + "\r\n", 7, l);
+    EXPECT_EQ(ok.error, 0);
+    EXPECT_EQ(ok.requests.size(), 1u);
+}
