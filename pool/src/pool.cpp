@@ -16,7 +16,6 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
-#include <fcntl.h>
 #include <random>
 #include <sys/wait.h>
 #include <unordered_map>
@@ -78,20 +77,12 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
     // ---- bookkeeping -------------------------------------------------------------------------
 
-    unsigned serving_count() const
+    // Workers that can take requests; retiring ones (past max_jobs) only when `with_retiring`.
+    unsigned serving(bool with_retiring) const
     {
         unsigned n = 0;
         for (const auto &[pid, w] : workers)
-            if ((w->state == State::ready || w->state == State::working) && !w->retire)
-                ++n;
-        return n;
-    }
-
-    unsigned alive_serving() const
-    {
-        unsigned n = 0;
-        for (const auto &[pid, w] : workers)
-            if (w->state == State::ready || w->state == State::working)
+            if ((w->state == State::ready || w->state == State::working) && (with_retiring || !w->retire))
                 ++n;
         return n;
     }
@@ -103,7 +94,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     {
         if (shutting_down)
             return;
-        unsigned have = spawning + serving_count();
+        unsigned have = spawning + serving(false);
         for (unsigned i = have; i < opt.num_workers; ++i) {
             ++spawning;
             asio::co_spawn(io, spawn_worker(shared_from_this()), log_exceptions{"spawn worker"});
@@ -245,8 +236,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         w->exited = true;
         w->wait_status = status;
         remove_idle(w);
-        if (w->state == State::ready)
-            w->state = State::dead;
         // A working worker's request notices EOF on its stdout and answers 502 itself.
         if (w->state != State::working)
             w->state = State::dead;
@@ -289,6 +278,24 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             log::info("worker", prefix + pending);
     }
 
+    // Arms `deadline` to cancel the worker's pipe I/O after `limit`, setting `fired`; cancel the timer when
+    // done. `fired` must outlive the timer (both are locals of the caller's frame).
+    static void cancel_io_at(asio::steady_timer &deadline, const WorkerPtr &w,
+                             std::chrono::milliseconds limit, bool &fired)
+    {
+        deadline.expires_after(limit);
+        deadline.async_wait([weak = std::weak_ptr<Worker>(w), &fired](error_code ec) {
+            if (ec)
+                return;
+            fired = true;
+            if (auto s = weak.lock()) {
+                error_code ignored;
+                s->out.cancel(ignored);
+                s->in.cancel(ignored);
+            }
+        });
+    }
+
     // Waits for the process to exit, up to `limit`. True if it exited.
     static awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit)
     {
@@ -323,8 +330,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             co_return;
         }
         ++self->spawned_total;
-        int fd = w->in.native_handle(); // write_all_fast() writes to it directly: never block the loop
-        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         self->workers.emplace(w->pid, w);
         asio::co_spawn(self->io, read_stderr(w), log_exceptions{"worker stderr"});
         log::debug("pool", w->tag() + " spawned");
@@ -371,7 +376,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         ++boot_failures;
         last_boot_error = msg;
         log::error("pool", msg);
-        if (alive_serving() == 0 && !waiters.empty())
+        if (serving(true) == 0 && !waiters.empty())
             fail_waiters("no worker available: " + msg);
         poke();
         if (!shutting_down)
@@ -382,19 +387,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     awaitable<std::string> handshake(WorkerPtr w)
     {
         asio::steady_timer deadline(io);
-        deadline.expires_after(opt.boot_timeout);
         bool timed_out = false;
-        std::weak_ptr<Worker> weak = w;
-        deadline.async_wait([weak, &timed_out](error_code ec) {
-            if (ec)
-                return;
-            timed_out = true;
-            if (auto s = weak.lock()) {
-                error_code ignored;
-                s->out.cancel(ignored);
-                s->in.cancel(ignored);
-            }
-        });
+        cancel_io_at(deadline, w, opt.boot_timeout, timed_out);
         std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
                                                 "{\"pid\":" + std::to_string(::getpid()) + "}");
         if (!co_await w->write_all(hello)) {
@@ -466,7 +460,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             w->state = State::working;
             co_return w;
         }
-        if (alive_serving() == 0 && boot_failures > 0) {
+        if (serving(true) == 0 && boot_failures > 0) {
             why = "no worker available: " + last_boot_error;
             co_return nullptr;
         }
@@ -576,23 +570,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 retry = true;
                 co_return;
             }
-            if (!more && !head_set) {
-                std::string derr;
-                if (!relay::decode_response(ctx, w->codec, res.response, derr)) {
-                    res.outcome = Outcome::worker_error;
-                    res.message = w->tag() + ": bad response context: " + derr;
-                    log::error("pool", res.message);
-                    w->consume_frame();
-                    release(w);
-                    co_return;
-                }
-                body_out.assign(body.data(), body.size());
-                w->consume_frame();
-                res.outcome = Outcome::ok;
-                release(w);
-                co_return;
-            }
-            // Streamed response (protocol.md §4).
             if (!head_set) {
                 relay::ResponseContext rc;
                 std::string derr;
@@ -601,11 +578,14 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                     res.message = w->tag() + ": bad response context: " + derr;
                     log::error("pool", res.message);
                     w->consume_frame();
-                    kill_broken(w); // the rest of its stream would be read as the next reply
+                    if (more)
+                        kill_broken(w); // the rest of its stream would be read as the next reply
+                    else
+                        release(w);
                     co_return;
                 }
                 if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
-                    w->consume_frame();
+                    w->consume_frame(); // 1xx (103 Early Hints), then the real response (protocol.md §4)
                     if (sink && !co_await sink->on_informational(rc)) {
                         co_await cancel_stream(w, res);
                         co_return;
@@ -614,6 +594,13 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 }
                 res.response = std::move(rc);
                 head_set = true;
+                if (!more) { // the whole response in one frame: the common case
+                    body_out.assign(body.data(), body.size());
+                    w->consume_frame();
+                    res.outcome = Outcome::ok;
+                    release(w);
+                    co_return;
+                }
                 res.streamed = sink != nullptr;
             }
             bool keep_going = true;
@@ -654,16 +641,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             co_return;
         }
         asio::steady_timer deadline(io);
-        deadline.expires_after(opt.destroy_timeout);
-        std::weak_ptr<Worker> weak = w;
-        deadline.async_wait([weak](error_code ec) {
-            if (ec)
-                return;
-            if (auto s = weak.lock()) {
-                error_code ignored;
-                s->out.cancel(ignored);
-            }
-        });
+        bool timed_out = false;
+        cancel_io_at(deadline, w, opt.destroy_timeout, timed_out);
         for (;;) {
             relay::FrameHeader h;
             std::string_view payload;
@@ -698,7 +677,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         for (;;) {
             if (shutting_down)
                 co_return "stopped while starting";
-            if (alive_serving() >= opt.num_workers)
+            if (serving(true) >= opt.num_workers)
                 co_return "";
             if (boot_failures > 0)
                 co_return last_boot_error;
@@ -770,6 +749,11 @@ std::vector<WorkerInfo> Pool::workers() const
         out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.pid < b.pid; });
     return out;
+}
+
+unsigned Pool::serving_workers() const
+{
+    return impl_->serving(true);
 }
 
 std::uint64_t Pool::spawned_total() const

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <linux/close_range.h>
 #include <map>
 #include <sys/prctl.h>
@@ -109,6 +110,9 @@ int spawn(const std::string &exe, const std::vector<std::string> &args, const st
     if (ec)
         throw std::system_error(ec, "cannot start " + exe);
     int pid = proc.id();
+    // The pool writes request frames with a direct writev(2) first (write_all_fast): never block the loop.
+    int fd = in.native_handle();
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     proc.detach(); // the pool reaps its children itself (one SIGCHLD handler)
     return pid;
 }

@@ -18,7 +18,8 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 
 // Spawns `exe args...` in its own process group with stdin/stdout/stderr on the given pipes.
 // The child dies with the server (PR_SET_PDEATHSIG), inherits no other fd, and has default signal
-// dispositions. Returns the pid; throws std::system_error naming the command on failure.
+// dispositions. `in` is left non-blocking. Returns the pid; throws std::system_error naming the command on
+// failure.
 int spawn(const std::string &exe, const std::vector<std::string> &args, const std::vector<std::string> &env,
           boost::asio::writable_pipe &in, boost::asio::readable_pipe &out, boost::asio::readable_pipe &err);
 

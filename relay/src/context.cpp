@@ -698,12 +698,12 @@ bool decode_response(std::string_view in, Codec codec, ResponseContext &out, std
     }
 }
 
-std::string canonical_header_name(std::string_view name)
+void canonical_header_name(std::string_view name, std::string &out)
 {
-    std::string out(name);
+    out.assign(name);
     for (char c : name)
         if (!is_tchar(static_cast<unsigned char>(c)))
-            return out;
+            return;
     bool upper = true;
     for (char &c : out) {
         if (upper && c >= 'a' && c <= 'z')
@@ -712,6 +712,12 @@ std::string canonical_header_name(std::string_view name)
             c = static_cast<char>(c - 'A' + 'a');
         upper = c == '-';
     }
+}
+
+std::string canonical_header_name(std::string_view name)
+{
+    std::string out;
+    canonical_header_name(name, out);
     return out;
 }
 

@@ -92,7 +92,7 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
         if (used == ctx.headers.size())
             ctx.headers.emplace_back();
         auto &field = ctx.headers[used++];
-        field.name = relay::canonical_header_name(name);
+        relay::canonical_header_name(name, field.name);
         field.values.resize(1);
         field.values[0].assign(value);
     }
@@ -315,14 +315,10 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         if (st.draining)
             keep_alive = false; // SIGTERM came while PHP worked: say Connection: close
 
-        bool written = false;
         switch (res.outcome) {
         case pool::Outcome::ok:
             if (res.streamed) {
-                written = true;
                 keep_alive = keep_alive && sink.keep_alive() && !sink.failed();
-                if (sink.failed())
-                    keep_alive = false;
             } else {
                 Head h;
                 h.status = final_status(res.response.status, res.worker_pid);
@@ -342,13 +338,14 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                                   std::to_string(dropped) +
                                   " response header(s) with an invalid name or a CR/LF/NUL in the value");
                 if (!head_request && !no_body) {
-                    if (body_out.size() > inline_body_max) {
+                    // Batch small bodies behind pipelined responses; otherwise write head + body now in one
+                    // writev, without copying the body into `out`.
+                    if (body_out.size() > inline_body_max || !parser.has_buffered()) {
                         std::array<asio::const_buffer, 2> bufs{asio::buffer(out), asio::buffer(body_out)};
                         bool ok = co_await write_buffers(conn, sock, bufs, http.write_timeout);
                         out.clear();
                         if (!ok)
                             keep_alive = false;
-                        written = true;
                         if (body_out.capacity() > 1024 * 1024)
                             std::string().swap(body_out);
                     } else {
@@ -363,7 +360,6 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         case pool::Outcome::worker_crashed:
             if (sink.started()) {
                 keep_alive = false; // the response is cut short: closing tells the client
-                written = true;
             } else {
                 detail::append_error(out, 502, "the worker handling this request died", keep_alive,
                                      head_request);
@@ -375,10 +371,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             break;
         case pool::Outcome::cancelled:
             keep_alive = false;
-            written = true;
             break;
         }
-        (void)written;
         parser.done();
         if (!keep_alive) {
             co_await flush(conn, sock, out, http.write_timeout);

@@ -141,11 +141,7 @@ awaitable<void> lifecycle(Runtime *rt)
         rt->io.stop();
         co_return;
     }
-    bool any_ready = false;
-    for (const auto &w : rt->state.pool.workers())
-        if (w.state == "ready" || w.state == "working")
-            any_ready = true;
-    if (!err.empty() && !any_ready) {
+    if (!err.empty() && rt->state.pool.serving_workers() == 0) {
         log::error("pool", "cannot start workers: " + err);
         rt->exit_code = 1;
         rt->stopping = true;

@@ -4,6 +4,7 @@
 //   /big?n=N  N bytes of 'x'           /echo-body  the raw body back     /status/NNN  that status
 //   /sleep?ms=N  sleeps first           /error  throws (ERROR frame)       /exit  exit(3) mid-request
 //   /stdout  echoes stray output first  /stop  requestStop() once per $FERRY_TEST_STOP_ONCE file
+//   /stop-always  requestStop() every time
 //   /head-length  empty body with Content-Length: 1234 (an app answering HEAD itself)
 declare(strict_types=1);
 
@@ -44,6 +45,10 @@ $worker->serve(static function (Request $req) use ($worker, $pid): ?Response {
     }
     if ($path === '/stdout') {
         echo "stray output from app\n";
+    }
+    if ($path === '/stop-always') {
+        $worker->requestStop(); // every worker refuses: the server must give up, not loop
+        return null;
     }
     if ($path === '/stop') {
         $flag = getenv('FERRY_TEST_STOP_ONCE');

@@ -348,3 +348,19 @@ TEST(Pool, AWorkerThatDiedWhileIdleDoesNotFailTheNextRequest)
         co_await p.shutdown();
     });
 }
+
+TEST(Pool, RetriesForStopRequestsAreBounded)
+{
+    asio::io_context io;
+    pool::Pool p(io, options("echo.php", 1));
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_EQ(co_await p.start(), "");
+        auto e = co_await exec(p, "/stop-always");
+        EXPECT_EQ(e.result.outcome, pool::Outcome::no_worker);
+        EXPECT_NE(e.result.message.find("asked to stop"), std::string::npos) << e.result.message;
+        EXPECT_EQ(p.recycled_total(), 3u) << "num_workers + 2 attempts";
+        auto ok = co_await exec(p, "/status/200");
+        EXPECT_EQ(ok.result.outcome, pool::Outcome::ok) << "the pool recovers";
+        co_await p.shutdown();
+    });
+}

@@ -80,6 +80,7 @@ public:
     awaitable<void> shutdown();
 
     std::vector<WorkerInfo> workers() const;
+    unsigned serving_workers() const; // ready or working
     std::uint64_t spawned_total() const;
     std::uint64_t recycled_total() const;
 

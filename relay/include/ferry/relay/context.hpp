@@ -46,6 +46,8 @@ bool decode_response(std::string_view in, Codec codec, ResponseContext &out, std
 
 // "content-type" -> "Content-Type" (as Go's CanonicalMIMEHeaderKey).
 std::string canonical_header_name(std::string_view name);
+// The same, written into `out` (its capacity is reused: no allocation on the request path).
+void canonical_header_name(std::string_view name, std::string &out);
 // RFC 9110 token (header names, methods): non-empty, tchar only.
 bool is_token(std::string_view s);
 // ASCII case-insensitive equality (header names).
