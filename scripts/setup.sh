@@ -1,19 +1,65 @@
 #!/usr/bin/env bash
-# Installs every Debian package Ferry's build, tests and benchmarks need. Idempotent.
+# Installs the Debian packages Ferry's build and tests need, and unpacks msgpack-cxx's headers into
+# third_party/msgpack-cxx/ (see shared design §6). Idempotent, and quiet when everything is there.
+#
+#   scripts/setup.sh            build + tests
+#   scripts/setup.sh --bench    also the benchmark-only packages (nginx, php8.2-fpm, wrk); bench/run.sh
+#                               calls this itself
+#
+# It never stops or kills a process: packages are installed with a policy-rc.d that forbids starting
+# services, so installing nginx or php-fpm starts nothing (bench/run.sh runs its own as child processes).
 # msgpack-cxx: Debian's libmsgpack-cxx-dev depends on Boost 1.74, which conflicts with 1.81, so we
-# `apt-get download` it and unpack the headers into build/_deps (see shared design §6).
+# `apt-get download` it and unpack only its headers; no build directory owns them, so any build
+# directory finds them (CMakeLists.txt also accepts a system-wide /usr/include/msgpack.hpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+usage() {
+  echo "usage: scripts/setup.sh [--bench]   (--bench: also nginx, php8.2-fpm, wrk for bench/run.sh)"
+}
+BENCH=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) BENCH=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "setup: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
 
 PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
   libboost1.81-dev libyaml-cpp-dev node-llhttp libgtest-dev
   php8.2-cli php-msgpack phpunit php-nyholm-psr7
-  python3 nginx php8.2-fpm wrk procps
+  python3 procps
 )
+BENCH_PKGS=(nginx php8.2-fpm wrk)
+[ "$BENCH" -eq 1 ] && PKGS+=("${BENCH_PKGS[@]}")
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+# Interrupted: still run the EXIT trap (it restores policy-rc.d and removes temp files).
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- services: forbid starting any while we install (Debian's policy-rc.d, exit 101 = "not allowed")
+POLICY=/usr/sbin/policy-rc.d
+POLICY_SAVED=$POLICY.ferry-setup-saved
+policy_restore() {
+  if [ -e "$POLICY_SAVED" ] || [ -L "$POLICY_SAVED" ]; then
+    $SUDO mv -f "$POLICY_SAVED" "$POLICY"      # the one that was there before us
+  else
+    $SUDO rm -f "$POLICY"                      # there was none: remove ours
+  fi
+}
+policy_forbid_services() {
+  # A backup left by an interrupted earlier run is the original: put it back first.
+  if [ -e "$POLICY_SAVED" ] || [ -L "$POLICY_SAVED" ]; then $SUDO mv -f "$POLICY_SAVED" "$POLICY"; fi
+  if [ -e "$POLICY" ] || [ -L "$POLICY" ]; then $SUDO mv "$POLICY" "$POLICY_SAVED"; fi
+  trap 'policy_restore' EXIT
+  printf '#!/bin/sh\n# written by ferry scripts/setup.sh for the duration of an install\nexit 101\n' \
+    | $SUDO tee "$POLICY" >/dev/null
+  $SUDO chmod 755 "$POLICY"
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -22,23 +68,32 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  policy_forbid_services
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  policy_restore
+  trap - EXIT
 fi
 
-# nginx/php-fpm are only for benchmarks: never leave them running as services.
-if command -v systemctl >/dev/null 2>&1; then :; fi
-pkill -x nginx 2>/dev/null || true
-pkill -f 'php-fpm: master' 2>/dev/null || true
-
-DEPS=build/_deps
-if [ ! -f "$DEPS/msgpack/usr/include/msgpack.hpp" ]; then
-  mkdir -p "$DEPS/msgpack"
-  tmp=$(mktemp -d)
+# --- msgpack-cxx headers -> third_party/msgpack-cxx/include (git-ignored)
+MSGPACK=third_party/msgpack-cxx
+if [ ! -f "$MSGPACK/include/msgpack.hpp" ]; then
+  echo "setup: unpacking msgpack-cxx headers into $MSGPACK/"
+  mkdir -p third_party
+  tmp=$(mktemp -d third_party/.msgpack-cxx.XXXXXX)
+  trap 'rm -rf "$tmp"' EXIT
   ( cd "$tmp" && apt-get download libmsgpack-cxx-dev >/dev/null 2>&1 ) || {
     $SUDO apt-get update -q
     ( cd "$tmp" && apt-get download libmsgpack-cxx-dev )
   }
-  dpkg-deb -x "$tmp"/libmsgpack-cxx-dev_*.deb "$DEPS/msgpack"
+  deb=$(echo "$tmp"/libmsgpack-cxx-dev_*.deb)
+  dpkg-deb -x "$deb" "$tmp/root"
+  [ -f "$tmp/root/usr/include/msgpack.hpp" ] || { echo "setup: no msgpack.hpp in $deb" >&2; exit 1; }
+  mkdir -p "$tmp/out"
+  mv "$tmp/root/usr/include" "$tmp/out/include"
+  dpkg-deb -f "$deb" Version >"$tmp/out/VERSION"
+  rm -rf "$MSGPACK"
+  mv "$tmp/out" "$MSGPACK"                     # appears whole or not at all
   rm -rf "$tmp"
+  trap - EXIT
 fi
 echo "setup: ok"
