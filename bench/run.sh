@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# Hello-world HTTP benchmark: Ferry (plain API and PSR-7) against nginx + php-fpm and `php -S`, in one
-# run on one machine, so that only the ratios are compared. See bench/README.md.
+# Hello-world HTTP benchmark: Ferry (plain API and PSR-7, and optionally an earlier Ferry binary) against
+# nginx + php-fpm and `php -S`, in one run on one machine, so that only the ratios are compared.
+# See bench/README.md.
 #
 # Knobs (environment):
 #   DURATION   seconds per measured wrk run (default 5)
 #   ROUNDS     interleaved rounds of (c1, c64) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
-#   TARGETS    comma-separated subset of: ferry,ferry-psr7,fpm,php-s (default: all four)
+#   TARGETS    comma-separated subset of: ferry,ferry-before,ferry-psr7,fpm,php-s
+#              (default: ferry,ferry-psr7,fpm,php-s, plus ferry-before when FERRY_BEFORE_BIN is set)
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
+#   FERRY_BEFORE_BIN  the ferry binary of target ferry-before ("before a change"; e.g. build-before/ferry);
+#              labelled with the git revision in a file REV next to it, if there is one
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-2}
-TARGETS=${TARGETS:-ferry,ferry-psr7,fpm,php-s}
+FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
+TARGETS=${TARGETS:-ferry,${FERRY_BEFORE_BIN:+ferry-before,}ferry-psr7,fpm,php-s}
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS TARGETS=$TARGETS bench/run.sh"
+CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
 
 PHP_OPCACHE=(-d opcache.enable=1 -d opcache.enable_cli=1)
 HELLO="Hello, World!"
@@ -24,6 +29,9 @@ CLK_TCK=$(getconf CLK_TCK)
 
 die() { echo "bench: error: $*" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
+
+# Benchmark-only packages (nginx, php8.2-fpm, wrk) are installed on request only; quiet when present.
+bash "$ROOT/scripts/setup.sh" --bench >&2 || die "scripts/setup.sh --bench failed"
 
 for tool in wrk curl php awk getconf; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/setup.sh)"
@@ -37,13 +45,13 @@ IFS=',' read -r -a _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
   t=${t// /}
   case "$t" in
-    ferry|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
+    ferry|ferry-before|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
     "") ;;
-    *) die "unknown target '$t' (known: ferry,ferry-psr7,fpm,php-s)" ;;
+    *) die "unknown target '$t' (known: ferry,ferry-before,ferry-psr7,fpm,php-s)" ;;
   esac
 done
 ORDER=()
-for t in ferry ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
+for t in ferry ferry-before ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
 [[ ${#ORDER[@]} -gt 0 ]] || die "TARGETS selects nothing"
 
 if [[ -n "${WANT[fpm]:-}" ]]; then
@@ -117,16 +125,32 @@ declare -A URL SERVER_PIDS PHP_PIDS PHP_ROOT_IS_CHILDREN LOGS
 FERRY=${FERRY_BIN:-}
 if [[ -n "${WANT[ferry]:-}${WANT[ferry-psr7]:-}" ]]; then
   if [[ -z "$FERRY" ]]; then
+    if [[ ! -f "$ROOT/build/CMakeCache.txt" ]]; then
+      log "configuring build/ (RelWithDebInfo)"
+      (cd "$ROOT" && cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$TMP/configure.log" 2>&1) \
+        || { tail -n 30 "$TMP/configure.log" >&2; die "cmake configure of build/ failed"; }
+    fi
     log "building ferry"
-    (cd "$ROOT" && cmake --build build --target ferry -j1 >"$TMP/build.log" 2>&1) \
+    (cd "$ROOT" && cmake --build build --target ferry -j"$(nproc)" >"$TMP/build.log" 2>&1) \
       || { tail -n 30 "$TMP/build.log" >&2; die "ferry build failed"; }
     FERRY="$ROOT/build/ferry"
   fi
   [[ -x "$FERRY" ]] || die "ferry binary $FERRY not found"
 fi
 
-start_ferry() {  # name worker.php
-  local name=$1 script=$2 conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
+# ferry-before: another ferry binary (e.g. the build before a change), same worker and config as `ferry`.
+BEFORE_REV=""
+if [[ -n "${WANT[ferry-before]:-}" ]]; then
+  [[ -n "$FERRY_BEFORE_BIN" ]] || die "target ferry-before needs FERRY_BEFORE_BIN=/path/to/ferry"
+  [[ -x "$FERRY_BEFORE_BIN" && ! -d "$FERRY_BEFORE_BIN" ]] || die "FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN is not an executable"
+  FERRY_BEFORE_BIN=$(cd "$(dirname "$FERRY_BEFORE_BIN")" && pwd)/$(basename "$FERRY_BEFORE_BIN")
+  if [[ -f "$(dirname "$FERRY_BEFORE_BIN")/REV" ]]; then
+    BEFORE_REV=$(head -n1 "$(dirname "$FERRY_BEFORE_BIN")/REV" | tr -cd '[:alnum:]._+-')
+  fi
+fi
+
+start_ferry() {  # name worker.php ferry-binary
+  local name=$1 script=$2 bin=$3 conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
   cat >"$conf" <<EOF
 version: "3"
 server:
@@ -136,7 +160,7 @@ http:
   pool:
     num_workers: $WORKERS
 EOF
-  "$FERRY" serve -c "$conf" >"$out" 2>"$err" &
+  "$bin" serve -c "$conf" >"$out" 2>"$err" &
   pid=$!; PIDS+=("$pid")
   for ((i = 0; i < 150; i++)); do
     port=$(sed -n 's#^listening on http://127\.0\.0\.1:\([0-9]*\).*#\1#p' "$out" | head -n1)
@@ -253,8 +277,9 @@ start_phps() {
 for t in "${ORDER[@]}"; do
   log "starting $t"
   case "$t" in
-    ferry) start_ferry ferry "$ROOT/tests/php/hello.php" ;;
-    ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" ;;
+    ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" ;;
+    ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
+    ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" ;;
     fpm) start_fpm ;;
     php-s) start_phps ;;
   esac
@@ -361,23 +386,45 @@ done
 label() {
   case "$1" in
     ferry) echo "Ferry, plain API (hello.php)" ;;
+    ferry-before) echo "Ferry before${BEFORE_REV:+ ($BEFORE_REV)}, plain API (hello.php)" ;;
     ferry-psr7) echo "Ferry, PSR-7 (psr7_hello.php)" ;;
     fpm) echo "nginx + php-fpm (static $WORKERS)" ;;
     php-s) echo "php -S (1 process)" ;;
   esac
 }
 
+vs_before() {  # a b -> "1.012× (+1.2 %)": ferry's median over ferry-before's; below 1 is a regression
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (b <= 0) { print "n/a"; exit }
+    r = a / b; d = (r - 1) * 100
+    printf "%.3f× (%s%.1f %%)", r, (d >= 0 ? "+" : "−"), (d >= 0 ? d : -d) }'
+}
+
 table=$(
-  echo "| target | c1 req/s | c1 p99 | c64 req/s | c64 p99 | ratio to nginx+php-fpm at c64 | CPU µs/req (server / PHP) |"
-  echo "|---|---:|---:|---:|---:|---:|---:|"
+  head="| target | c1 req/s | c1 p99 | c64 req/s | c64 p99 | ratio to nginx+php-fpm at c64 | CPU µs/req (server / PHP) |"
+  rule="|---|---:|---:|---:|---:|---:|---:|"
+  if [[ -n "${WANT[ferry-before]:-}" ]]; then
+    head+=" ferry ÷ ferry-before (c1 / c64) |"; rule+="---:|"
+  fi
+  echo "$head"; echo "$rule"
   for t in "${ORDER[@]}"; do
     if [[ -n "${R64[fpm]:-}" ]]; then
       ratio=$(awk -v a="${R64[$t]}" -v b="${R64[fpm]}" 'BEGIN { printf "%.2f×", a / b }')
     else
       ratio="n/a"
     fi
-    printf '| %s | %s | %s ms | %s | %s ms | %s | %s / %s |\n' "$(label "$t")" "${R1[$t]}" "${P1[$t]}" \
+    printf '| %s | %s | %s ms | %s | %s ms | %s | %s / %s |' "$(label "$t")" "${R1[$t]}" "${P1[$t]}" \
       "${R64[$t]}" "${P64[$t]}" "$ratio" "${CPU_S[$t]}" "${CPU_P[$t]}"
+    if [[ -n "${WANT[ferry-before]:-}" ]]; then
+      if [[ "$t" == ferry-before && -n "${R1[ferry]:-}" ]]; then
+        printf ' %s / %s |' "$(vs_before "${R1[ferry]}" "${R1[$t]}")" "$(vs_before "${R64[ferry]}" "${R64[$t]}")"
+      elif [[ "$t" == ferry-before ]]; then
+        printf ' n/a (no ferry target) |'
+      else
+        printf ' — |'
+      fi
+    fi
+    printf '\n'
   done
 )
 
@@ -385,7 +432,7 @@ notes=$(
   for t in "${ORDER[@]}"; do
     [[ -n "${NOTES[$t]}" ]] && echo "- $t: wrk reported ${NOTES[$t]%; }"
     case "$t" in
-      ferry|ferry-psr7)
+      ferry|ferry-before|ferry-psr7)
         w=$(grep -E ' (WARN|ERROR) ' "${LOGS[$t]}" | head -n 5 || true)
         [[ -n "$w" ]] && printf -- '- %s stderr warnings/errors (first 5):\n    %s\n' "$t" "${w//$'\n'/$'\n    '}"
         ;;
@@ -406,6 +453,9 @@ cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); client (wrk) and servers share the cores"
   echo "- command: \`$CMDLINE\`"
   echo "- ferry: ${FERRY:+$("$FERRY" version 2>/dev/null), }git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), build type $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
+  if [[ -n "${WANT[ferry-before]:-}" ]]; then
+    echo "- ferry-before: $FERRY_BEFORE_BIN ($("$FERRY_BEFORE_BIN" version 2>/dev/null || echo '?')), git ${BEFORE_REV:-? (no REV file next to it)}; same hello.php and config as ferry"
+  fi
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
   echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
   echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
