@@ -1,12 +1,27 @@
 #!/usr/bin/env python3
-"""Memory Ferry spends per idle keep-alive connection (RSS of the ferry process, workers excluded).
+"""Memory Ferry keeps per idle keep-alive connection (RSS of the ferry process, workers excluded), after
+small and after large requests and responses.
 
-    python3 bench/idle_memory.py [connections]      # default 2000; needs build/ferry
+    python3 bench/idle_memory.py [connections] [--large-connections M] [--bin PATH] [--only a,b]
 
-Opens N connections to a ferry serving tests/php/hello.php, measures RSS once they are connected and
-again after one request on each (the connection then idles in keep-alive), and prints KiB per connection.
-Everything runs on 127.0.0.1 and stops by itself.
+Each scenario runs against its own fresh ferry (`--bin`, default build/ferry) serving the echo fixture
+tests/php/echo.php (2 workers, `http.limits.max_header_size: 128KB`), on fresh connections:
+
+    small     GET /                                   (~0.7 KB JSON answer)    `connections` (default 2000)
+    resp-1m   GET /big?n=1048576                      (1 MiB answer)           M (default 2000)
+    hdr-60k   GET /status/200 with a 60 KB header     (short answer)           M
+    post-250k POST /echo-body with 250 KB             (the 250 KB echoed back) M
+
+A scenario first makes its request on a few warm-up connections, which stay open (so buffers that do
+not belong to one connection, such as the worker pipes', are not counted), then reads ferry's RSS, opens
+the measured connections, reads RSS again, makes the request once on each connection (in batches across
+connections, checking every answer) and, with every connection idle in keep-alive, reads RSS a last
+time. It prints one line per scenario with KiB per connection when connected and when idle after the
+request, then "max: X KiB per idle connection" (the largest idle-after-request figure; the project's goal
+is at most 16 KiB). Everything runs on 127.0.0.1 and stops by itself; RLIMIT_NOFILE is raised as needed
+(ferry inherits it). The exit status is 0 whatever the figures: this measures, it does not judge.
 """
+import argparse
 import os
 import resource
 import socket
@@ -16,7 +31,48 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+FIXTURE = os.path.join(ROOT, "tests", "php", "echo.php")
+WARMUP = 4          # warm-up connections per scenario, kept open while measuring
+BATCH = 32          # requests in flight at once (one per connection)
+SETTLE = 0.5        # seconds to wait before reading RSS
+
+MIB = 1024 * 1024
+HEADER_PAD = 60 * 1000
+POST_SIZE = 250 * 1000
+
+
+class Scenario:
+    def __init__(self, name, what, request, check):
+        self.name, self.what, self.request, self.check = name, what, request, check
+
+
+def _expect(status, body_len=None, body=None):
+    def check(st, got):
+        if st != status:
+            return f"status {st}, expected {status}"
+        if body_len is not None and len(got) != body_len:
+            return f"body of {len(got)} bytes, expected {body_len}"
+        if body is not None and got != body:
+            return "echoed body differs from the one sent"
+        return None
+    return check
+
+
+def scenarios():
+    post_body = bytes((i * 7 + 13) % 251 for i in range(POST_SIZE))
+    pad = b"p" * HEADER_PAD
+    return [
+        Scenario("small", "GET / (small answer)",
+                 b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", _expect(200)),
+        Scenario("resp-1m", "GET /big?n=1048576 (1 MiB answer)",
+                 b"GET /big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n" % MIB, _expect(200, body_len=MIB)),
+        Scenario("hdr-60k", "GET /status/200 with a 60 KB header",
+                 b"GET /status/200 HTTP/1.1\r\nHost: x\r\nX-Pad: " + pad + b"\r\n\r\n", _expect(200)),
+        Scenario("post-250k", "POST /echo-body, 250 KB echoed",
+                 b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+                 b"Content-Length: %d\r\n\r\n" % POST_SIZE + post_body,
+                 _expect(200, body=post_body)),
+    ]
 
 
 def rss_kib(pid):
@@ -27,42 +83,192 @@ def rss_kib(pid):
     raise RuntimeError("no VmRSS")
 
 
-def main():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = N + 256
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+class Conn:
+    """One client connection with just enough HTTP/1.1 to read Content-Length and chunked answers."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.buf = bytearray()
+
+    def _fill(self):
+        chunk = self.sock.recv(256 * 1024)
+        if not chunk:
+            raise ConnectionError("connection closed by ferry")
+        self.buf += chunk
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                return self._take(i + 2)[:-2]
+            self._fill()
+
+    def read_response(self):
+        status_line = self._line()
+        parts = status_line.split(b" ", 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+            raise ValueError(f"bad status line {status_line[:80]!r}")
+        status = int(parts[1])
+        headers = {}
+        while True:
+            line = self._line()
+            if not line:
+                break
+            k, _, v = line.partition(b":")
+            headers[k.strip().lower()] = v.strip()
+        if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+            body = bytearray()
+            while True:
+                size = int(self._line().split(b";", 1)[0], 16)
+                if size == 0:
+                    while self._line():   # trailers
+                        pass
+                    break
+                body += self._take(size)
+                self._take(2)
+            body = bytes(body)
+        else:
+            body = self._take(int(headers.get(b"content-length", b"0")))
+        if headers.get(b"connection", b"").lower() == b"close":
+            raise ConnectionError(f"ferry closes the connection (status {status})")
+        return status, body
+
+    def close(self):
+        self.sock.close()
+
+
+def request_all(conns, sc):
+    for i in range(0, len(conns), BATCH):
+        batch = conns[i:i + BATCH]
+        for c in batch:
+            c.sock.sendall(sc.request)
+        for c in batch:
+            status, body = c.read_response()
+            problem = sc.check(status, body)
+            if problem:
+                raise RuntimeError(f"{sc.name}: unexpected answer: {problem}")
+
+
+def start_ferry(binary, tmp):
+    conf = os.path.join(tmp, "ferry.yaml")
+    with open(conf, "w") as f:
+        f.write(f"""version: "3"
+server:
+  command: "php {FIXTURE}"
+http:
+  address: 127.0.0.1:0
+  pool:
+    num_workers: 2
+  limits:
+    max_header_size: 128KB
+  timeouts:
+    read_header: 120s
+    idle: 300s
+""")
+    err = open(os.path.join(tmp, "stderr.log"), "w+b")
+    proc = subprocess.Popen([binary, "serve", "-c", conf], stdout=subprocess.PIPE, stderr=err,
+                            stdin=subprocess.DEVNULL, cwd=tmp)
+    line = proc.stdout.readline().decode()
+    if not line.startswith("listening on"):
+        proc.kill()
+        proc.wait()
+        err.seek(0)
+        sys.exit(f"ferry did not start: {line!r}\n{err.read().decode(errors='replace')[-2000:]}")
+    return proc, err, int(line.strip().rsplit(":", 1)[1])
+
+
+def stop_ferry(proc):
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run(binary, sc, n):
     with tempfile.TemporaryDirectory(prefix="ferry-mem-") as tmp:
-        conf = os.path.join(tmp, "ferry.yaml")
-        with open(conf, "w") as f:
-            f.write('version: "3"\nserver:\n  command: "php %s/tests/php/hello.php"\n'
-                    "http:\n  address: 127.0.0.1:0\n  pool:\n    num_workers: 2\n" % ROOT)
-        # The server needs the same file limit: it inherits ours.
-        proc = subprocess.Popen([os.path.join(ROOT, "build", "ferry"), "serve", "-c", conf],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        proc, err, port = start_ferry(binary, tmp)
+        conns = []
         try:
-            line = proc.stdout.readline().decode()
-            if not line.startswith("listening on"):
-                sys.exit(f"ferry did not start: {line!r}")
-            port = int(line.strip().rsplit(":", 1)[1])
+            warm = [Conn(port) for _ in range(WARMUP)]
+            conns += warm
+            request_all(warm, sc)
+            time.sleep(SETTLE)
             base = rss_kib(proc.pid)
-            socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(N)]
-            time.sleep(0.5)
+            measured = [Conn(port) for _ in range(n)]
+            conns += measured
+            time.sleep(SETTLE)
             connected = rss_kib(proc.pid)
-            for s in socks:
-                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            for s in socks:
-                if b"200 OK" not in s.recv(4096):
-                    sys.exit("unexpected answer")
-            time.sleep(0.5)
+            request_all(measured, sc)
+            time.sleep(SETTLE)
             after = rss_kib(proc.pid)
-            print(f"{N} idle connections: {(connected - base) / N:.1f} KiB each when connected, "
-                  f"{(after - base) / N:.1f} KiB each after one request (ferry RSS {base} -> {after} KiB)")
-            for s in socks:
-                s.close()
+            if proc.poll() is not None:
+                raise RuntimeError(f"ferry exited with {proc.returncode}")
+        except Exception as e:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            sys.exit(f"{sc.name}: {e}\nferry stderr (end):\n{tail}")
         finally:
-            proc.terminate()
-            proc.wait(15)
+            for c in conns:
+                c.close()
+            stop_ferry(proc)
+            err.close()
+    return (connected - base) / n, (after - base) / n, base, after
+
+
+def main():
+    all_sc = scenarios()
+    names = [s.name for s in all_sc]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("connections", nargs="?", type=int, default=2000,
+                    help="connections for the small scenario (default 2000)")
+    ap.add_argument("--large-connections", "-m", type=int, default=2000, metavar="M",
+                    help="connections for the large scenarios (default 2000)")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "ferry"), metavar="PATH",
+                    help="ferry binary (default build/ferry)")
+    ap.add_argument("--only", default=",".join(names),
+                    help=f"comma-separated scenarios (default all: {','.join(names)})")
+    args = ap.parse_args()
+    args.bin = os.path.abspath(args.bin)   # ferry runs in a temp dir
+    chosen = [s.strip() for s in args.only.split(",") if s.strip()]
+    for s in chosen:
+        if s not in names:
+            ap.error(f"unknown scenario {s!r} (known: {', '.join(names)})")
+    if args.connections < 1 or args.large_connections < 1:
+        ap.error("connection counts must be positive")
+    if not (os.path.isfile(args.bin) and os.access(args.bin, os.X_OK)):
+        sys.exit(f"no ferry binary at {args.bin} (build it, or give --bin PATH)")
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = max(args.connections, args.large_connections) + WARMUP + 256
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            sys.exit(f"RLIMIT_NOFILE hard limit {hard} < {want}: use fewer connections")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+    print(f"ferry {args.bin}; fixture tests/php/echo.php, 2 workers; KiB of ferry RSS per connection")
+    worst = None
+    for sc in all_sc:
+        if sc.name not in chosen:
+            continue
+        n = args.connections if sc.name == "small" else args.large_connections
+        t0 = time.monotonic()
+        conn_kib, idle_kib, base, after = run(args.bin, sc, n)
+        print(f"{sc.name:<9} {sc.what:<38} {n:>5} conns: {conn_kib:7.1f} KiB each connected, "
+              f"{idle_kib:7.1f} KiB each idle after it (RSS {base} -> {after} KiB, "
+              f"{time.monotonic() - t0:.1f} s)", flush=True)
+        if worst is None or idle_kib > worst[0]:
+            worst = (idle_kib, sc.name)
+    print(f"max: {worst[0]:.1f} KiB per idle connection ({worst[1]})")
 
 
 if __name__ == "__main__":
