@@ -620,6 +620,11 @@ void Loader::read_http(const YAML::Node &node, const std::string &path)
              [&](const YAML::Node &n, const std::string &p) {
                  section(n, p,
                          {
+                             {"max_request_line",
+                              [&](const YAML::Node &v, const std::string &k) {
+                                  http.max_request_line =
+                                      size(v, k, 1, "a positive number of bytes, or a size such as \"8KB\"");
+                              }},
                              {"max_header_size",
                               [&](const YAML::Node &v, const std::string &k) {
                                   http.max_header_size =
@@ -755,6 +760,7 @@ std::string dump(const Config &config)
     out << YAML::Key << "max_request_size" << YAML::Value << std::to_string(http.max_request_size) + "B";
     out << YAML::Key << "internal_error_code" << YAML::Value << http.internal_error_code;
     out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "max_request_line" << YAML::Value << http.max_request_line;
     out << YAML::Key << "max_header_size" << YAML::Value << http.max_header_size;
     out << YAML::Key << "max_pipelined" << YAML::Value << http.max_pipelined;
     out << YAML::EndMap;

@@ -1,6 +1,8 @@
 #include "ferry/server/http_parser.hpp"
 
+#include "chunked_decoder.hpp"
 #include "ferry/relay/context.hpp"
+#include "ferry/relay/frame.hpp"
 
 #include <llhttp.h>
 
@@ -11,6 +13,7 @@ namespace ferry::server {
 
 namespace {
 using relay::iequals;
+using relay::printable;
 constexpr std::size_t initial_buffer = 8192;
 
 } // namespace
@@ -97,6 +100,81 @@ struct HttpParser::Callbacks {
         return count_head(s, len);
     }
 
+    // Host, target form, Content-Length and Transfer-Encoding rules (RFC 9112 §3.2, §6.1, §6.3).
+    static int check_head(HttpParser &s, llhttp_t *p)
+    {
+        auto &r = s.req_;
+        int hosts = 0, lengths = 0;
+        std::string_view host;
+        bool te = false, te_chunked_last = false;
+        int chunked_seen = 0;
+        std::string_view other_coding;
+        for (const auto &[name, value] : r.headers) {
+            if (iequals(name, "Host")) {
+                ++hosts;
+                host = value;
+            } else if (iequals(name, "Content-Length")) {
+                ++lengths;
+            } else if (iequals(name, "Transfer-Encoding")) {
+                te = true;
+                std::string_view rest = value;
+                while (!rest.empty()) {
+                    auto comma = rest.find(',');
+                    std::string_view item = rest.substr(0, comma);
+                    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+                    while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+                        item.remove_prefix(1);
+                    while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+                        item.remove_suffix(1);
+                    if (item.empty())
+                        continue; // empty list elements are allowed (RFC 9110 §5.6.1)
+                    te_chunked_last = iequals(item, "chunked");
+                    if (te_chunked_last)
+                        ++chunked_seen;
+                    else if (other_coding.empty())
+                        other_coding = item;
+                }
+            }
+        }
+        if (hosts > 1)
+            return s.fail(400, "more than one Host header");
+        if (p->http_minor >= 1 && hosts == 0)
+            return s.fail(400, "missing required Host header");
+        if (hosts == 1 && !valid_host(host))
+            return s.fail(400, "invalid Host header \"" + printable(host) + "\"");
+        if (lengths > 1)
+            return s.fail(400, "more than one Content-Length header");
+        if (te) {
+            if (lengths > 0)
+                return s.fail(400, "both Content-Length and Transfer-Encoding");
+            if (p->http_minor == 0)
+                return s.fail(400, "Transfer-Encoding in an HTTP/1.0 request");
+            if (!te_chunked_last || chunked_seen != 1)
+                return s.fail(400, "Transfer-Encoding must end with a single \"chunked\"");
+            if (!other_coding.empty())
+                return s.fail(501, "unsupported transfer coding \"" + printable(other_coding) + "\"");
+        }
+        if (p->method == HTTP_CONNECT)
+            return s.fail(405, "CONNECT is not supported");
+        Target t = classify_target(r.target);
+        switch (t.form) {
+        case TargetForm::origin:
+            break;
+        case TargetForm::absolute:
+            r.authority.assign(t.authority);
+            break;
+        case TargetForm::asterisk:
+            if (p->method != HTTP_OPTIONS)
+                return s.fail(400, "request target \"*\" is only valid with OPTIONS");
+            break;
+        case TargetForm::authority:
+        case TargetForm::invalid:
+            return s.fail(400, "invalid request target \"" + printable(r.target) + "\"");
+        }
+        r.form = t.form;
+        return 0;
+    }
+
     static int on_headers_complete(llhttp_t *p)
     {
         auto &s = self(p);
@@ -125,40 +203,39 @@ struct HttpParser::Callbacks {
         if (r.upgrade)
             r.keep_alive = false; // no protocol switch yet: answer, then close
         r.chunked = (p->flags & F_CHUNKED) != 0;
-        int hosts = 0;
-        for (const auto &h : r.headers)
-            if (iequals(h.first, "Host"))
-                ++hosts;
-        if (hosts > 1)
-            return s.fail(400, "more than one Host header");
-        if (p->http_major == 1 && p->http_minor >= 1 && hosts == 0)
-            return s.fail(400, "missing required Host header");
+        if (int st = check_head(s, p); st != 0)
+            return st;
         if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_size)
             return s.fail(413, "request body of " + std::to_string(p->content_length) +
                                    " bytes is larger than max_request_size (" +
                                    std::to_string(s.limits_.max_body_size) + " bytes)");
-        if (p->http_major == 1 && p->http_minor >= 1 && iequals(r.header("Expect"), "100-continue"))
-            r.expect_continue = true;
-        if (p->flags & F_CONTENT_LENGTH)
+        if (r.chunked) {
+            s.body_kind_ = BodyKind::chunked;
+            ChunkedDecoder::Limits cl;
+            cl.max_body = s.limits_.max_body_size;
+            cl.max_trailers = s.limits_.max_header_size;
+            if (!s.chunked_)
+                s.chunked_ = std::make_unique<ChunkedDecoder>(cl);
+            else
+                s.chunked_->reset();
+        } else if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0) {
+            s.body_kind_ = BodyKind::length;
+            s.body_left_ = p->content_length;
             r.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p->content_length, 1 << 20)));
-        return 0;
+        } else {
+            s.body_kind_ = BodyKind::none;
+        }
+        if (s.body_kind_ != BodyKind::none && p->http_minor >= 1 &&
+            iequals(r.header("Expect"), "100-continue"))
+            r.expect_continue = true;
+        // llhttp parses the head only: the body is framed by read_body() (1 = "no body" to llhttp; an
+        // upgrade request then pauses with HPE_PAUSED_UPGRADE instead of HPE_PAUSED).
+        return 1;
     }
 
-    static int on_body(llhttp_t *p, const char *at, std::size_t len)
+    static int on_message_complete(llhttp_t *)
     {
-        auto &s = self(p);
-        if (s.req_.body.size() + len > s.limits_.max_body_size)
-            return s.fail(413, "request body larger than max_request_size (" +
-                                   std::to_string(s.limits_.max_body_size) + " bytes)");
-        s.req_.body.append(at, len);
-        return 0;
-    }
-
-    static int on_message_complete(llhttp_t *p)
-    {
-        auto &s = self(p);
-        s.complete_ = true;
-        return HPE_PAUSED; // one request at a time: answer it, then resume
+        return HPE_PAUSED; // the head is done: read_body() takes over; llhttp resumes at done()
     }
 };
 
@@ -179,7 +256,6 @@ HttpParser::HttpParser(const Limits &limits)
     ll_->settings.on_header_field = &Callbacks::on_header_field;
     ll_->settings.on_header_value = &Callbacks::on_header_value;
     ll_->settings.on_headers_complete = &Callbacks::on_headers_complete;
-    ll_->settings.on_body = &Callbacks::on_body;
     ll_->settings.on_message_complete = &Callbacks::on_message_complete;
     llhttp_init(&ll_->parser, HTTP_REQUEST, &ll_->settings);
     ll_->parser.data = this;
@@ -200,6 +276,8 @@ void HttpParser::reset_message()
     req_.expect_continue = false;
     req_.upgrade = false;
     req_.chunked = false;
+    body_kind_ = BodyKind::none;
+    body_left_ = 0;
 }
 
 int HttpParser::fail(int status, std::string message)
@@ -209,6 +287,114 @@ int HttpParser::fail(int status, std::string message)
         err_msg_ = std::move(message);
     }
     return HPE_USER;
+}
+
+void HttpParser::start_scan(std::size_t at)
+{
+    scan_pos_ = line_start_ = head_end_ = at;
+    scan_cr_ = head_scanned_ = request_line_seen_ = false;
+}
+
+namespace {
+
+bool is_control(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+std::string byte_name(unsigned char c)
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    return std::string("0x") + hex[c >> 4] + hex[c & 15];
+}
+
+} // namespace
+
+bool HttpParser::check_request_line(std::size_t from, std::size_t to)
+{
+    std::string_view line(buf_.data() + from, to - from);
+    auto sp1 = line.find(' ');
+    auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos || sp1 == 0 ||
+        sp2 == sp1 + 1 || line.find('\t') != std::string_view::npos) {
+        fail(400,
+             "malformed request line \"" + printable(line) + "\" (expected METHOD SP target SP HTTP/1.x)");
+        return false;
+    }
+    std::string_view method = line.substr(0, sp1);
+    if (!relay::is_token(method)) {
+        fail(400, "invalid method \"" + printable(method) + "\"");
+        return false;
+    }
+    std::string_view version = line.substr(sp2 + 1);
+    auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !digit(version[5]) || version[6] != '.' ||
+        !digit(version[7])) {
+        fail(400, "malformed HTTP version \"" + printable(version) + "\"");
+        return false;
+    }
+    if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+        fail(505, "HTTP version " + std::string(version.substr(5)) + " is not supported (only 1.0 and 1.1)");
+        return false;
+    }
+    return true;
+}
+
+bool HttpParser::scan_head()
+{
+    const auto *b = reinterpret_cast<const unsigned char *>(buf_.data());
+    std::size_t i = scan_pos_;
+    for (; i < end_ && !head_scanned_; ++i) {
+        unsigned char c = b[i];
+        if (scan_cr_) {
+            scan_cr_ = false;
+            if (c != '\n') {
+                fail(400, "bare CR in the request head (lines must end with CRLF)");
+                return false;
+            }
+            std::size_t line_end = i - 1; // the CR
+            if (!request_line_seen_) {
+                if (line_end == line_start_) {
+                    line_start_ = i + 1; // empty lines before the request line are ignored (RFC 9112 §2.2)
+                    continue;
+                }
+                if (line_end - line_start_ > limits_.max_request_line) {
+                    fail(414,
+                         "request line longer than " + std::to_string(limits_.max_request_line) + " bytes");
+                    return false;
+                }
+                if (!check_request_line(line_start_, line_end))
+                    return false;
+                request_line_seen_ = true;
+            } else if (line_end == line_start_) {
+                head_scanned_ = true;
+                head_end_ = i + 1;
+            } else if (b[line_start_] == ' ' || b[line_start_] == '\t') {
+                fail(400, "obsolete line folding in a header value");
+                return false;
+            }
+            line_start_ = i + 1;
+            continue;
+        }
+        if (c == '\r') {
+            scan_cr_ = true;
+            continue;
+        }
+        if (c == '\n') {
+            fail(400, "bare LF in the request head (lines must end with CRLF)");
+            return false;
+        }
+        if (is_control(c)) {
+            fail(400, "control byte " + byte_name(c) + " in the request head");
+            return false;
+        }
+    }
+    scan_pos_ = i;
+    if (!request_line_seen_ && scan_pos_ - line_start_ > limits_.max_request_line) {
+        fail(414, "request line longer than " + std::to_string(limits_.max_request_line) + " bytes");
+        return false;
+    }
+    return true;
 }
 
 bool HttpParser::idle() const
@@ -238,7 +424,8 @@ void HttpParser::compact(std::size_t keep_from)
     }
     parsed_ -= keep_from;
     end_ -= keep_from;
-    msg_start_ = msg_start_ >= keep_from ? msg_start_ - keep_from : 0;
+    for (std::size_t *off : {&msg_start_, &scan_pos_, &line_start_, &head_end_})
+        *off = *off >= keep_from ? *off - keep_from : 0;
 }
 
 std::span<char> HttpParser::prepare(std::size_t min_free)
@@ -258,36 +445,64 @@ void HttpParser::commit(std::size_t n)
     end_ += n;
 }
 
+bool HttpParser::read_body()
+{
+    while (parsed_ < end_ && !complete_) {
+        std::string_view in(buf_.data() + parsed_, end_ - parsed_);
+        if (body_kind_ == BodyKind::length) {
+            std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, in.size()));
+            req_.body.append(in.data(), n);
+            parsed_ += n;
+            body_left_ -= n;
+            complete_ = body_left_ == 0;
+            continue;
+        }
+        auto st = chunked_->step(in);
+        if (!st.data.empty())
+            req_.body.append(st.data.data(), st.data.size());
+        parsed_ += st.used;
+        if (chunked_->failed()) {
+            fail(chunked_->error_status(), chunked_->error_message());
+            return false;
+        }
+        complete_ = chunked_->done();
+    }
+    return true;
+}
+
 HttpParser::Event HttpParser::next()
 {
     if (err_status_ != 0)
         return Event::error;
     if (complete_)
         return Event::request;
-    if (parsed_ < end_) {
-        feed_start_ = parsed_;
-        const char *data = buf_.data() + parsed_;
-        llhttp_errno_t e = llhttp_execute(&ll_->parser, data, end_ - parsed_);
-        if (e == HPE_OK) {
-            parsed_ = end_;
-        } else if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && complete_) {
-            parsed_ = static_cast<std::size_t>(llhttp_get_error_pos(&ll_->parser) - buf_.data());
-            paused_ = e == HPE_PAUSED;
-            if (e == HPE_PAUSED_UPGRADE) {
-                req_.upgrade = true;
-                req_.keep_alive = false;
-            }
-            return Event::request;
-        } else {
-            if (err_status_ == 0) {
-                const char *reason = llhttp_get_error_reason(&ll_->parser);
-                err_status_ = 400;
-                err_msg_ = std::string("malformed request: ") + llhttp_errno_name(e) + " (" +
-                           (reason ? reason : "?") + ")";
-            }
+    if (!headers_done_ && parsed_ < end_) {
+        if (!head_scanned_ && !scan_head())
             return Event::error;
+        // llhttp sees only whole lines that scan_head() has checked, and never the body.
+        std::size_t feed_end = head_scanned_ ? head_end_ : line_start_;
+        if (feed_end > parsed_) {
+            feed_start_ = parsed_;
+            llhttp_errno_t e = llhttp_execute(&ll_->parser, buf_.data() + parsed_, feed_end - parsed_);
+            if (err_status_ != 0)
+                return Event::error;
+            if (e == HPE_OK) {
+                parsed_ = feed_end;
+            } else if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && headers_done_) {
+                parsed_ = static_cast<std::size_t>(llhttp_get_error_pos(&ll_->parser) - buf_.data());
+                paused_ = true;
+                complete_ = body_kind_ == BodyKind::none;
+            } else {
+                const char *reason = llhttp_get_error_reason(&ll_->parser);
+                fail(400, std::string("malformed request: ") + (reason ? reason : llhttp_errno_name(e)));
+                return Event::error;
+            }
         }
     }
+    if (headers_done_ && !complete_ && !read_body())
+        return Event::error;
+    if (complete_)
+        return Event::request;
     if (in_message_ && !headers_done_ && end_ - msg_start_ > limits_.max_header_size) {
         fail(431, "request header larger than " + std::to_string(limits_.max_header_size) + " bytes");
         return Event::error;
@@ -297,12 +512,12 @@ HttpParser::Event HttpParser::next()
         return Event::headers;
     }
     // Drop what has been parsed when nothing refers to it, so a big body does not pile up.
-    if (!in_message_ || headers_done_) {
-        if (parsed_ == end_) {
-            parsed_ = end_ = msg_start_ = 0;
-            if (buf_.size() > 64 * 1024)
-                buf_.reallocate(initial_buffer, 0);
-        }
+    if ((!in_message_ || headers_done_) && parsed_ == end_) {
+        parsed_ = end_ = msg_start_ = 0;
+        if (!in_message_)
+            start_scan(0);
+        if (buf_.size() > 64 * 1024)
+            buf_.reallocate(initial_buffer, 0);
     }
     return Event::need_more;
 }
@@ -310,7 +525,10 @@ HttpParser::Event HttpParser::next()
 void HttpParser::done()
 {
     if (paused_) {
-        llhttp_resume(&ll_->parser);
+        if (llhttp_get_errno(&ll_->parser) == HPE_PAUSED_UPGRADE)
+            llhttp_resume_after_upgrade(&ll_->parser);
+        else
+            llhttp_resume(&ll_->parser);
         paused_ = false;
     }
     in_message_ = false;
@@ -325,6 +543,7 @@ void HttpParser::done()
     } else if (parsed_ > buf_.size() / 2) {
         compact(parsed_);
     }
+    start_scan(parsed_);
 }
 
 } // namespace ferry::server

@@ -36,43 +36,29 @@ awaitable<bool> flush(Conn &conn, tcp::socket &sock, std::string &out, conf::Dur
     co_return ok;
 }
 
-bool starts_with(std::string_view s, std::string_view p)
-{
-    return s.substr(0, p.size()) == p;
-}
-
 void build_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
                    std::string_view default_host)
 {
     ctx.remote_addr = remote;
     ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
     ctx.method = req.method;
+    // The parser validated the target form and the Host value (RFC 9110 uri-host [":" port]): nothing
+    // from either can change the path PHP routes on.
     std::string_view target = req.target;
-    if (auto h = target.find('#'); h != std::string_view::npos)
-        target = target.substr(0, h);
-    if (starts_with(target, "http://") || starts_with(target, "https://")) {
+    if (req.form == TargetForm::absolute) {
         ctx.uri.assign(target);
-    } else if (req.method == "CONNECT") {
-        ctx.uri.assign("http://");
-        ctx.uri.append(target); // authority-form
     } else {
         std::string_view host = req.header("Host");
         if (host.empty())
             host = default_host;
         ctx.uri.assign("http://");
         ctx.uri.append(host);
-        if (!target.empty() && target[0] != '/')
-            ctx.uri += '/';
-        if (target != "*")
+        if (req.form == TargetForm::origin)
             ctx.uri.append(target);
     }
     ctx.raw_query.clear();
-    if (auto q = target.find('?'); q != std::string_view::npos) {
-        std::string_view query = target.substr(q + 1);
-        if (auto h = query.find('#'); h != std::string_view::npos)
-            query = query.substr(0, h);
-        ctx.raw_query.assign(query);
-    }
+    if (auto q = target.find('?'); q != std::string_view::npos)
+        ctx.raw_query.assign(target.substr(q + 1));
     // The context is reused from one request to the next: fields are assigned in place so their strings
     // and lists keep their capacity (no allocation per header on a keep-alive connection).
     ctx.cookies.clear();

@@ -209,6 +209,7 @@ int run(const conf::Config &cfg)
     pool::Pool pool(io, popt);
 
     Runtime rt(io, cfg, pool);
+    rt.state.limits.max_request_line = cfg.http.max_request_line;
     rt.state.limits.max_header_size = cfg.http.max_header_size;
     rt.state.limits.max_body_size = cfg.http.max_request_size;
 

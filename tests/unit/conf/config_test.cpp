@@ -78,6 +78,7 @@ http:
   max_request_size: 16
   internal_error_code: 502
   limits:
+    max_request_line: 4KB
     max_header_size: 32KB
     max_pipelined: 4
   timeouts:
@@ -111,6 +112,7 @@ TEST(ConfLoad, EveryKeyParsed)
     EXPECT_EQ(c.http.address, "0.0.0.0:9000");
     EXPECT_EQ(c.http.max_request_size, 16u * 1024 * 1024);
     EXPECT_EQ(c.http.internal_error_code, 502);
+    EXPECT_EQ(c.http.max_request_line, 4u * 1024);
     EXPECT_EQ(c.http.max_header_size, 32u * 1024);
     EXPECT_EQ(c.http.max_pipelined, 4u);
     EXPECT_EQ(c.http.read_header_timeout, 5s);
@@ -135,6 +137,7 @@ TEST(ConfLoad, Defaults)
     EXPECT_EQ(c.http.address, "127.0.0.1:8080");
     EXPECT_EQ(c.http.max_request_size, 1ull << 30);
     EXPECT_EQ(c.http.internal_error_code, 500);
+    EXPECT_EQ(c.http.max_request_line, 8192u);
     EXPECT_EQ(c.http.max_header_size, 65536u);
     EXPECT_EQ(c.http.max_pipelined, 16u);
     EXPECT_EQ(c.http.read_header_timeout, 10s);

@@ -36,6 +36,7 @@ struct HttpConfig {
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
     // Ferry's own limits (documented in README):
+    std::uint64_t max_request_line = 8 * 1024;               // http.limits.max_request_line (414 beyond)
     std::uint64_t max_header_size = 64 * 1024;               // http.limits.max_header_size (bytes or "64KB")
     unsigned max_pipelined = 16;                             // http.limits.max_pipelined
     Duration read_header_timeout = std::chrono::seconds(10); // http.timeouts.read_header

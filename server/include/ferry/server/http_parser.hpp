@@ -1,6 +1,8 @@
 // HTTP/1.1 request parser over llhttp that owns its input buffer (design §4). No llhttp type leaks here.
 #pragma once
 
+#include "ferry/server/http_grammar.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,15 +14,20 @@
 
 namespace ferry::server {
 
+class ChunkedDecoder;
+
 struct Limits {
-    std::size_t max_header_size = 64 * 1024;  // request line + headers
+    std::size_t max_request_line = 8 * 1024;  // request line alone: 414 beyond it
+    std::size_t max_header_size = 64 * 1024;  // request line + headers: 431 beyond it
     std::uint64_t max_body_size = 1ull << 30; // decoded body
     std::size_t max_headers = 256;
 };
 
 struct Request {
     std::string method;
-    std::string target; // as received: /path?query
+    std::string target; // as received: /path?query (origin-form) or http://host/path (absolute-form)
+    TargetForm form = TargetForm::origin;
+    std::string authority; // absolute-form: host[:port] from the target, which replaces Host
     int version_major = 1;
     int version_minor = 1;
     std::vector<std::pair<std::string, std::string>> headers; // names as received, in order
@@ -73,6 +80,15 @@ private:
     void reset_message();
     void compact(std::size_t keep_from);
     int fail(int status, std::string message);
+    // Strict checks llhttp 8.1 does not make (it predates the bare-CR fix of CVE-2023-30589): every line
+    // of the head ends in CRLF, no bare CR or LF, no control byte but HTAB, no obs-fold, and the request
+    // line is exactly `token SP target SP HTTP/1.x`. Runs over the head before llhttp sees it.
+    bool scan_head();
+    bool check_request_line(std::size_t from, std::size_t to);
+    void start_scan(std::size_t at);
+    // The body is framed here, not by llhttp (it parses the head only): Content-Length bytes, or
+    // ChunkedDecoder. Returns false on an error.
+    bool read_body();
 
     struct LL;
     std::unique_ptr<LL> ll_;
@@ -97,6 +113,13 @@ private:
     bool in_message_ = false, headers_done_ = false, complete_ = false, continue_reported_ = false;
     bool last_was_value_ = false, paused_ = false;
     std::size_t head_bytes_ = 0;
+    // scan_head() state: offsets into buf_ (shifted by compact()).
+    std::size_t scan_pos_ = 0, line_start_ = 0, head_end_ = 0;
+    bool scan_cr_ = false, head_scanned_ = false, request_line_seen_ = false;
+    // Body framing of the current request.
+    enum class BodyKind { none, length, chunked } body_kind_ = BodyKind::none;
+    std::uint64_t body_left_ = 0;
+    std::unique_ptr<ChunkedDecoder> chunked_; // created on the first chunked request
     Span url_;
     std::vector<HeaderSpan> spans_;
     Request req_;
