@@ -34,9 +34,9 @@ constexpr std::string_view unsupported_server[] = {"on_init", "after_init", "use
 constexpr std::string_view unsupported_http[] = {
     "middleware", "static", "uploads", "raw_body", "access_logs", "trusted_subnets", "headers",
     "gzip",       "ssl",    "fcgi",    "http2",    "http3",       "new_relic",       "cache"};
-constexpr std::string_view unsupported_pool[] = {"supervisor",       "max_queue_size", "reset_timeout",
-                                                 "stream_timeout",   "debug",          "command",
-                                                 "dynamic_allocator"};
+constexpr std::string_view unsupported_supervisor[] = {"watch_tick", "ttl", "idle_ttl", "max_worker_memory"};
+constexpr std::string_view unsupported_pool[] = {"max_queue_size", "reset_timeout", "stream_timeout",
+                                                 "debug",          "command",       "dynamic_allocator"};
 
 // Optimal string alignment distance (Levenshtein + adjacent transpositions), for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b)
@@ -613,6 +613,21 @@ void Loader::read_http(const YAML::Node &node, const std::string &path)
                               [&](const YAML::Node &v, const std::string &k) {
                                   pool.destroy_timeout = duration(v, k);
                               }},
+                             {"supervisor",
+                              [&](const YAML::Node &v, const std::string &k) {
+                                  section(v, k,
+                                          {
+                                              {"exec_ttl",
+                                               [&](const YAML::Node &x, const std::string &q) {
+                                                   pool.exec_ttl = duration(x, q);
+                                               }},
+                                              {"exec_warn",
+                                               [&](const YAML::Node &x, const std::string &q) {
+                                                   pool.exec_warn = duration(x, q);
+                                               }},
+                                          },
+                                          unsupported_supervisor);
+                              }},
                          },
                          unsupported_pool);
              }},
@@ -777,6 +792,10 @@ std::string dump(const Config &config)
         << detail::format_duration(http.pool.allocate_timeout);
     out << YAML::Key << "destroy_timeout" << YAML::Value
         << detail::format_duration(http.pool.destroy_timeout);
+    out << YAML::Key << "supervisor" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "exec_ttl" << YAML::Value << detail::format_duration(http.pool.exec_ttl);
+    out << YAML::Key << "exec_warn" << YAML::Value << detail::format_duration(http.pool.exec_warn);
+    out << YAML::EndMap;
     out << YAML::EndMap;
     out << YAML::EndMap;
 

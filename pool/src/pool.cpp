@@ -46,7 +46,8 @@ struct Waiter {
     explicit Waiter(asio::io_context &io) : timer(io) {}
     asio::steady_timer timer;
     WorkerPtr worker;
-    std::string failure; // set when the pool gave up on this waiter (shutdown, boot failures)
+    std::string failure;      // set when the pool gave up on this waiter (shutdown, boot failures)
+    bool client_gone = false; // the client's connection failed while it waited
 };
 
 } // namespace
@@ -71,8 +72,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     unsigned boot_failures = 0;       // consecutive
     std::string last_boot_error;
     bool shutting_down = false;
+    clock::time_point stop_deadline = clock::time_point::max();
     std::uint64_t spawned_total = 0;
     std::uint64_t recycled_total = 0;
+    std::uint64_t dropped_total = 0; // requests dropped because their client left while they waited
+    asio::steady_timer supervisor_timer{io};
     std::mt19937 rng;
 
     // ---- bookkeeping -------------------------------------------------------------------------
@@ -165,6 +169,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
     void release(const WorkerPtr &w)
     {
+        w->exec_ctx = nullptr;
         ++w->jobs;
         if (w->max_jobs != 0 && w->jobs >= w->max_jobs && !w->retire) {
             w->retire = true;
@@ -181,6 +186,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
 
     void start_stop(const WorkerPtr &w)
     {
+        w->exec_ctx = nullptr;
         if (w->state == State::stopping || w->state == State::dead)
             return;
         remove_idle(w);
@@ -192,6 +198,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     // The worker broke mid-request or at boot: kill it now; the reaper replaces it.
     void kill_broken(const WorkerPtr &w)
     {
+        w->exec_ctx = nullptr;
         remove_idle(w);
         if (w->state != State::dead)
             w->state = State::stopping;
@@ -235,6 +242,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
         w->exited = true;
         w->wait_status = status;
+        w->kill_group(); // what it started (exec('sleep 600 &')) ends with it
         remove_idle(w);
         // A working worker's request notices EOF on its stdout and answers 502 itself.
         if (w->state != State::working)
@@ -278,24 +286,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             log::info("worker", prefix + pending);
     }
 
-    // Arms `deadline` to cancel the worker's pipe I/O after `limit`, setting `fired`; cancel the timer when
-    // done. `fired` must outlive the timer (both are locals of the caller's frame).
-    static void cancel_io_at(asio::steady_timer &deadline, const WorkerPtr &w,
-                             std::chrono::milliseconds limit, bool &fired)
-    {
-        deadline.expires_after(limit);
-        deadline.async_wait([weak = std::weak_ptr<Worker>(w), &fired](error_code ec) {
-            if (ec)
-                return;
-            fired = true;
-            if (auto s = weak.lock()) {
-                error_code ignored;
-                s->out.cancel(ignored);
-                s->in.cancel(ignored);
-            }
-        });
-    }
-
     // Waits for the process to exit, up to `limit`. True if it exited.
     static awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit)
     {
@@ -312,16 +302,20 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             // Exponential back-off: a crash storm must not become a spawn storm.
             unsigned shift = std::min(self->boot_failures - 1, 7u);
             auto delay = std::chrono::milliseconds(100) * (1u << shift); // 100 ms .. 12.8 s
+            auto until_t = clock::now() + delay;
             asio::steady_timer t(self->io);
-            t.expires_after(delay);
-            co_await t.async_wait(nothrow);
+            while (!self->shutting_down && clock::now() < until_t) { // a stop does not wait for the back-off
+                t.expires_after(
+                    std::min<clock::duration>(until_t - clock::now(), std::chrono::milliseconds(50)));
+                co_await t.async_wait(nothrow);
+            }
         }
         if (self->shutting_down) {
             --self->spawning;
             self->poke();
             co_return;
         }
-        auto w = std::make_shared<Worker>(self->io);
+        auto w = std::make_shared<Worker>(self->io, self->opt.max_frame_payload);
         try {
             w->pid = detail::spawn(self->exe, self->args, self->env, w->in, w->out, w->err);
         } catch (const std::exception &e) {
@@ -331,6 +325,14 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
         ++self->spawned_total;
         self->workers.emplace(w->pid, w);
+        w->on_unexpected = [weak_self = std::weak_ptr<Impl>(self),
+                            weak_w = std::weak_ptr<Worker>(w)](const std::string &what) {
+            auto s = weak_self.lock();
+            auto wp = weak_w.lock();
+            if (s && wp)
+                s->unexpected_output(wp, what);
+        };
+        w->start_reading();
         asio::co_spawn(self->io, read_stderr(w), log_exceptions{"worker stderr"});
         log::debug("pool", w->tag() + " spawned");
 
@@ -386,28 +388,28 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     // PID handshake (protocol.md §2): returns "" on success, else why it failed.
     awaitable<std::string> handshake(WorkerPtr w)
     {
-        asio::steady_timer deadline(io);
-        bool timed_out = false;
-        cancel_io_at(deadline, w, opt.boot_timeout, timed_out);
+        w->begin_exchange();
+        w->arm(opt.boot_timeout);
         std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
                                                 "{\"pid\":" + std::to_string(::getpid()) + "}");
         if (!co_await w->write_all(hello)) {
-            deadline.cancel();
-            co_return timed_out ? "no handshake within boot timeout"
-                                : "it closed its stdin before the handshake";
+            w->disarm();
+            co_return "it closed its stdin before the handshake";
         }
         relay::FrameHeader h;
         std::string_view payload;
         std::string err;
-        bool ok = co_await w->read_frame(h, payload, err, opt.max_frame_payload);
-        deadline.cancel();
+        bool ok = co_await w->next_frame(h, payload, err);
+        w->disarm();
         if (!ok) {
-            if (timed_out)
+            if (w->error_kind() == ChannelError::timed_out)
                 co_return "no PID handshake within " + std::to_string(opt.boot_timeout.count()) + " ms";
             co_return err;
         }
         std::string reply(payload);
-        w->consume_frame();
+        std::string leftover;
+        if (!w->end_exchange(leftover))
+            co_return "it wrote more than the handshake reply: " + leftover;
         if (h.flags & relay::flag::error)
             co_return "it answered the handshake with an error: " + reply;
         if (!(h.flags & relay::flag::control))
@@ -429,10 +431,13 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     {
         static const std::string stop =
             relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, stop_request_payload);
+        auto deadline = std::min(clock::now() + self->opt.destroy_timeout, self->stop_deadline);
         if (!w->exited)
             co_await w->write_all(stop);
-        if (co_await wait_exit(w, self->opt.destroy_timeout))
+        if (co_await wait_exit(w, until(deadline)))
             co_return;
+        if (self->shutting_down)
+            co_return; // shutdown() kills what is left at its deadline and says so
         log::warn("pool", w->tag() + " did not stop within destroy_timeout, sending SIGTERM");
         w->signal(SIGTERM);
         if (co_await wait_exit(w, std::chrono::milliseconds(2000)))
@@ -442,21 +447,31 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         co_await wait_exit(w, std::chrono::milliseconds(5000));
     }
 
+    static std::chrono::milliseconds until(clock::time_point t)
+    {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - clock::now());
+        return std::max(left, std::chrono::milliseconds(0));
+    }
+
     // ---- allocation --------------------------------------------------------------------------
 
-    awaitable<WorkerPtr> acquire(std::string &why)
+    awaitable<WorkerPtr> acquire(std::string &why, StreamSink *client)
     {
         if (shutting_down) {
             why = "server is shutting down";
             co_return nullptr;
         }
-        if (!idle.empty()) {
+        while (!idle.empty()) {
             // Most recently used first (warm caches), but a worker past max_jobs only when no other is idle:
             // it serves only while its replacement boots.
             auto it = std::find_if(idle.rbegin(), idle.rend(), [](const WorkerPtr &c) { return !c->retire; });
             auto pick = it != idle.rend() ? std::prev(it.base()) : std::prev(idle.end());
             WorkerPtr w = std::move(*pick);
             idle.erase(pick);
+            if (w->broken()) { // its stdout closed while idle: it is exiting
+                kill_broken(w);
+                continue;
+            }
             w->state = State::working;
             co_return w;
         }
@@ -464,18 +479,34 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             why = "no worker available: " + last_boot_error;
             co_return nullptr;
         }
-        Waiter wt(io);
-        wt.timer.expires_after(opt.allocate_timeout);
-        waiters.push_back(&wt);
-        co_await wt.timer.async_wait(nothrow);
-        if (wt.worker)
-            co_return std::move(wt.worker);
-        auto it = std::find(waiters.begin(), waiters.end(), &wt);
+        auto wt = std::make_shared<Waiter>(io);
+        wt->timer.expires_after(opt.allocate_timeout);
+        waiters.push_back(wt.get());
+        if (client) {
+            // A client that resets its connection while its request waits: drop the request.
+            client->watch_client([weak = std::weak_ptr<Waiter>(wt)] {
+                if (auto p = weak.lock(); p && !p->worker) {
+                    p->client_gone = true;
+                    p->timer.cancel();
+                }
+            });
+        }
+        co_await wt->timer.async_wait(nothrow);
+        if (client)
+            client->unwatch_client();
+        if (wt->worker)
+            co_return std::move(wt->worker); // exec() checks broken(): output may have arrived since
+        auto it = std::find(waiters.begin(), waiters.end(), wt.get());
         if (it != waiters.end())
             waiters.erase(it);
-        why = !wt.failure.empty() ? wt.failure
-                                  : "no free worker within allocate_timeout (" +
-                                        std::to_string(opt.allocate_timeout.count()) + " ms)";
+        if (wt->client_gone) {
+            ++dropped_total;
+            why = "the client went away while its request waited for a worker";
+        } else {
+            why = !wt->failure.empty() ? wt->failure
+                                       : "no free worker within allocate_timeout (" +
+                                             std::to_string(opt.allocate_timeout.count()) + " ms)";
+        }
         co_return nullptr;
     }
 
@@ -483,14 +514,24 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                            StreamSink *sink)
     {
         Result res;
+        unsigned skipped_broken = 0;
         // A worker may ask to stop instead of answering: the same request goes to another worker.
         for (unsigned attempt = 0; attempt <= opt.num_workers + 1; ++attempt) {
             std::string why;
-            WorkerPtr w = co_await acquire(why);
+            auto dropped_before = dropped_total;
+            WorkerPtr w = co_await acquire(why, sink);
             if (!w) {
-                res.outcome = Outcome::no_worker;
+                res.outcome = dropped_total != dropped_before ? Outcome::client_gone : Outcome::no_worker;
                 res.message = why;
                 co_return res;
+            }
+            if (w->broken()) {
+                // It wrote more after its last reply (seen by the read that follows every reply, before this
+                // request was written): retired, and this request goes to another worker.
+                kill_broken(w);
+                if (++skipped_broken <= 2 * opt.num_workers)
+                    --attempt; // not the worker's refusal: does not count against the retry bound
+                continue;
             }
             res.worker_pid = w->pid;
             w->wbuf.clear();
@@ -503,6 +544,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                                      std::span<const std::uint32_t>(&ctx_len, 1));
             std::array<asio::const_buffer, 3> bufs{asio::buffer(head, head_len), asio::buffer(w->wbuf),
                                                    asio::buffer(body.data(), body.size())};
+            w->begin_exchange();
+            w->exec_ctx = &ctx;
+            w->exec_started = clock::now();
+            w->exec_warned = false;
             error_code wec = co_await write_all_fast(w->in, bufs);
             if (wec) {
                 // The worker died before it could read the request (e.g. while idle, its exit not reaped
@@ -530,6 +575,36 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         kill_broken(w);
     }
 
+    // The supervisor failed the exchange (exec_ttl): the client gets its 504 before the worker is killed.
+    void exec_timed_out(const WorkerPtr &w, Result &res, const std::string &why)
+    {
+        res.outcome = Outcome::timed_out;
+        res.message = w->tag() + ": " + why;
+        asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w); });
+    }
+
+    // The last frame of a reply is handled: close the exchange and release the worker, or retire it when it
+    // wrote more than one reply (those bytes go to nobody).
+    void finish(const WorkerPtr &w)
+    {
+        std::string leftover;
+        if (!w->end_exchange(leftover)) {
+            log::error("pool", w->tag() + " wrote " + leftover + "; retiring it");
+            kill_broken(w);
+            return;
+        }
+        release(w);
+    }
+
+    // Output that no request asked for (see Worker::on_unexpected).
+    void unexpected_output(const WorkerPtr &w, const std::string &what)
+    {
+        if (w->state == State::stopping || w->state == State::dead || shutting_down)
+            return;
+        log::error("pool", w->tag() + " wrote " + what + "; retiring it");
+        kill_broken(w);
+    }
+
     awaitable<void> read_reply(WorkerPtr w, Result &res, std::string &body_out, StreamSink *sink, bool &retry)
     {
         bool head_set = false;
@@ -537,16 +612,18 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             relay::FrameHeader h;
             std::string_view payload;
             std::string err;
-            if (!co_await w->read_frame(h, payload, err, opt.max_frame_payload)) {
-                crashed(w, res, err);
+            if (!co_await w->next_frame(h, payload, err)) {
+                if (w->error_kind() == ChannelError::timed_out)
+                    exec_timed_out(w, res, err);
+                else
+                    crashed(w, res, err);
                 co_return;
             }
             if (h.flags & relay::flag::error) {
                 res.outcome = Outcome::worker_error;
                 res.message = std::string(payload);
-                w->consume_frame();
                 log::error("pool", w->tag() + " answered with an error: " + res.message);
-                release(w);
+                finish(w);
                 co_return;
             }
             if (h.option_count != 1 || h.options[0] > h.payload_size) {
@@ -563,10 +640,15 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             std::string_view body = payload.substr(h.options[0]);
             bool more = (h.stream & relay::stream::more) != 0;
             if (!more && !head_set && ctx == stop_request_payload && body.empty()) {
-                w->consume_frame();
                 log::debug("pool", w->tag() + " asked to stop; the request goes to another worker");
                 ++recycled_total;
-                start_stop(w);
+                std::string leftover;
+                if (!w->end_exchange(leftover)) {
+                    log::error("pool", w->tag() + " wrote " + leftover + "; retiring it");
+                    kill_broken(w);
+                } else {
+                    start_stop(w);
+                }
                 retry = true;
                 co_return;
             }
@@ -577,11 +659,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                     res.outcome = Outcome::worker_error;
                     res.message = w->tag() + ": bad response context: " + derr;
                     log::error("pool", res.message);
-                    w->consume_frame();
                     if (more)
                         kill_broken(w); // the rest of its stream would be read as the next reply
                     else
-                        release(w);
+                        finish(w);
                     co_return;
                 }
                 if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
@@ -596,9 +677,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 head_set = true;
                 if (!more) { // the whole response in one frame: the common case
                     body_out.assign(body.data(), body.size());
-                    w->consume_frame();
                     res.outcome = Outcome::ok;
-                    release(w);
+                    finish(w);
                     co_return;
                 }
                 res.streamed = sink != nullptr;
@@ -608,6 +688,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 keep_going = co_await sink->on_chunk(res.response, body, !more);
             } else {
                 body_out.append(body.data(), body.size());
+            }
+            if (!more) {
+                res.outcome = Outcome::ok;
+                finish(w);
+                co_return;
             }
             w->consume_frame();
             if (!keep_going) {
@@ -622,11 +707,6 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                     co_return;
                 }
             }
-            if (!more) {
-                res.outcome = Outcome::ok;
-                release(w);
-                co_return;
-            }
         }
     }
 
@@ -640,25 +720,70 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             kill_broken(w);
             co_return;
         }
-        asio::steady_timer deadline(io);
-        bool timed_out = false;
-        cancel_io_at(deadline, w, opt.destroy_timeout, timed_out);
+        w->arm(opt.destroy_timeout);
         for (;;) {
             relay::FrameHeader h;
             std::string_view payload;
             std::string err;
-            if (!co_await w->read_frame(h, payload, err, opt.max_frame_payload)) {
+            if (!co_await w->next_frame(h, payload, err)) {
+                w->disarm();
+                log::warn("pool", w->tag() + " did not end its stream after STOP: " + err);
                 kill_broken(w);
-                break;
+                co_return;
             }
-            w->consume_frame();
             // No PONG after STOP: the worker takes STOP as the answer to its next PING and ends the stream.
             if (!(h.stream & relay::stream::more)) {
-                release(w);
-                break;
+                w->disarm();
+                finish(w);
+                co_return;
+            }
+            w->consume_frame();
+        }
+    }
+
+    // ---- supervision -------------------------------------------------------------------------
+
+    // One coarse ticker for every busy worker: the slow-request warning and exec_ttl. Nothing per request
+    // but a clock read.
+    static awaitable<void> supervise(std::shared_ptr<Impl> self)
+    {
+        using std::chrono::milliseconds;
+        auto tick = milliseconds(1000);
+        for (auto limit : {self->opt.exec_ttl, self->opt.exec_warn})
+            if (limit.count() > 0)
+                tick = std::min(tick, std::max(milliseconds(10), limit / 4));
+        asio::steady_timer &t = self->supervisor_timer;
+        while (!self->shutting_down) {
+            t.expires_after(tick);
+            co_await t.async_wait(nothrow);
+            auto now = clock::now();
+            std::vector<WorkerPtr> expired;
+            for (auto &[pid, w] : self->workers) {
+                if (w->state != State::working || !w->exec_ctx)
+                    continue;
+                auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec_started);
+                if (self->opt.exec_ttl.count() > 0 && ran >= self->opt.exec_ttl) {
+                    expired.push_back(w);
+                } else if (self->opt.exec_warn.count() > 0 && ran >= self->opt.exec_warn && !w->exec_warned) {
+                    w->exec_warned = true;
+                    log::warn("pool", w->tag() + " has been running " + describe_request(*w->exec_ctx) +
+                                          " for " + std::to_string(ran.count()) + " ms (over exec_warn)");
+                }
+            }
+            for (auto &w : expired) {
+                std::string why = "request ran longer than exec_ttl (" +
+                                  std::to_string(self->opt.exec_ttl.count()) +
+                                  " ms): " + describe_request(*w->exec_ctx);
+                log::error("pool", w->tag() + ": " + why + "; answering 504 and killing the worker");
+                w->exec_ctx = nullptr;
+                w->expire(why);
             }
         }
-        deadline.cancel();
+    }
+
+    static std::string describe_request(const relay::RequestContext &c)
+    {
+        return c.method + " " + relay::printable(c.uri, 200);
     }
 
     awaitable<std::string> start()
@@ -673,6 +798,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         extra.insert(extra.end(), opt.env.begin(), opt.env.end());
         env = detail::build_environment(extra);
         asio::co_spawn(io, reap(shared_from_this()), log_exceptions{"reaper"});
+        asio::co_spawn(io, supervise(shared_from_this()), log_exceptions{"supervisor"});
         maintain();
         for (;;) {
             if (shutting_down)
@@ -686,9 +812,12 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
     }
 
-    awaitable<void> shutdown()
+    // Stops every worker by `deadline`: idle ones get the stop frame now, busy ones when their request is
+    // done; whatever still runs at the deadline is killed, with a log line each.
+    awaitable<void> shutdown(clock::time_point deadline)
     {
         shutting_down = true;
+        stop_deadline = deadline;
         fail_waiters("server is shutting down");
         std::vector<WorkerPtr> all;
         for (auto &[pid, w] : workers)
@@ -701,15 +830,37 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             else if (w->state == State::spawning)
                 w->signal(SIGTERM);
         }
-        auto deadline = clock::now() + opt.destroy_timeout + std::chrono::seconds(8);
         while ((!workers.empty() || spawning > 0) && clock::now() < deadline) {
             state_changed.expires_after(std::chrono::milliseconds(20));
             co_await state_changed.async_wait(nothrow);
         }
-        for (auto &[pid, w] : workers)
+        auto budget = std::to_string(opt.destroy_timeout.count());
+        for (auto &[pid, w] : workers) {
+            log::warn("pool", w->tag() + " still " + state_name(w->state) +
+                                  " at the stop deadline (destroy_timeout " + budget + " ms): killing it");
             w->signal(SIGKILL);
+        }
+        auto reap_by = clock::now() + std::chrono::seconds(1);
+        while (!workers.empty() && clock::now() < reap_by) {
+            state_changed.expires_after(std::chrono::milliseconds(10));
+            co_await state_changed.async_wait(nothrow);
+        }
         error_code ignored;
         sigchld.cancel(ignored);
+        supervisor_timer.cancel();
+        if (dropped_total > 0)
+            log::info("pool",
+                      std::to_string(dropped_total) +
+                          " queued request(s) were not executed: their client left while they waited");
+    }
+
+    void kill_all(const std::string &why)
+    {
+        shutting_down = true;
+        for (auto &[pid, w] : workers) {
+            log::warn("pool", w->tag() + ": " + why + ", killing it");
+            w->signal(SIGKILL);
+        }
     }
 };
 
@@ -737,9 +888,19 @@ awaitable<Result> Pool::exec(const relay::RequestContext &ctx, std::string_view 
     return impl_->exec(ctx, body, body_out, sink);
 }
 
+awaitable<void> Pool::shutdown(std::chrono::steady_clock::time_point deadline)
+{
+    return impl_->shutdown(deadline);
+}
+
 awaitable<void> Pool::shutdown()
 {
-    return impl_->shutdown();
+    return impl_->shutdown(std::chrono::steady_clock::now() + impl_->opt.destroy_timeout);
+}
+
+void Pool::kill_all(const std::string &why)
+{
+    impl_->kill_all(why);
 }
 
 std::vector<WorkerInfo> Pool::workers() const
@@ -763,6 +924,10 @@ std::uint64_t Pool::spawned_total() const
 std::uint64_t Pool::recycled_total() const
 {
     return impl_->recycled_total;
+}
+std::uint64_t Pool::dropped_total() const
+{
+    return impl_->dropped_total;
 }
 
 } // namespace pool

@@ -26,8 +26,8 @@ struct child_setup {
     bp::error_code on_exec_setup(bp::posix::default_launcher &, const bp::filesystem::path &,
                                  const char *const *)
     {
-        ::setpgid(0, 0); // own process group: a terminal's Ctrl-C goes to the server only
-        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        ::setpgid(0, 0);                    // own process group: a terminal's Ctrl-C goes to the server only
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL); // SIGKILL: a worker ignoring SIGTERM must not outlive us
         if (::getppid() != parent)
             ::_exit(127); // the server died before prctl
         // Asio's signal handling and SIGPIPE=SIG_IGN must not leak into PHP.

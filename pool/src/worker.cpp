@@ -10,7 +10,20 @@ namespace ferry::pool {
 
 namespace {
 constexpr std::size_t initial_read_buffer = 16 * 1024;
+
+// Unexpected stdout bytes for a log line: a frame is shown with its flags and payload, anything else as is.
+std::string describe_output(std::string_view bytes, std::uint32_t max_payload)
+{
+    relay::FrameHeader h;
+    auto r = relay::decode_header(bytes, h, max_payload);
+    std::string out = std::to_string(bytes.size()) + " byte(s): ";
+    if (r.status != relay::DecodeStatus::ok)
+        return out + "\"" + relay::printable(bytes, 160) + "\"";
+    std::string_view payload = bytes.substr(std::min(bytes.size(), h.size()));
+    return out + "a frame (flags " + std::to_string(h.flags) + ", " + std::to_string(h.payload_size) +
+           "-byte payload \"" + relay::printable(payload.substr(0, h.payload_size), 160) + "\")";
 }
+} // namespace
 
 const char *state_name(State s)
 {
@@ -41,54 +54,213 @@ std::string describe_status(int status)
     return "ended with status " + std::to_string(status);
 }
 
-awaitable<bool> Worker::read_frame(relay::FrameHeader &h, std::string_view &payload, std::string &error,
-                                   std::uint32_t max_payload)
+Worker::Worker(asio::io_context &io, std::uint32_t max_payload)
+    : in(io), out(io), err(io), exit_timer(io), max_payload_(max_payload), deadline_(io)
 {
-    for (;;) {
-        std::string_view avail(rbuf_.data() + rpos_, rend_ - rpos_);
-        auto r = relay::decode_header(avail, h, max_payload);
-        if (r.status == relay::DecodeStatus::error) {
-            error = r.error;
-            co_return false;
-        }
-        if (r.status == relay::DecodeStatus::ok && avail.size() >= r.needed) {
-            payload = avail.substr(h.size(), h.payload_size);
-            frame_end_ = rpos_ + r.needed;
-            co_return true;
-        }
-        std::size_t needed = std::max(r.needed, avail.size() + 1);
-        if (rpos_ > 0 && rpos_ + needed > rbuf_.size()) {
-            std::memmove(rbuf_.data(), rbuf_.data() + rpos_, avail.size());
-            rend_ = avail.size();
-            rpos_ = 0;
-        }
-        if (needed > rbuf_.size())
-            rbuf_.resize(std::max(needed, rbuf_.size() * 2));
-        auto [ec, n] =
-            co_await out.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_), nothrow);
-        if (ec) {
-            if (ec == asio::error::eof)
-                error = avail.empty() ? "worker closed its stdout"
-                                      : "worker closed its stdout in the middle of a frame after: \"" +
-                                            relay::printable(avail) + "\"";
-            else
-                error = "reading from worker failed: " + ec.message();
-            co_return false;
-        }
-        rend_ += n;
+    rbuf_.data.reset(new char[initial_read_buffer]);
+    rbuf_.capacity = initial_read_buffer;
+}
+
+Worker::~Worker() = default;
+
+void Worker::start_reading()
+{
+    read_more();
+}
+
+void Worker::read_more()
+{
+    if (reading_ || frame_ready_ || failure_ != ChannelError::none)
+        return;
+    if (rend_ == rbuf_.capacity)
+        ensure_capacity(rend_ - rpos_ + 1);
+    reading_ = true;
+    out.async_read_some(asio::buffer(rbuf_.data.get() + rend_, rbuf_.capacity - rend_),
+                        [self = shared_from_this()](error_code ec, std::size_t n) { self->on_read(ec, n); });
+}
+
+void Worker::on_read(error_code ec, std::size_t n)
+{
+    reading_ = false;
+    if (ec) {
+        std::string_view avail(rbuf_.data.get() + rpos_, rend_ - rpos_);
+        if (ec != asio::error::eof)
+            fail(ChannelError::closed, "reading from the worker failed: " + ec.message());
+        else if (avail.empty())
+            fail(ChannelError::closed, "worker closed its stdout");
+        else
+            fail(ChannelError::closed, "worker closed its stdout in the middle of a frame after: \"" +
+                                           relay::printable(avail) + "\"");
+        return;
     }
+    rend_ += n;
+    parse();
+}
+
+void Worker::parse()
+{
+    std::string_view avail(rbuf_.data.get() + rpos_, rend_ - rpos_);
+    if (!expecting_) {
+        if (avail.empty()) {
+            read_more();
+            return;
+        }
+        // Nobody asked: a second response, a late frame, a stray echo. Never hand it to a request.
+        std::string what = "on stdout while no request was in flight " + describe_output(avail, max_payload_);
+        failure_ = ChannelError::not_a_frame;
+        error_ = what;
+        if (on_unexpected)
+            on_unexpected(what);
+        return;
+    }
+    auto r = relay::decode_header(avail, hdr_, max_payload_);
+    if (r.status == relay::DecodeStatus::error) {
+        fail(ChannelError::not_a_frame, r.error);
+        return;
+    }
+    if (r.status == relay::DecodeStatus::ok && avail.size() >= r.needed) {
+        frame_end_ = rpos_ + r.needed;
+        frame_ready_ = true;
+        notify();
+        return;
+    }
+    ensure_capacity(std::max(r.needed, avail.size() + 1));
+    read_more();
+}
+
+void Worker::ensure_capacity(std::size_t needed)
+{
+    std::size_t have = rend_ - rpos_;
+    if (rpos_ + needed <= rbuf_.capacity)
+        return;
+    if (needed <= rbuf_.capacity) {
+        std::memmove(rbuf_.data.get(), rbuf_.data.get() + rpos_, have);
+    } else {
+        // A frame whose size is known gets exactly its size (no doubling, no zero-filling of a large body).
+        std::size_t cap = std::max(needed, std::min<std::size_t>(2 * rbuf_.capacity, 1 << 20));
+        std::unique_ptr<char[]> fresh(new char[cap]);
+        std::memcpy(fresh.get(), rbuf_.data.get() + rpos_, have);
+        rbuf_.data = std::move(fresh);
+        rbuf_.capacity = cap;
+    }
+    frame_end_ -= std::min(frame_end_, rpos_);
+    rpos_ = 0;
+    rend_ = have;
+}
+
+void Worker::fail(ChannelError kind, std::string error)
+{
+    if (failure_ != ChannelError::none)
+        return;
+    failure_ = kind;
+    error_ = std::move(error);
+    notify();
+}
+
+void Worker::notify()
+{
+    if (!waiter_)
+        return;
+    // Resumes the waiting exchange inline: we are on its io_context's thread, inside a completion handler.
+    auto w = std::move(waiter_);
+    w->resume();
+}
+
+void Worker::begin_exchange()
+{
+    expecting_ = true;
+}
+
+awaitable<bool> Worker::next_frame(relay::FrameHeader &h, std::string_view &payload, std::string &error)
+{
+    if (!frame_ready_ && failure_ == ChannelError::none)
+        co_await asio::async_initiate<decltype(nothrow), void()>(
+            [this](auto handler) {
+                waiter_ = std::make_unique<ResumeWith<decltype(handler)>>(std::move(handler));
+            },
+            nothrow);
+    if (frame_ready_) {
+        h = hdr_;
+        payload = std::string_view(rbuf_.data.get() + rpos_ + h.size(), h.payload_size);
+        co_return true;
+    }
+    error = error_;
+    co_return false;
 }
 
 void Worker::consume_frame()
 {
+    frame_ready_ = false;
     rpos_ = frame_end_;
-    if (rpos_ == rend_) {
-        rpos_ = rend_ = 0;
-        if (rbuf_.size() > 1024 * 1024) {
-            rbuf_.resize(initial_read_buffer);
-            rbuf_.shrink_to_fit();
-        }
+    if (rpos_ == rend_)
+        rpos_ = rend_ = frame_end_ = 0;
+    parse();
+}
+
+bool Worker::end_exchange(std::string &leftover)
+{
+    frame_ready_ = false;
+    expecting_ = false;
+    rpos_ = frame_end_;
+    if (rpos_ < rend_) {
+        std::string_view rest(rbuf_.data.get() + rpos_, rend_ - rpos_);
+        leftover = "on stdout after its response " + describe_output(rest, max_payload_);
+        failure_ = ChannelError::not_a_frame;
+        error_ = leftover;
+        return false;
     }
+    rpos_ = rend_ = frame_end_ = 0;
+    if (rbuf_.capacity > 1024 * 1024) {
+        rbuf_.data.reset(new char[initial_read_buffer]);
+        rbuf_.capacity = initial_read_buffer;
+    }
+    read_more(); // watch stdout while idle
+    return true;
+}
+
+FrameBuffer Worker::take_frame(std::size_t &offset)
+{
+    FrameBuffer out_buf;
+    if (!frame_ready_ || frame_end_ != rend_)
+        return out_buf;
+    offset = rpos_ + hdr_.size();
+    out_buf = std::move(rbuf_);
+    rbuf_.data.reset(new char[initial_read_buffer]);
+    rbuf_.capacity = initial_read_buffer;
+    rpos_ = rend_ = frame_end_ = 0;
+    frame_ready_ = false;
+    return out_buf;
+}
+
+void Worker::arm(std::chrono::milliseconds limit)
+{
+    ++generation_;
+    if (limit.count() <= 0) {
+        deadline_.cancel();
+        return;
+    }
+    deadline_.expires_after(limit);
+    deadline_.async_wait([weak = weak_from_this(), generation = generation_](error_code ec) {
+        auto self = weak.lock();
+        // A handler of an earlier generation may run after disarm() (the timer had fired already): it must
+        // not touch the exchange that came next.
+        if (ec || !self || self->generation_ != generation)
+            return;
+        self->fail(ChannelError::timed_out,
+                   "no answer within " + std::to_string(self->deadline_limit_.count()) + " ms");
+    });
+    deadline_limit_ = limit;
+}
+
+void Worker::disarm()
+{
+    ++generation_;
+    deadline_.cancel();
+}
+
+void Worker::expire(std::string why)
+{
+    fail(ChannelError::timed_out, std::move(why));
 }
 
 awaitable<bool> Worker::write_all(const std::string &bytes)
@@ -103,6 +275,12 @@ void Worker::signal(int sig) const
         return;
     if (::kill(-pid, sig) != 0)
         ::kill(pid, sig);
+}
+
+void Worker::kill_group() const
+{
+    if (pid > 0)
+        ::kill(-pid, SIGKILL); // ESRCH when the group is empty: nothing to do
 }
 
 } // namespace ferry::pool

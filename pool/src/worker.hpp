@@ -10,10 +10,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace ferry::pool {
 
@@ -24,8 +24,24 @@ const char *state_name(State s);
 // "exited with code 3", "killed by signal 9 (SIGKILL)".
 std::string describe_status(int wait_status);
 
-struct Worker {
-    explicit Worker(asio::io_context &io) : in(io), out(io), err(io), exit_timer(io) {}
+// A frame's bytes in a heap block that can change owner without a copy (a large response body handed
+// from the worker's read buffer to the client connection).
+struct FrameBuffer {
+    std::unique_ptr<char[]> data;
+    std::size_t capacity = 0;
+};
+
+// Why a frame wait ended without a frame.
+enum class ChannelError {
+    none,
+    closed,      // EOF or a read error: the process is gone or closed its stdout
+    not_a_frame, // bytes that are not a Goridge frame (a stray echo, a PHP warning)
+    timed_out,   // the deadline armed with arm() passed
+};
+
+struct Worker : std::enable_shared_from_this<Worker> {
+    Worker(asio::io_context &io, std::uint32_t max_payload);
+    ~Worker();
 
     int pid = 0;
     State state = State::spawning;
@@ -46,18 +62,84 @@ struct Worker {
 
     std::string tag() const { return "worker " + std::to_string(pid); }
 
-    // Reads one whole frame; `payload` points into the read buffer until consume_frame(). False with `error`
-    // set on EOF, a read error, or bytes that are not a frame (quoted, e.g. a stray echo).
-    awaitable<bool> read_frame(relay::FrameHeader &h, std::string_view &payload, std::string &error,
-                               std::uint32_t max_payload);
+    // ---- the frame channel ---------------------------------------------------------------------------
+    // A read is outstanding on stdout for as long as the process lives, busy or idle, and costs no system
+    // call more than reading only when a reply is due. Bytes that arrive while no exchange expects them
+    // (a second response, a late frame, a stray echo) are reported through `on_unexpected` at once and
+    // are never given to a request.
+
+    // Called with a description of the bytes when output arrives while no exchange is open, or when an
+    // exchange ends with bytes left over. The worker is broken; the pool retires it.
+    std::function<void(const std::string &what)> on_unexpected;
+
+    // Starts the read loop (once, after spawning).
+    void start_reading();
+    // An exchange (handshake or request) begins: frames are expected until end_exchange().
+    void begin_exchange();
+    // Waits for the next whole frame. False with `error` set (and error_kind()) on EOF, non-frame bytes or a
+    // deadline. The frame stays valid until consume_frame().
+    awaitable<bool> next_frame(relay::FrameHeader &h, std::string_view &payload, std::string &error);
+    ChannelError error_kind() const { return failure_; }
+    // Releases the current frame; the next one may be read.
     void consume_frame();
+    // Releases the current frame and closes the exchange. False (and on_unexpected is NOT called: the
+    // caller decides) when bytes beyond the frame are already buffered: the worker wrote more than one reply.
+    bool end_exchange(std::string &leftover);
+    // Moves the current frame's buffer out without a copy when it holds nothing else (`offset` = where the
+    // payload starts); the channel continues with a fresh small buffer. Empty when it cannot.
+    FrameBuffer take_frame(std::size_t &offset);
+
+    // Fails the pending and future frame waits of this exchange with timed_out after `limit` (0 = never).
+    // Safe against the timer having fired but its handler not yet run: every arm()/disarm() starts a new
+    // generation, and a handler of an old one does nothing.
+    void arm(std::chrono::milliseconds limit);
+    void disarm();
+    // Fails the exchange in progress now with timed_out (the supervisor's exec_ttl).
+    void expire(std::string why);
+    bool broken() const { return failure_ != ChannelError::none; }
+
+    // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.
+    std::chrono::steady_clock::time_point exec_started;
+    const relay::RequestContext *exec_ctx = nullptr;
+    bool exec_warned = false;
+
     awaitable<bool> write_all(const std::string &bytes);
     // Signals the worker's process group (its children too); nothing once it has exited.
     void signal(int sig) const;
+    // After the process exited: ends what is left of its process group (a child it started).
+    void kill_group() const;
 
 private:
-    std::vector<char> rbuf_ = std::vector<char>(16 * 1024);
+    void read_more();
+    void on_read(error_code ec, std::size_t n);
+    void parse();
+    void fail(ChannelError kind, std::string error);
+    void notify();
+    void ensure_capacity(std::size_t needed);
+
+    std::uint32_t max_payload_;
+    FrameBuffer rbuf_;
     std::size_t rpos_ = 0, rend_ = 0, frame_end_ = 0;
+    relay::FrameHeader hdr_;
+    bool reading_ = false, frame_ready_ = false, expecting_ = false;
+    ChannelError failure_ = ChannelError::none;
+    std::string error_;
+    // The exchange waiting in next_frame() (its completion handler, type-erased: Boost 1.81's
+    // any_completion_handler recurses into itself when moved).
+    struct Resume {
+        virtual ~Resume() = default;
+        virtual void resume() = 0;
+    };
+    template <typename Handler> struct ResumeWith final : Resume {
+        explicit ResumeWith(Handler &&h) : handler(std::move(h)) {}
+        void resume() override { std::move(handler)(); }
+        Handler handler;
+    };
+    std::unique_ptr<Resume> waiter_;
+
+    asio::steady_timer deadline_;
+    std::chrono::milliseconds deadline_limit_{0};
+    std::uint64_t generation_ = 0;
 };
 
 using WorkerPtr = std::shared_ptr<Worker>;

@@ -190,6 +190,21 @@ public:
         co_return ok;
     }
 
+    void watch_client(std::function<void()> gone) override
+    {
+        // Completes on EPOLLERR/EPOLLHUP only (a reset, or both directions closed), not on a half-close.
+        sock_.async_wait(tcp::socket::wait_error, [gone = std::move(gone)](error_code ec) {
+            if (!ec)
+                gone();
+        });
+    }
+
+    void unwatch_client() override
+    {
+        error_code ignored;
+        sock_.cancel(ignored);
+    }
+
 private:
     Conn &conn_;
     tcp::socket &sock_;
@@ -351,9 +366,25 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                                      head_request);
             }
             break;
+        case pool::Outcome::timed_out:
+            log::warn("http", remote + " " + req.method + " " + req.target + ": 504: " + res.message);
+            if (sink.started())
+                keep_alive = false;
+            else
+                detail::append_error(out, 504, "the application did not answer in time", keep_alive,
+                                     head_request);
+            break;
         case pool::Outcome::no_worker:
+            // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client.
             log::warn("http", remote + " " + req.method + " " + req.target + ": 503: " + res.message);
-            detail::append_error(out, 503, res.message, keep_alive, head_request);
+            detail::append_error(out, 503, "no PHP worker is available, try again later", keep_alive,
+                                 head_request);
+            break;
+        case pool::Outcome::client_gone:
+            log::debug("http",
+                       remote + " " + req.method + " " + req.target + ": not executed: " + res.message);
+            keep_alive = false;
+            out.clear();
             break;
         case pool::Outcome::cancelled:
             keep_alive = false;

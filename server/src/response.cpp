@@ -161,7 +161,7 @@ void append_head(std::string &out, const Head &h, int *dropped)
     out += ' ';
     out += reason_phrase(h.status);
     out += "\r\n";
-    bool has_server = false, has_date = false;
+    bool has_server = false, has_date = false, has_retry_after = false;
     if (h.worker) {
         for (const auto &f : h.worker->headers) {
             if (relay::iequals(f.name, "Content-Length") || relay::iequals(f.name, "Transfer-Encoding") ||
@@ -176,6 +176,8 @@ void append_head(std::string &out, const Head &h, int *dropped)
                 has_server = true;
             if (relay::iequals(f.name, "Date"))
                 has_date = true;
+            if (relay::iequals(f.name, "Retry-After"))
+                has_retry_after = true;
             for (const auto &v : f.values) {
                 if (!valid_value(v)) {
                     if (dropped)
@@ -213,6 +215,8 @@ void append_head(std::string &out, const Head &h, int *dropped)
     case Framing::none:
         break;
     }
+    if (h.status == 503 && !has_retry_after) // every 503 says when to come back
+        out += "Retry-After: 1\r\n";
     if (h.status >= 200) {
         if (!h.keep_alive || h.framing == Framing::close)
             out += "Connection: close\r\n";

@@ -2,6 +2,7 @@
 #include "ferry/server/server.hpp"
 
 #include "ferry/pool/log.hpp"
+#include "loop.hpp"
 #include "shared_state.hpp"
 
 #include <boost/asio/signal_set.hpp>
@@ -124,7 +125,11 @@ awaitable<void> watch_signals(Runtime *rt)
         co_return;
     log::warn("core", "second signal: stopping now");
     rt->exit_code = 1;
-    rt->io.stop();
+    rt->state.pool.kill_all("second signal");
+    error_code ignored;
+    for (Conn *c : rt->state.conns)
+        c->socket->close(ignored);
+    rt->io.stop(); // run() returns; the handlers left are destroyed before the state they use
 }
 
 awaitable<void> lifecycle(Runtime *rt)
@@ -165,25 +170,26 @@ awaitable<void> lifecycle(Runtime *rt)
         rt->stop_event.expires_at(steady::time_point::max());
         co_await rt->stop_event.async_wait(nothrow);
     }
+    // One budget for the whole stop: requests in flight finish and workers stop within destroy_timeout;
+    // what is left then is killed, so a stop takes at most destroy_timeout + ~2 s.
+    auto deadline = steady::now() + cfg.http.pool.destroy_timeout;
     error_code ignored;
     rt->acceptor.close(ignored);
     rt->state.draining = true;
     for (Conn *c : rt->state.conns)
         if (c->idle)
             c->socket->cancel(ignored);
-    co_await wait_until(rt, steady::now() + cfg.http.pool.destroy_timeout,
-                        [](Runtime *r) { return r->sessions == 0; });
-    if (rt->sessions > 0) {
-        log::warn("core",
-                  std::to_string(rt->sessions) + " connection(s) still busy after destroy_timeout, closing");
-        for (Conn *c : rt->state.conns)
-            c->socket->close(ignored);
-    }
-    co_await rt->state.pool.shutdown();
+    co_await wait_until(rt, deadline, [](Runtime *r) { return r->sessions == 0; });
+    if (rt->sessions > 0)
+        log::warn("core", std::to_string(rt->sessions) +
+                              " connection(s) still busy at the stop deadline (destroy_timeout)");
+    co_await rt->state.pool.shutdown(deadline);
+    for (Conn *c : rt->state.conns)
+        c->socket->close(ignored);
     rt->stopping = true;
     rt->ticker.cancel();
     rt->signals.cancel(ignored);
-    co_await wait_until(rt, steady::now() + std::chrono::seconds(2),
+    co_await wait_until(rt, steady::now() + std::chrono::seconds(1),
                         [](Runtime *r) { return r->sessions == 0; });
     log::info("core", "stopped");
     rt->io.stop();
@@ -194,7 +200,7 @@ awaitable<void> lifecycle(Runtime *rt)
 int run(const conf::Config &cfg)
 {
     std::signal(SIGPIPE, SIG_IGN);
-    asio::io_context io(1);
+    detail::Loop io;
 
     pool::Options popt;
     popt.command = cfg.server.command;
@@ -206,6 +212,8 @@ int run(const conf::Config &cfg)
     popt.allocate_timeout = cfg.http.pool.allocate_timeout;
     popt.destroy_timeout = cfg.http.pool.destroy_timeout;
     popt.boot_timeout = cfg.http.pool.allocate_timeout;
+    popt.exec_ttl = cfg.http.pool.exec_ttl;
+    popt.exec_warn = cfg.http.pool.exec_warn;
     pool::Pool pool(io, popt);
 
     Runtime rt(io, cfg, pool);
@@ -233,6 +241,7 @@ int run(const conf::Config &cfg)
 
     asio::co_spawn(io, lifecycle(&rt), log_exceptions{"lifecycle"});
     io.run();
+    io.destroy_handlers(); // while rt and pool, which their frames refer to, still exist
     return rt.exit_code;
 }
 

@@ -107,6 +107,29 @@ class ShutdownTest(unittest.TestCase):
         self.assertIn("while starting", srv.stderr())
         self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0), pids_with_marker(srv.marker))
 
+    def test_second_sigterm_with_requests_in_flight_stops_at_once(self):
+        # Issue 5 item 6: this crashed (heap-use-after-free under ASan, SIGSEGV in Release).
+        srv = self.start({"http": {"pool": {"num_workers": 2, "destroy_timeout": "30s"}}})
+        results = {}
+        threads = [threading.Thread(target=http_get, args=(srv, "/sleep?ms=5000", results, i, 10)) for i in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        srv.proc.send_signal(signal.SIGTERM)
+        code = srv.proc.wait(10)
+        self.assertLess(time.monotonic() - t0, 2.0)
+        self.assertEqual(code, 1, srv.stderr())
+        self.assertIn("second signal: stopping now", srv.stderr())
+        self.assertIn("second signal, killing it", srv.stderr())
+        self.assertNotIn("AddressSanitizer", srv.stderr())
+        for t in threads:
+            t.join(5)
+        self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0), pids_with_marker(srv.marker))
+        srv.term_sent = True
+
     def test_sigkill_during_request_leaves_no_worker(self):
         srv = self.start({"http": {"pool": {"num_workers": 1}}})
         results = {}

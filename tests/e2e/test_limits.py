@@ -4,10 +4,11 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import time
 import unittest
 
-from harness import Reader, ServerTestCase
+from harness import Reader, ServerTestCase, http_get
 
 MiB = 1 << 20
 
@@ -231,6 +232,59 @@ class WriteTimeoutTest(ServerTestCase):
         self.assertEqual(status, 200)
         self.assertEqual(json.loads(body)["path"], "/after")
         self.assertLess(time.monotonic() - t0, 1.5)
+
+
+class ClientGoneTest(ServerTestCase):
+    """Issue 5 item 9: requests whose client reset its connection while they waited are not executed."""
+    SCRIPT = "reqlog.php"
+    CONFIG = {"http": {"pool": {"num_workers": 1, "allocate_timeout": "20s"}}}
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.reqlog = tempfile.NamedTemporaryFile(prefix="ferry-e2e-reqlog-", delete=False).name
+        cls.ENV = {"FERRY_TEST_REQLOG": cls.reqlog}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        os.unlink(cls.reqlog)
+
+    def logged(self):
+        with open(self.reqlog) as f:
+            return f.read().split("\n")[:-1]
+
+    def test_reset_while_queued_is_dropped_half_close_is_answered(self):
+        import struct
+        results = {}
+        busy = threading.Thread(target=http_get, args=(self.server, "/hold?sleep_ms=1000", results, "busy"))
+        busy.start()
+        time.sleep(0.2)
+        # 30 clients send a request and reset their connection while it waits for the one busy worker.
+        for i in range(30):
+            s = self.server.socket()
+            s.sendall(b"GET /gone%d?sleep_ms=100 HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+            time.sleep(0.005)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        # One that only half-closes still gets its answer.
+        half = self.sock()
+        half.sendall(b"GET /half-closed HTTP/1.1\r\nHost: x\r\n\r\n")
+        half.shutdown(socket.SHUT_WR)
+        t0 = time.monotonic()
+        status, _, _ = self.server.request("GET", "/real")
+        waited = time.monotonic() - t0
+        self.assertEqual(status, 200)
+        self.assertLess(waited, 2.5, "the dropped requests were executed first (30 x 100 ms)")
+        r = Reader(half).read_response()
+        self.assertEqual(r.status, 200)
+        busy.join(5)
+        paths = [line.split(" ")[1] for line in self.logged()]
+        self.assertNotIn("/gone0", paths)
+        self.assertEqual([p for p in paths if p.startswith("/gone")], [])
+        self.assertIn("/half-closed", paths)
+        self.assertIn("/real", paths)
 
 
 if __name__ == "__main__":

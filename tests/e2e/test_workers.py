@@ -192,7 +192,10 @@ class AllocateTimeoutTest(ServerTestCase):
         self.assertEqual(status, 503)
         self.assertGreaterEqual(elapsed, 0.4)
         self.assertLess(elapsed, 2.0)
-        self.assertIn(b"allocate_timeout", body)
+        # The client gets a short generic answer with Retry-After; the cause is in the log (issue 5 item 13).
+        self.assertEqual(body, b"503 Service Unavailable: no PHP worker is available, try again later\n")
+        self.assertEqual(dict(headers).get("Retry-After"), "1")
+        self.assertTrue(self.server.wait_for_log("503: no free worker within allocate_timeout"), self.server.stderr())
         slow.join(10)
         self.assertFalse(slow.is_alive())
         self.assertIsInstance(results["slow"], tuple, results["slow"])

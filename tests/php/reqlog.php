@@ -4,6 +4,7 @@
 // "METHOD PATH" (the path without the query, as PHP sees it; control bytes escaped so a line stays one
 // line) to the file named by $FERRY_TEST_REQLOG, then answers 200 with a JSON description of what it saw.
 // The log is how a test proves which requests reached PHP (and that a smuggled one never did).
+// ?sleep_ms=N sleeps N ms after logging (a slow request).
 declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
@@ -20,6 +21,10 @@ while (($req = $worker->waitRequest()) !== null) {
     $line = addcslashes($req->method, "\0..\37\177\\") . ' ' . addcslashes($req->path, "\0..\37\177\\") . "\n";
     // One write with O_APPEND (and a lock): lines from the two workers never interleave.
     file_put_contents($log, $line, FILE_APPEND | LOCK_EX);
+    $sleep = (int) ($req->query['sleep_ms'] ?? 0);
+    if ($sleep > 0) {
+        usleep(1000 * $sleep);
+    }
     $body = json_encode([
         'method' => $req->method,
         'uri' => $req->uri,

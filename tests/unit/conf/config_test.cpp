@@ -91,6 +91,9 @@ http:
     max_jobs: 1000
     allocate_timeout: 1.5s
     destroy_timeout: 1h
+    supervisor:
+      exec_ttl: 2m
+      exec_warn: 10s
 )";
 
 } // namespace
@@ -123,6 +126,8 @@ TEST(ConfLoad, EveryKeyParsed)
     EXPECT_EQ(c.http.pool.max_jobs, 1000u);
     EXPECT_EQ(c.http.pool.allocate_timeout, 1500ms);
     EXPECT_EQ(c.http.pool.destroy_timeout, 3600s);
+    EXPECT_EQ(c.http.pool.exec_ttl, 120s);
+    EXPECT_EQ(c.http.pool.exec_warn, 10s);
 }
 
 TEST(ConfLoad, Defaults)
@@ -459,7 +464,7 @@ http:
         {".rr.yaml:6:1:", "\"logs\""},
         {".rr.yaml:9:3:", "\"http.middleware\""},
         {".rr.yaml:10:3:", "\"http.static\""},
-        {".rr.yaml:13:5:", "\"http.pool.supervisor\""},
+        {".rr.yaml:14:7:", "\"http.pool.supervisor.max_worker_memory\""},
         {".rr.yaml:15:5:", "\"http.pool.debug\""},
     };
     for (std::size_t i = 0; i < expected.size(); ++i) {

@@ -19,6 +19,9 @@ struct PoolConfig {
     std::uint64_t max_jobs = 0; // 0 = unlimited
     Duration allocate_timeout = std::chrono::seconds(60);
     Duration destroy_timeout = std::chrono::seconds(60);
+    Duration exec_ttl{0}; // supervisor.exec_ttl: 504 + kill beyond it (0 = off)
+    Duration exec_warn =
+        std::chrono::seconds(30); // supervisor.exec_warn: log a request running longer (0 = off)
 
     friend bool operator==(const PoolConfig &, const PoolConfig &) = default;
 };

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ struct Options {
     std::chrono::milliseconds destroy_timeout{60000};
     std::chrono::milliseconds boot_timeout{60000}; // PID handshake must finish within this
     std::uint32_t max_frame_payload = 1u << 30;    // largest response frame accepted (1 GiB)
+    std::chrono::milliseconds exec_ttl{0}; // a request running longer gets 504, its worker killed (0 = off)
+    std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
 };
 
 enum class Outcome {
@@ -31,6 +34,8 @@ enum class Outcome {
     worker_crashed, // the worker died or broke the protocol mid-request: 502
     no_worker,      // no worker within allocate_timeout, or the pool is shutting down / unhealthy: 503
     cancelled,      // the sink asked to stop (client gone)
+    timed_out,      // the request ran longer than exec_ttl: 504, the worker is killed
+    client_gone,    // the client's connection failed while the request waited for a worker: not executed
 };
 
 struct Result {
@@ -51,6 +56,11 @@ public:
     // Return false when the client is gone: the pool stops the stream.
     virtual awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body,
                                      bool last) = 0;
+    // While the request waits for a free worker, the pool asks to hear if the client's connection fails
+    // (reset): call `gone` then (it is safe to call late, or after unwatch_client()). A half-closed
+    // connection is not gone: it still gets its answer.
+    virtual void watch_client(std::function<void()> gone) { (void)gone; }
+    virtual void unwatch_client() {}
 };
 
 struct WorkerInfo {
@@ -76,13 +86,18 @@ public:
     awaitable<Result> exec(const relay::RequestContext &ctx, std::string_view body, std::string &body_out,
                            StreamSink *sink);
 
-    // Stops every worker (stop frame, then SIGTERM/SIGKILL after destroy_timeout). Busy workers finish first.
-    awaitable<void> shutdown();
+    // Stops every worker by `deadline`: the stop frame to idle workers now and to busy ones when their
+    // request is done; SIGKILL (logged per worker) for whatever still runs at the deadline.
+    awaitable<void> shutdown(std::chrono::steady_clock::time_point deadline);
+    awaitable<void> shutdown(); // deadline: destroy_timeout from now
+    // Second signal: SIGKILL every worker now, each logged with `why`.
+    void kill_all(const std::string &why);
 
     std::vector<WorkerInfo> workers() const;
     unsigned serving_workers() const; // ready or working
     std::uint64_t spawned_total() const;
     std::uint64_t recycled_total() const;
+    std::uint64_t dropped_total() const; // requests not executed: their client left while they waited
 
     struct Impl;
 

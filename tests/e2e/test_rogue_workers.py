@@ -1,0 +1,225 @@
+"""Workers that misbehave (issue 5): a second response frame, a late frame, half a frame then a hang,
+stuck requests (exec_ttl, the slow-request warning), boot failures whose details must not reach clients,
+and processes a worker leaves behind. The rogue worker (tests/php/rogue.php) speaks Goridge frames by hand,
+as any worker not written with Ferry's library can."""
+
+import json
+import os
+import signal
+import threading
+import time
+import unittest
+
+from harness import Reader, Server, ServerTestCase, http_get, pids_with_marker, wait_until
+
+ROGUE = "rogue.php"
+
+
+def body_of(srv, path, timeout=10):
+    status, headers, body = srv.request("GET", path, timeout=timeout)
+    return status, body
+
+
+class DoubleResponseTest(unittest.TestCase):
+    """Issue 5 item 1: bytes a worker writes beyond its one reply go to nobody, and the worker is retired."""
+
+    def start(self, config=None):
+        srv = Server(dict({"http": {"pool": {"num_workers": 1}}}, **(config or {})), script=ROGUE)
+        srv.start()
+        self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        return srv
+
+    def assert_own_answers(self, srv, paths):
+        for p in paths:
+            status, body = body_of(srv, p)
+            self.assertEqual(status, 200, body)
+            self.assertNotIn(b"answer of /twice", body, f"{p} got another client's response")
+            self.assertEqual(json.loads(body)["path"], p)
+
+    def check_retired_after_twice(self, query):
+        srv = self.start()
+        [first] = srv.workers()
+        status, body = body_of(srv, "/twice" + query)
+        self.assertEqual((status, body), (200, b"first answer of /twice from %d" % first))
+        self.assert_own_answers(srv, ["/a", "/b", "/c"])
+        log = srv.stderr()
+        self.assertIn(f"worker {first} wrote on stdout ", log)
+        self.assertIn("second answer of /twice", log, "the log shows what arrived")
+        self.assertIn("retiring it", log)
+        self.assertNotIn(first, srv.workers())
+        return log
+
+    def test_two_frames_in_one_write(self):
+        log = self.check_retired_after_twice("?together=1")
+        self.assertIn("after its response", log)
+
+    def test_two_frames_in_two_writes(self):
+        self.check_retired_after_twice("")
+
+    def test_late_frame_while_idle(self):
+        srv = self.start()
+        [first] = srv.workers()
+        self.assertEqual(body_of(srv, "/twice?late_ms=50")[0], 200)
+        # The late frame arrives while the worker is idle: caught at once, before anyone asks.
+        self.assertTrue(srv.wait_for_log("while no request was in flight", 3), srv.stderr())
+        self.assertIn(f"worker {first} wrote ", srv.stderr())
+        self.assertIn("second answer of /twice", srv.stderr())
+        self.assert_own_answers(srv, ["/a", "/b", "/c"])
+        self.assertNotIn(first, srv.workers())
+
+    def test_late_frame_racing_the_next_request_stops_at_once(self):
+        # A frame that arrives after the next request was written cannot be told apart from its answer (the
+        # protocol has no request id): at most that one request is affected, then the worker's real answer
+        # shows up as unexpected output and the worker is retired. Nothing shifts permanently.
+        srv = self.start()
+        self.assertEqual(body_of(srv, "/twice?late_ms=50")[0], 200)
+        answers = [body_of(srv, p)[1] for p in ["/a", "/b", "/c", "/d"]]
+        self.assertTrue(srv.wait_for_log("retiring it", 3), srv.stderr())
+        for p, body in zip(["/c", "/d"], answers[2:]):
+            self.assertEqual(json.loads(body)["path"], p)
+
+    def test_double_frames_under_load_do_not_shift_for_good(self):
+        # Under load a worker is handed the next request right after its reply: a second frame written a few
+        # microseconds late can become that request's answer (see above). Whatever happens in the burst, every
+        # worker that wrote twice is retired and later clients all get their own answers.
+        srv = self.start({"http": {"pool": {"num_workers": 2}}})
+        results = {}
+        threads = []
+        for i in range(40):
+            path = "/twice" if i % 8 == 0 else f"/p{i}"
+            t = threading.Thread(target=http_get, args=(srv, path, results, i))
+            threads.append(t)
+            t.start()
+        for t in threads:
+            t.join(20)
+        for r in results.values():
+            self.assertIsInstance(r, tuple, r)
+            self.assertIn(r[0], (200, 502))
+        self.assertTrue(srv.wait_for_log("retiring it", 3), srv.stderr())
+        time.sleep(0.3)
+        self.assert_own_answers(srv, [f"/after{i}" for i in range(10)])
+
+
+class StuckWorkerTest(unittest.TestCase):
+    """Issue 5 item 12: exec_ttl answers 504 then kills and replaces; without it, a warning names the request."""
+
+    def test_half_frame_then_hang_504(self):
+        srv = Server({"http": {"pool": {"num_workers": 1, "supervisor": {"exec_ttl": "1s"}}}}, script=ROGUE)
+        srv.start()
+        self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        [first] = srv.workers()
+        t0 = time.monotonic()
+        status, _, body = srv.request("GET", "/half?x=1")
+        elapsed = time.monotonic() - t0
+        self.assertEqual(status, 504)
+        self.assertEqual(body, b"504 Gateway Timeout: the application did not answer in time\n")
+        self.assertGreaterEqual(elapsed, 0.9)
+        self.assertLess(elapsed, 2.5)
+        log = srv.stderr()
+        self.assertIn(f"worker {first}: request ran longer than exec_ttl (1000 ms): GET http://", log)
+        self.assertIn("/half?x=1", log)
+        # killed and replaced; the next request is served by the replacement
+        self.assertTrue(wait_until(lambda: srv.workers() and first not in srv.workers(), 5), srv.workers())
+        status, body = body_of(srv, "/after")
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["path"], "/after")
+        self.assertTrue(srv.wait_for_log(f"worker {first} killed by signal 9", 3), srv.stderr())
+
+    def test_slow_request_warning_without_exec_ttl(self):
+        srv = Server({"http": {"pool": {"num_workers": 1, "supervisor": {"exec_warn": "300ms"}}}}, script=ROGUE)
+        srv.start()
+        self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        [pid] = srv.workers()
+        status, body = body_of(srv, "/hang?s=1")
+        self.assertEqual((status, body), (200, b"woke up"))  # not killed: there is no exec_ttl
+        log = srv.stderr()
+        self.assertIn(f"worker {pid} has been running GET http://", log)
+        self.assertIn("/hang?s=1 for ", log)
+        self.assertEqual(log.count("has been running"), 1, "warned once per request")
+        self.assertEqual(srv.workers(), [pid])
+
+
+class BootFailureBodyTest(unittest.TestCase):
+    """Issue 5 item 13: 503 bodies say nothing of pids, PHP's stderr or paths; the log has all of it."""
+
+    def test_503_body_is_generic(self):
+        tmp_flag = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ferry-e2e-flaky-{os.getpid()}-{time.time_ns()}")
+        self.addCleanup(lambda: os.path.exists(tmp_flag) and os.unlink(tmp_flag))
+        srv = Server({"http": {"pool": {"num_workers": 1, "allocate_timeout": "3s"}}},
+                     script="boot_flaky.php", env={"FERRY_TEST_FLAKY_FLAG": tmp_flag})
+        srv.start()
+        self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        self.assertEqual(body_of(srv, "/break")[0], 502)  # the worker exits; its replacements fail to boot
+        self.assertTrue(srv.wait_for_log("failed to boot", 5), srv.stderr())
+        status, headers, body = srv.request("GET", "/x")
+        self.assertEqual(status, 503)
+        self.assertEqual(body, b"503 Service Unavailable: no PHP worker is available, try again later\n")
+        self.assertEqual(dict(headers).get("Retry-After"), "1")
+        self.assertIn("/secret/app/bootstrap.php", srv.stderr())  # the details are in the log
+
+
+class LeftoverProcessTest(unittest.TestCase):
+    """Issue 5 item 14: no process outlives the server."""
+
+    def test_sigkill_of_server_kills_workers_that_ignore_sigterm(self):
+        srv = Server({"http": {"pool": {"num_workers": 2}}}, script="slow_stop.php")
+        srv.start()
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        self.assertEqual(len(srv.workers()), 2)
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait(5)
+        self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0),
+                        f"workers ignoring SIGTERM survived SIGKILL of ferry: {pids_with_marker(srv.marker)}")
+
+    def test_a_workers_own_child_ends_with_it(self):
+        srv = Server({"http": {"pool": {"num_workers": 1}}}, script=ROGUE)
+        srv.start()
+        self.addCleanup(srv.close)
+        status, body = body_of(srv, "/child")
+        self.assertEqual(status, 200)
+        child = json.loads(body)["child"]
+        self.assertTrue(os.path.exists(f"/proc/{child}"), "the fixture's child is not running")
+        srv.stop()
+        gone = wait_until(lambda: not os.path.exists(f"/proc/{child}") or _zombie(child), 3.0)
+        if not gone:
+            os.kill(child, signal.SIGKILL)
+        self.assertTrue(gone, f"the worker's child {child} outlived the server")
+
+    def test_stop_with_a_stuck_worker_is_bounded_and_logged(self):
+        srv = Server({"http": {"pool": {"num_workers": 1, "destroy_timeout": "2s"}}}, script=ROGUE)
+        srv.start()
+        self.addCleanup(srv.close)
+        [pid] = srv.workers()
+        results = {}
+        t = threading.Thread(target=http_get, args=(srv, "/hang?s=60", results, "hang", 15))
+        t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        srv.terminate()
+        code = srv.proc.wait(15)
+        elapsed = time.monotonic() - t0
+        t.join(5)
+        self.assertLess(elapsed, 2 + 2.0, "the stop took longer than destroy_timeout + 2 s")
+        self.assertGreater(elapsed, 1.8, "it did not give the request its destroy_timeout")
+        self.assertEqual(code, 0, srv.stderr())
+        self.assertIn(f"worker {pid} still working at the stop deadline (destroy_timeout 2000 ms): killing it",
+                      srv.stderr())
+        self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0))
+        srv.proc = None
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+if __name__ == "__main__":
+    unittest.main()
