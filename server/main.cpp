@@ -113,7 +113,10 @@ int main(int argc, char **argv)
         ferry::log::warn("config", w);
     if (dry_run) {
         std::fputs(ferry::conf::dump(loaded.config).c_str(), stdout);
+        ferry::log::flush();
         return 0;
     }
-    return ferry::server::run(loaded.config);
+    int code = ferry::server::run(loaded.config);
+    ferry::log::flush();
+    return code;
 }

@@ -223,3 +223,56 @@ def _zombie(pid):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SlowStderrTest(unittest.TestCase):
+    """Issue 5 item 8: with Ferry's stderr read slowly (~1 MB/s) and a worker writing 10 MB to its stderr,
+    serving goes on; lines that do not fit are dropped and counted."""
+
+    def test_serving_is_not_blocked_by_a_slow_log_reader(self):
+        import subprocess
+        from harness import BIN, HOST
+        srv = Server({"http": {"pool": {"num_workers": 2}}}, script=ROGUE)
+        self.addCleanup(srv.close)
+        proc = subprocess.Popen([BIN, "serve", "-c", srv.config_path], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=srv.tmp.name)
+        srv.proc = proc
+        self.addCleanup(srv.kill)
+        line = proc.stdout.readline().decode()
+        self.assertTrue(line.startswith("listening on http://"), line)
+        srv.port = int(line.strip().rsplit(":", 1)[1])
+        srv.address = f"{HOST}:{srv.port}"
+        got = []
+        stop_reading = threading.Event()
+
+        def slow_reader():  # ~1 MB/s: 16 KiB every 16 ms
+            while not stop_reading.is_set():
+                chunk = proc.stderr.read1(16384)
+                if not chunk:
+                    return
+                got.append(chunk)
+                time.sleep(0.016)
+        reader = threading.Thread(target=slow_reader, daemon=True)
+        reader.start()
+        spam = {}
+        spammer = threading.Thread(target=http_get, args=(srv, "/spam-stderr?mb=10", spam, "spam", 30))
+        spammer.start()
+        time.sleep(0.3)  # the worker is writing its 10 MB; Ferry's stderr pipe is full
+        t0 = time.monotonic()
+        for i in range(200):
+            status, body = body_of(srv, f"/r{i}", timeout=10)
+            self.assertEqual(status, 200)
+        elapsed = time.monotonic() - t0
+        self.assertLess(elapsed, 5.0, "serving waited for stderr (10 MB at 1 MB/s would take 10 s)")
+        spammer.join(30)
+        self.assertEqual(spam["spam"][0], 200)
+        stop_reading.set()
+        reader.join(2)
+        rest = proc.stderr.read1(1 << 20) if proc.poll() is None else b""
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+        log = b"".join(got) + rest
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn(b"log line(s) dropped: stderr is not keeping up", log + (_ or b""))
+        self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0))
+        srv.proc = None

@@ -1,6 +1,9 @@
-// Minimal structured-ish logger: one line per event on stderr, "2026-11-30T02:10:17.123Z INFO pool: text".
+// Logger: one line per event on stderr, "2026-11-30T02:10:17.123Z INFO pool: text". Safe from any thread;
+// never blocks the caller on stderr: lines go through a bounded buffer to a writer thread (dropped and
+// counted when stderr does not keep up).
 #pragma once
 
+#include <chrono>
 #include <string_view>
 
 namespace ferry::log {
@@ -13,6 +16,8 @@ Level level();
 bool parse_level(std::string_view text, Level &out);
 
 void write(Level level, std::string_view component, std::string_view message);
+// Waits up to `limit` for every line logged so far to reach stderr; false if it could not (stderr blocked).
+bool flush(std::chrono::milliseconds limit = std::chrono::seconds(2));
 
 inline bool enabled(Level l)
 {
