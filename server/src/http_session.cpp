@@ -15,21 +15,22 @@ namespace {
 constexpr std::size_t inline_body_max = 32 * 1024; // larger bodies are written straight from their buffer
 constexpr std::size_t flush_threshold = 64 * 1024;
 
-awaitable<bool> write_buffers(Conn &conn, tcp::socket &sock, std::span<const asio::const_buffer> bufs,
-                              conf::Duration timeout)
+// The write timeout counts from the last progress: a slow but moving download is never cut.
+awaitable<bool> write_buffers(SharedState &st, Conn &conn, tcp::socket &sock,
+                              std::span<const asio::const_buffer> bufs, conf::Duration timeout)
 {
-    conn.deadline = steady::now() + timeout;
-    error_code ec = co_await write_all_fast(sock, bufs);
-    conn.deadline = steady::time_point::max();
+    error_code ec = co_await write_all_fast(sock, bufs, [&st, &conn, timeout] { st.arm(conn, timeout); });
+    st.disarm(conn);
     co_return !ec;
 }
 
-awaitable<bool> flush(Conn &conn, tcp::socket &sock, std::string &out, conf::Duration timeout)
+awaitable<bool> flush(SharedState &st, Conn &conn, tcp::socket &sock, std::string &out,
+                      conf::Duration timeout)
 {
     if (out.empty())
         co_return true;
     std::array<asio::const_buffer, 1> b{asio::buffer(out)};
-    bool ok = co_await write_buffers(conn, sock, b, timeout);
+    bool ok = co_await write_buffers(st, conn, sock, b, timeout);
     out.clear();
     if (out.capacity() > 1024 * 1024)
         std::string().swap(out);
@@ -113,9 +114,9 @@ int final_status(int status, int pid)
 // Writes a streamed response (frames with the STREAM bit) to the client as they arrive.
 class SessionSink final : public pool::StreamSink {
 public:
-    SessionSink(Conn &conn, tcp::socket &sock, std::string &out, const Request &req, conf::Duration timeout,
-                const bool &draining)
-        : conn_(conn), sock_(sock), out_(out), head_request_(req.method == "HEAD"),
+    SessionSink(SharedState &st, Conn &conn, tcp::socket &sock, std::string &out, const Request &req,
+                conf::Duration timeout, const bool &draining)
+        : st_(st), conn_(conn), sock_(sock), out_(out), head_request_(req.method == "HEAD"),
           http10_(req.version_minor == 0), keep_alive_(req.keep_alive && !req.upgrade), timeout_(timeout),
           draining_(draining)
     {
@@ -134,7 +135,7 @@ public:
         h.worker = &head;
         h.framing = Framing::none;
         append_head(out_, h);
-        if (!co_await flush(conn_, sock_, out_, timeout_))
+        if (!co_await flush(st_, conn_, sock_, out_, timeout_))
             failed_ = true;
         co_return !failed_;
     }
@@ -183,7 +184,7 @@ public:
             trailer_ += "0\r\n\r\n";
         if (!trailer_.empty())
             bufs[nb++] = asio::buffer(trailer_);
-        bool ok = co_await write_buffers(conn_, sock_, std::span(bufs.data(), nb), timeout_);
+        bool ok = co_await write_buffers(st_, conn_, sock_, std::span(bufs.data(), nb), timeout_);
         out_.clear();
         if (!ok)
             failed_ = true;
@@ -206,6 +207,7 @@ public:
     }
 
 private:
+    SharedState &st_;
     Conn &conn_;
     tcp::socket &sock_;
     std::string &out_;
@@ -221,7 +223,11 @@ struct Registration {
     SharedState &st;
     std::list<Conn *>::iterator it;
     Registration(SharedState &s, Conn *c) : st(s) { it = st.conns.insert(st.conns.end(), c); }
-    ~Registration() { st.conns.erase(it); }
+    ~Registration()
+    {
+        st.wheel.remove(**it);
+        st.conns.erase(it);
+    }
 };
 
 } // namespace
@@ -251,7 +257,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     for (;;) {
         auto ev = parser.next();
         if (ev == HttpParser::Event::need_more) {
-            if (!co_await flush(conn, sock, out, http.write_timeout))
+            if (!co_await flush(st, conn, sock, out, http.write_timeout))
                 break;
             batched = 0;
             if (st.draining && parser.idle())
@@ -261,24 +267,24 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             // idle and read_body restart at every read.
             if (conn.idle) {
                 header_deadline.reset();
-                conn.deadline = steady::now() + http.idle_timeout;
+                st.arm(conn, http.idle_timeout);
             } else if (parser.in_body()) {
                 header_deadline.reset();
-                conn.deadline = steady::now() + http.read_body_timeout;
+                st.arm(conn, http.read_body_timeout);
             } else {
                 if (!header_deadline)
                     header_deadline = steady::now() + http.read_header_timeout;
-                conn.deadline = *header_deadline;
+                st.arm_at(conn, *header_deadline);
             }
             auto buf = parser.prepare();
             auto [rec, n] = co_await sock.async_read_some(asio::buffer(buf.data(), buf.size()), nothrow);
-            conn.deadline = steady::time_point::max();
+            st.disarm(conn);
             if (rec) {
                 if (conn.timed_out && !parser.idle()) {
                     log::info("http", remote + ": timed out reading the request, sending 408");
                     conn.timed_out = false;
                     detail::append_error(out, 408, "timed out reading the request", false, false);
-                    co_await flush(conn, sock, out, http.write_timeout);
+                    co_await flush(st, conn, sock, out, http.write_timeout);
                 }
                 break;
             }
@@ -288,7 +294,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         }
         if (ev == HttpParser::Event::headers) {
             out += "HTTP/1.1 100 Continue\r\n\r\n";
-            if (!co_await flush(conn, sock, out, http.write_timeout))
+            if (!co_await flush(st, conn, sock, out, http.write_timeout))
                 break;
             continue;
         }
@@ -296,7 +302,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             log::info("http",
                       remote + ": " + std::to_string(parser.error_status()) + " " + parser.error_message());
             detail::append_error(out, parser.error_status(), parser.error_message(), false, false);
-            co_await flush(conn, sock, out, http.write_timeout);
+            co_await flush(st, conn, sock, out, http.write_timeout);
             linger = true;
             break;
         }
@@ -309,7 +315,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
         const bool http10 = req.version_minor == 0;
 
-        SessionSink sink(conn, sock, out, req, http.write_timeout, st.draining);
+        SessionSink sink(st, conn, sock, out, req, http.write_timeout, st.draining);
         body_out.clear();
         pool::Result res = co_await st.pool.exec(ctx, req.body, body_out, &sink);
         header_deadline.reset();
@@ -343,7 +349,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                     // writev, without copying the body into `out`.
                     if (body_out.size() > inline_body_max || !parser.has_buffered()) {
                         std::array<asio::const_buffer, 2> bufs{asio::buffer(out), asio::buffer(body_out)};
-                        bool ok = co_await write_buffers(conn, sock, bufs, http.write_timeout);
+                        bool ok = co_await write_buffers(st, conn, sock, bufs, http.write_timeout);
                         out.clear();
                         if (!ok)
                             keep_alive = false;
@@ -392,13 +398,13 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         }
         parser.done();
         if (!keep_alive) {
-            co_await flush(conn, sock, out, http.write_timeout);
+            co_await flush(st, conn, sock, out, http.write_timeout);
             linger = parser.has_buffered();
             break;
         }
         ++batched;
         if (!parser.has_buffered() || out.size() >= flush_threshold || batched >= http.max_pipelined) {
-            if (!co_await flush(conn, sock, out, http.write_timeout))
+            if (!co_await flush(st, conn, sock, out, http.write_timeout))
                 break;
             batched = 0;
         }
@@ -407,7 +413,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     if (linger && !ec) {
         // Lingering close (as nginx): closing with unread input would reset the connection and could
         // destroy the response before the client reads it.
-        conn.deadline = steady::now() + std::chrono::seconds(2);
+        st.arm(conn, std::chrono::seconds(2));
         std::size_t drained = 0;
         // The parser's free space serves as scratch (an array here would sit in every session's frame).
         auto scratch = parser.prepare();

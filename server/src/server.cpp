@@ -18,6 +18,7 @@ using detail::Conn;
 using detail::SharedState;
 using detail::steady;
 using detail::tcp;
+using detail::WheelEntry;
 
 struct Runtime {
     Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p)
@@ -80,21 +81,20 @@ awaitable<void> accept_loop(Runtime *rt)
     }
 }
 
-// One coarse timer enforces every connection's deadline (idle, header, body, write timeouts).
+// One coarse timer enforces every connection's deadline (idle, header, body, write timeouts) through the
+// timer wheel: each tick looks only at the connections whose slot came due.
 awaitable<void> tick(Runtime *rt)
 {
+    auto &wheel = rt->state.wheel;
     while (!rt->stopping) {
-        rt->ticker.expires_after(std::chrono::milliseconds(250));
+        rt->ticker.expires_after(wheel.tick());
         co_await rt->ticker.async_wait(nothrow);
-        auto now = steady::now();
-        for (Conn *c : rt->state.conns) {
-            if (c->deadline <= now || (rt->state.draining && c->idle)) {
-                c->timed_out = c->deadline <= now;
-                c->deadline = steady::time_point::max();
-                error_code ec;
-                c->socket->cancel(ec);
-            }
-        }
+        wheel.advance(steady::now(), [](WheelEntry &e) {
+            auto &c = static_cast<Conn &>(e);
+            c.timed_out = true;
+            error_code ec;
+            c.socket->cancel(ec);
+        });
     }
 }
 

@@ -5,6 +5,7 @@
 #include "ferry/pool/asio.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/server/http_parser.hpp"
+#include "timer_wheel.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -14,13 +15,11 @@
 namespace ferry::server::detail {
 
 using tcp = asio::ip::tcp;
-using steady = std::chrono::steady_clock;
 
-// One per connection, registered while its session runs. The ticker enforces `deadline`
-// (one coarse timer for all connections instead of a timer per read).
-struct Conn {
+// One per connection, registered while its session runs. Its deadline lives in the loop's timer wheel: when
+// it passes, the ticker cancels the socket's pending operation and sets `timed_out`.
+struct Conn : WheelEntry {
     tcp::socket *socket = nullptr;
-    steady::time_point deadline = steady::time_point::max();
     bool idle = true; // waiting for the first byte of a request
     bool timed_out = false;
 };
@@ -34,6 +33,11 @@ struct SharedState {
     Limits limits;
     std::string default_host; // for HTTP/1.0 requests without Host
     std::list<Conn *> conns;
+    TimerWheel wheel;
+
+    void arm(Conn &c, std::chrono::milliseconds timeout) { wheel.schedule(c, steady::now() + timeout); }
+    void arm_at(Conn &c, steady::time_point t) { wheel.schedule(c, t); }
+    void disarm(Conn &c) { wheel.cancel(c); }
     bool draining = false;
     std::uint64_t requests = 0;
 };

@@ -222,6 +222,30 @@ class WriteTimeoutTest(ServerTestCase):
             self.fail("the connection was not closed")
         self.assertLess(got, total)
 
+    def test_slow_but_progressing_download_is_not_cut(self):
+        # Issue 5 item 10: the write timeout (1 s here) is on lack of progress, not on the whole response.
+        total = 10_000_000
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sockets.append(s)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.settimeout(10)
+        s.connect(("127.0.0.1", self.server.port))
+        s.sendall(b"GET /big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n" % total)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+        got = 0
+        t0 = time.monotonic()
+        while got < total:  # ~3 MB/s: a few seconds for the whole body, progress every 50 ms
+            chunk = s.recv(min(150_000, total - got))
+            if not chunk:
+                break
+            got += len(chunk)
+            time.sleep(0.05)
+        self.assertEqual(got, total, "the download was cut")
+        self.assertGreater(time.monotonic() - t0, 1.5, "the test did not outlast the write timeout")
+
     def test_client_gone_mid_request_frees_worker(self):
         s = self.sock()
         s.sendall(b"GET /sleep?ms=500 HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -28,9 +28,11 @@ inline constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 // Writes all of `buffers` (at most 4) to a stream whose descriptor is non-blocking. It first tries one
 // writev(2) on the native handle: a write that completes at once, the common case, then costs no posted
 // completion and no extra epoll_wait(0) round of the scheduler (Boost 1.81 has no immediate completion).
-// Whatever is left goes through async_write.
-template <typename Stream>
-awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const_buffer> buffers)
+// Whatever is left goes through async_write_some, and `before_wait()` runs before each wait for the stream
+// to drain (the caller arms a deadline there: a write times out on lack of progress, not on its length).
+template <typename Stream, typename BeforeWait>
+awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const_buffer> buffers,
+                                     BeforeWait before_wait)
 {
     std::array<asio::const_buffer, 4> bufs;
     std::array<iovec, 4> iov;
@@ -53,14 +55,26 @@ awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const
             co_return error_code(errno, boost::system::system_category());
         w = 0;
     }
-    std::size_t skip = static_cast<std::size_t>(w), first = 0;
-    while (first < n && skip >= bufs[first].size())
-        skip -= bufs[first++].size();
-    if (first < n)
-        bufs[first] += skip;
-    auto [ec, written] =
-        co_await asio::async_write(stream, std::span(bufs.data() + first, n - first), nothrow);
-    co_return ec;
+    std::size_t done = static_cast<std::size_t>(w), first = 0;
+    for (;;) {
+        while (first < n && done >= bufs[first].size())
+            done -= bufs[first++].size();
+        if (first == n)
+            co_return error_code{};
+        bufs[first] += done;
+        before_wait();
+        auto [ec, written] =
+            co_await stream.async_write_some(std::span(bufs.data() + first, n - first), nothrow);
+        if (ec)
+            co_return ec;
+        done = written;
+    }
+}
+
+template <typename Stream>
+awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const_buffer> buffers)
+{
+    co_return co_await write_all_fast(stream, buffers, [] {});
 }
 
 // Completion handler for co_spawn that logs whatever escaped the coroutine.
