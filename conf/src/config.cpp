@@ -32,8 +32,9 @@ constexpr std::string_view unsupported_top[] = {
     "tcp", "service", "temporal", "otel",    "endure", "fileserver", "centrifuge", "lock", "redis"};
 constexpr std::string_view unsupported_server[] = {"on_init", "after_init", "user", "group", "relay_timeout"};
 constexpr std::string_view unsupported_http[] = {
-    "middleware", "static", "uploads", "raw_body", "access_logs", "trusted_subnets", "headers",
-    "gzip",       "ssl",    "fcgi",    "http2",    "http3",       "new_relic",       "cache"};
+    "middleware", "static", "raw_body", "access_logs", "trusted_subnets", "headers", "gzip",
+    "ssl",        "fcgi",   "http2",    "http3",       "new_relic",       "cache"};
+constexpr std::string_view unsupported_uploads[] = {"forbid", "allow"};
 constexpr std::string_view unsupported_supervisor[] = {"watch_tick", "ttl", "idle_ttl", "max_worker_memory"};
 constexpr std::string_view unsupported_pool[] = {"max_queue_size", "reset_timeout", "stream_timeout",
                                                  "debug",          "command",       "dynamic_allocator"};
@@ -631,6 +632,17 @@ void Loader::read_http(const YAML::Node &node, const std::string &path)
                          },
                          unsupported_pool);
              }},
+            {"uploads",
+             [&](const YAML::Node &n, const std::string &p) {
+                 section(n, p,
+                         {
+                             {"dir",
+                              [&](const YAML::Node &v, const std::string &k) {
+                                  http.uploads_dir = string(v, k, "a directory for temp files");
+                              }},
+                         },
+                         unsupported_uploads);
+             }},
             {"limits",
              [&](const YAML::Node &n, const std::string &p) {
                  section(n, p,
@@ -644,6 +656,16 @@ void Loader::read_http(const YAML::Node &node, const std::string &path)
                               [&](const YAML::Node &v, const std::string &k) {
                                   http.max_header_size =
                                       size(v, k, 1, "a positive number of bytes, or a size such as \"64KB\"");
+                              }},
+                             {"body_buffer_size",
+                              [&](const YAML::Node &v, const std::string &k) {
+                                  http.body_buffer_size =
+                                      size(v, k, 1, "a positive number of bytes, or a size such as \"1MB\"");
+                              }},
+                             {"max_body_memory",
+                              [&](const YAML::Node &v, const std::string &k) {
+                                  http.max_body_memory = size(
+                                      v, k, 1, "a positive number of bytes, or a size such as \"256MB\"");
                               }},
                              {"max_pipelined",
                               [&](const YAML::Node &v, const std::string &k) {
@@ -774,9 +796,14 @@ std::string dump(const Config &config)
     // A bare number would be megabytes here (as in RoadRunner): spell out the unit.
     out << YAML::Key << "max_request_size" << YAML::Value << std::to_string(http.max_request_size) + "B";
     out << YAML::Key << "internal_error_code" << YAML::Value << http.internal_error_code;
+    out << YAML::Key << "uploads" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "dir" << YAML::Value << YAML::DoubleQuoted << http.uploads_dir;
+    out << YAML::EndMap;
     out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "max_request_line" << YAML::Value << http.max_request_line;
     out << YAML::Key << "max_header_size" << YAML::Value << http.max_header_size;
+    out << YAML::Key << "body_buffer_size" << YAML::Value << http.body_buffer_size;
+    out << YAML::Key << "max_body_memory" << YAML::Value << http.max_body_memory;
     out << YAML::Key << "max_pipelined" << YAML::Value << http.max_pipelined;
     out << YAML::EndMap;
     out << YAML::Key << "timeouts" << YAML::Value << YAML::BeginMap;

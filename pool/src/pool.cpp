@@ -18,6 +18,7 @@
 #include <deque>
 #include <random>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <unordered_map>
 
 namespace ferry {
@@ -510,7 +511,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         co_return nullptr;
     }
 
-    awaitable<Result> exec(const relay::RequestContext &ctx, std::string_view body, std::string &body_out,
+    awaitable<Result> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
                            StreamSink *sink)
     {
         Result res;
@@ -538,17 +539,23 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             relay::encode_request(ctx, w->codec, w->wbuf);
             std::uint8_t head[relay::max_header_size];
             std::uint32_t ctx_len = static_cast<std::uint32_t>(w->wbuf.size());
-            std::size_t head_len =
-                relay::encode_header(head, relay::codec_flag(w->codec), 0,
-                                     static_cast<std::uint32_t>(w->wbuf.size() + body.size()),
-                                     std::span<const std::uint32_t>(&ctx_len, 1));
+            std::size_t head_len = relay::encode_header(
+                head, relay::codec_flag(w->codec), 0, static_cast<std::uint32_t>(w->wbuf.size() + body.size),
+                std::span<const std::uint32_t>(&ctx_len, 1));
             std::array<asio::const_buffer, 3> bufs{asio::buffer(head, head_len), asio::buffer(w->wbuf),
-                                                   asio::buffer(body.data(), body.size())};
+                                                   asio::buffer(body.memory.data(), body.memory.size())};
             w->begin_exchange();
             w->exec_ctx = &ctx;
             w->exec_started = clock::now();
             w->exec_warned = false;
-            error_code wec = co_await write_all_fast(w->in, bufs);
+            error_code wec;
+            if (body.fd < 0) {
+                wec = co_await write_all_fast(w->in, bufs);
+            } else {
+                wec = co_await write_all_fast(w->in, std::span(bufs.data(), 2));
+                if (!wec)
+                    wec = co_await write_file(w->in, body.fd, body.size);
+            }
             if (wec) {
                 // The worker died before it could read the request (e.g. while idle, its exit not reaped
                 // yet): nothing ran, so another worker gets it.
@@ -565,6 +572,26 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         res.outcome = Outcome::no_worker;
         res.message = "every worker asked to stop instead of answering";
         co_return res;
+    }
+
+    // Sends a request body spilled to a file: read in pieces, each written like any frame part.
+    static awaitable<error_code> write_file(asio::writable_pipe &pipe, int fd, std::uint64_t size)
+    {
+        constexpr std::size_t piece = 256 * 1024;
+        std::unique_ptr<char[]> buf(new char[piece]);
+        for (std::uint64_t off = 0; off < size;) {
+            std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(piece, size - off));
+            ssize_t n = ::pread(fd, buf.get(), want, static_cast<off_t>(off));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                co_return error_code(n < 0 ? errno : EIO, boost::system::system_category());
+            std::array<asio::const_buffer, 1> b{asio::buffer(buf.get(), static_cast<std::size_t>(n))};
+            if (error_code ec = co_await write_all_fast(pipe, b))
+                co_return ec;
+            off += static_cast<std::uint64_t>(n);
+        }
+        co_return error_code{};
     }
 
     void crashed(const WorkerPtr &w, Result &res, const std::string &why)
@@ -676,8 +703,27 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 res.response = std::move(rc);
                 head_set = true;
                 if (!more) { // the whole response in one frame: the common case
-                    body_out.assign(body.data(), body.size());
                     res.outcome = Outcome::ok;
+                    if (body.size() <= opt.copy_body_max || !sink) {
+                        body_out.assign(body.data(), body.size());
+                    } else if (opt.budget && res.body_reservation.grow(*opt.budget, body.size())) {
+                        // Handed over without a copy: the worker goes on with a fresh buffer.
+                        std::size_t payload_at = 0;
+                        res.body_frame = w->take_frame(payload_at);
+                        if (res.body_frame.data) {
+                            res.body_offset =
+                                static_cast<std::size_t>(body.data() - res.body_frame.data.get());
+                            res.body_size = body.size();
+                        } else { // the buffer holds more than this frame: copy after all
+                            res.body_reservation.reset();
+                            body_out.assign(body.data(), body.size());
+                        }
+                    } else {
+                        // Over the body budget: the client gets it from the worker's buffer while it waits.
+                        res.written = true;
+                        if (!co_await sink->write_whole(res.response, body))
+                            res.outcome = Outcome::cancelled;
+                    }
                     finish(w);
                     co_return;
                 }
@@ -882,7 +928,7 @@ awaitable<std::string> Pool::start()
     return impl_->start();
 }
 
-awaitable<Result> Pool::exec(const relay::RequestContext &ctx, std::string_view body, std::string &body_out,
+awaitable<Result> Pool::exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
                              StreamSink *sink)
 {
     return impl_->exec(ctx, body, body_out, sink);

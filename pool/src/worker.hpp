@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ferry/pool/asio.hpp"
+#include "ferry/pool/pool.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/frame.hpp"
 
@@ -23,13 +24,6 @@ enum class State { spawning, ready, working, stopping, dead };
 const char *state_name(State s);
 // "exited with code 3", "killed by signal 9 (SIGKILL)".
 std::string describe_status(int wait_status);
-
-// A frame's bytes in a heap block that can change owner without a copy (a large response body handed
-// from the worker's read buffer to the client connection).
-struct FrameBuffer {
-    std::unique_ptr<char[]> data;
-    std::size_t capacity = 0;
-};
 
 // Why a frame wait ended without a frame.
 enum class ChannelError {

@@ -209,6 +209,8 @@ struct HttpParser::Callbacks {
             return s.fail(413, "request body of " + std::to_string(p->content_length) +
                                    " bytes is larger than max_request_size (" +
                                    std::to_string(s.limits_.max_body_size) + " bytes)");
+        if (s.body_sink_ && (r.chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0)))
+            s.body_sink_->begin(r.chunked ? 0 : p->content_length);
         if (r.chunked) {
             s.body_kind_ = BodyKind::chunked;
             ChunkedDecoder::Limits cl;
@@ -221,7 +223,8 @@ struct HttpParser::Callbacks {
         } else if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0) {
             s.body_kind_ = BodyKind::length;
             s.body_left_ = p->content_length;
-            r.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p->content_length, 1 << 20)));
+            if (!s.body_sink_)
+                r.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p->content_length, 1 << 20)));
         } else {
             s.body_kind_ = BodyKind::none;
         }
@@ -247,8 +250,8 @@ void HttpParser::Buffer::reallocate(std::size_t n, std::size_t keep)
     size_ = n;
 }
 
-HttpParser::HttpParser(const Limits &limits)
-    : ll_(std::make_unique<LL>()), limits_(limits), buf_(initial_buffer)
+HttpParser::HttpParser(const Limits &limits, BodySink *body)
+    : ll_(std::make_unique<LL>()), limits_(limits), body_sink_(body), buf_(initial_buffer)
 {
     llhttp_settings_init(&ll_->settings);
     ll_->settings.on_message_begin = &Callbacks::on_message_begin;
@@ -397,6 +400,25 @@ bool HttpParser::scan_head()
     return true;
 }
 
+void HttpParser::release_memory()
+{
+    std::size_t kept = req_.method.capacity() + req_.target.capacity() + req_.authority.capacity() +
+                       req_.body.capacity() + req_.headers.capacity() * sizeof(req_.headers[0]);
+    for (const auto &h : req_.headers)
+        kept += h.first.capacity() + h.second.capacity();
+    if (kept > 4096) {
+        Request fresh;
+        std::swap(req_, fresh);
+    }
+    if (spans_.capacity() > 64)
+        std::vector<HeaderSpan>().swap(spans_);
+    if (!in_message_ && parsed_ == end_ && buf_.size() > initial_buffer) {
+        parsed_ = end_ = msg_start_ = 0;
+        start_scan(0);
+        buf_.reallocate(initial_buffer, 0);
+    }
+}
+
 bool HttpParser::idle() const
 {
     return !in_message_ && parsed_ == end_;
@@ -445,21 +467,36 @@ void HttpParser::commit(std::size_t n)
     end_ += n;
 }
 
+bool HttpParser::keep_body(std::string_view bytes)
+{
+    if (!body_sink_) {
+        req_.body.append(bytes.data(), bytes.size());
+        return true;
+    }
+    std::string why;
+    if (int status = body_sink_->write(bytes, why); status != 0) {
+        fail(status, why);
+        return false;
+    }
+    return true;
+}
+
 bool HttpParser::read_body()
 {
     while (parsed_ < end_ && !complete_) {
         std::string_view in(buf_.data() + parsed_, end_ - parsed_);
         if (body_kind_ == BodyKind::length) {
             std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, in.size()));
-            req_.body.append(in.data(), n);
+            if (!keep_body(in.substr(0, n)))
+                return false;
             parsed_ += n;
             body_left_ -= n;
             complete_ = body_left_ == 0;
             continue;
         }
         auto st = chunked_->step(in);
-        if (!st.data.empty())
-            req_.body.append(st.data.data(), st.data.size());
+        if (!st.data.empty() && !keep_body(st.data))
+            return false;
         parsed_ += st.used;
         if (chunked_->failed()) {
             fail(chunked_->error_status(), chunked_->error_message());
@@ -516,7 +553,7 @@ HttpParser::Event HttpParser::next()
         parsed_ = end_ = msg_start_ = 0;
         if (!in_message_)
             start_scan(0);
-        if (buf_.size() > 64 * 1024)
+        if (buf_.size() > initial_buffer)
             buf_.reallocate(initial_buffer, 0);
     }
     return Event::need_more;
@@ -533,12 +570,12 @@ void HttpParser::done()
     }
     in_message_ = false;
     reset_message();
-    if (req_.body.capacity() > 256 * 1024)
+    if (req_.body.capacity() > 4096)
         std::string().swap(req_.body);
     std::size_t rest = end_ - parsed_;
     if (rest == 0) {
         parsed_ = end_ = msg_start_ = 0;
-        if (buf_.size() > 64 * 1024)
+        if (buf_.size() > initial_buffer)
             buf_.reallocate(initial_buffer, 0);
     } else if (parsed_ > buf_.size() / 2) {
         compact(parsed_);

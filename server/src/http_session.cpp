@@ -1,5 +1,6 @@
 // One HTTP/1.1 connection: parse, relay to the pool, answer in request order.
 #include "ferry/pool/log.hpp"
+#include "request_body.hpp"
 #include "response.hpp"
 #include "shared_state.hpp"
 
@@ -191,6 +192,49 @@ public:
         co_return ok;
     }
 
+    // A response whose body is complete (one frame): head with Content-Length, then the body. With
+    // `may_batch` (more pipelined requests are buffered) a small response stays in `out` to go out with the
+    // next ones; otherwise head and body leave now in one writev, the body without a copy.
+    awaitable<bool> send_whole(const relay::ResponseContext &rc, std::string_view body, int worker_pid,
+                               bool may_batch)
+    {
+        Head h;
+        h.status = final_status(rc.status, worker_pid);
+        h.worker = &rc;
+        if (draining_)
+            keep_alive_ = false;
+        h.keep_alive = keep_alive_;
+        h.http10 = http10_;
+        bool no_body = no_body_status(h.status);
+        h.framing = no_body ? Framing::none : Framing::length;
+        h.content_length = body.size();
+        if (head_request_ && body.empty())
+            h.content_length = head_content_length(rc, 0);
+        int dropped = 0;
+        append_head(out_, h, &dropped);
+        if (dropped > 0)
+            log::warn("http", "worker " + std::to_string(worker_pid) + ": dropped " +
+                                  std::to_string(dropped) +
+                                  " response header(s) with an invalid name or a CR/LF/NUL in the value");
+        if (head_request_ || no_body || body.empty())
+            body = {};
+        if (may_batch && body.size() <= inline_body_max) {
+            out_.append(body.data(), body.size());
+            co_return true;
+        }
+        std::array<asio::const_buffer, 2> bufs{asio::buffer(out_), asio::buffer(body.data(), body.size())};
+        bool ok = co_await write_buffers(st_, conn_, sock_, bufs, timeout_);
+        out_.clear();
+        if (!ok)
+            failed_ = true;
+        co_return ok;
+    }
+
+    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
+    {
+        co_return co_await send_whole(head, body, 0, false);
+    }
+
     void watch_client(std::function<void()> gone) override
     {
         // Completes on EPOLLERR/EPOLLHUP only (a reset, or both directions closed), not on a half-close.
@@ -219,6 +263,36 @@ private:
     std::string trailer_;
 };
 
+std::size_t retained(const relay::RequestContext &c)
+{
+    std::size_t n = c.remote_addr.capacity() + c.protocol.capacity() + c.method.capacity() +
+                    c.uri.capacity() + c.raw_query.capacity() +
+                    c.headers.capacity() * sizeof(relay::HeaderField);
+    for (const auto &h : c.headers) {
+        n += h.name.capacity();
+        for (const auto &v : h.values)
+            n += v.capacity();
+    }
+    for (const auto &[k, v] : c.cookies)
+        n += k.capacity() + v.capacity();
+    return n;
+}
+
+// A connection waiting for its next request keeps only small buffers (issue 5 item 5): whatever a large
+// request or response made it hold goes back. Small ones stay, so ordinary keep-alive traffic reuses them.
+void release_idle_memory(std::string &out, std::string &body_out, relay::RequestContext &ctx,
+                         HttpParser &parser)
+{
+    constexpr std::size_t keep = 4096;
+    if (out.capacity() > keep)
+        std::string().swap(out);
+    if (body_out.capacity() > keep)
+        std::string().swap(body_out);
+    if (retained(ctx) > keep)
+        ctx = relay::RequestContext{};
+    parser.release_memory();
+}
+
 struct Registration {
     SharedState &st;
     std::list<Conn *>::iterator it;
@@ -246,7 +320,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     if (auto ep = sock.remote_endpoint(ec); !ec)
         remote = ep.address().to_string();
 
-    HttpParser parser(st.limits);
+    RequestBody body(st.budget, st.config.http.body_buffer_size, st.temp_dir);
+    HttpParser parser(st.limits, &body);
     std::string out;
     std::string body_out;
     relay::RequestContext ctx;
@@ -268,6 +343,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             if (conn.idle) {
                 header_deadline.reset();
                 st.arm(conn, http.idle_timeout);
+                release_idle_memory(out, body_out, ctx, parser);
             } else if (parser.in_body()) {
                 header_deadline.reset();
                 st.arm(conn, http.read_body_timeout);
@@ -313,53 +389,22 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         build_context(ctx, req, remote, st.default_host);
         const bool head_request = req.method == "HEAD";
         bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
-        const bool http10 = req.version_minor == 0;
 
         SessionSink sink(st, conn, sock, out, req, http.write_timeout, st.draining);
         body_out.clear();
-        pool::Result res = co_await st.pool.exec(ctx, req.body, body_out, &sink);
+        pool::Result res = co_await st.pool.exec(ctx, body.ref(), body_out, &sink);
+        body.clear();
         header_deadline.reset();
         if (st.draining)
             keep_alive = false; // SIGTERM came while PHP worked: say Connection: close
 
         switch (res.outcome) {
         case pool::Outcome::ok:
-            if (res.streamed) {
-                keep_alive = keep_alive && sink.keep_alive() && !sink.failed();
-            } else {
-                Head h;
-                h.status = final_status(res.response.status, res.worker_pid);
-                h.worker = &res.response;
-                h.keep_alive = keep_alive;
-                h.http10 = http10;
-                bool no_body = no_body_status(h.status);
-                h.framing = no_body ? Framing::none : Framing::length;
-                h.content_length = body_out.size();
-                if (head_request && body_out.empty())
-                    h.content_length = head_content_length(res.response, 0);
-                int dropped = 0;
-                append_head(out, h, &dropped);
-                if (dropped > 0)
-                    log::warn("http",
-                              "worker " + std::to_string(res.worker_pid) + ": dropped " +
-                                  std::to_string(dropped) +
-                                  " response header(s) with an invalid name or a CR/LF/NUL in the value");
-                if (!head_request && !no_body) {
-                    // Batch small bodies behind pipelined responses; otherwise write head + body now in one
-                    // writev, without copying the body into `out`.
-                    if (body_out.size() > inline_body_max || !parser.has_buffered()) {
-                        std::array<asio::const_buffer, 2> bufs{asio::buffer(out), asio::buffer(body_out)};
-                        bool ok = co_await write_buffers(st, conn, sock, bufs, http.write_timeout);
-                        out.clear();
-                        if (!ok)
-                            keep_alive = false;
-                        if (body_out.capacity() > 1024 * 1024)
-                            std::string().swap(body_out);
-                    } else {
-                        out += body_out;
-                    }
-                }
+            if (!res.streamed && !res.written) {
+                std::string_view answer = res.body_frame.data ? res.taken_body() : std::string_view(body_out);
+                co_await sink.send_whole(res.response, answer, res.worker_pid, parser.has_buffered());
             }
+            keep_alive = keep_alive && sink.keep_alive() && !sink.failed();
             break;
         case pool::Outcome::worker_error:
             detail::append_error(out, http.internal_error_code, "", keep_alive, head_request);

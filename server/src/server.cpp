@@ -3,12 +3,14 @@
 
 #include "ferry/pool/log.hpp"
 #include "loop.hpp"
+#include "memory.hpp"
 #include "shared_state.hpp"
 
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace ferry::server {
@@ -21,8 +23,8 @@ using detail::tcp;
 using detail::WheelEntry;
 
 struct Runtime {
-    Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p)
-        : io(io_), state(io_, c, p), acceptor(io_), signals(io_, SIGINT, SIGTERM), ticker(io_)
+    Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p, pool::Budget &b)
+        : io(io_), state(io_, c, p, b), acceptor(io_), signals(io_, SIGINT, SIGTERM), ticker(io_)
     {
     }
     asio::io_context &io;
@@ -86,9 +88,12 @@ awaitable<void> accept_loop(Runtime *rt)
 awaitable<void> tick(Runtime *rt)
 {
     auto &wheel = rt->state.wheel;
+    unsigned ticks = 0;
     while (!rt->stopping) {
         rt->ticker.expires_after(wheel.tick());
         co_await rt->ticker.async_wait(nothrow);
+        if (++ticks % 4 == 0)
+            detail::return_free_memory();
         wheel.advance(steady::now(), [](WheelEntry &e) {
             auto &c = static_cast<Conn &>(e);
             c.timed_out = true;
@@ -200,6 +205,7 @@ awaitable<void> lifecycle(Runtime *rt)
 int run(const conf::Config &cfg)
 {
     std::signal(SIGPIPE, SIG_IGN);
+    detail::configure_allocator();
     detail::Loop io;
 
     pool::Options popt;
@@ -214,9 +220,16 @@ int run(const conf::Config &cfg)
     popt.boot_timeout = cfg.http.pool.allocate_timeout;
     popt.exec_ttl = cfg.http.pool.exec_ttl;
     popt.exec_warn = cfg.http.pool.exec_warn;
+    pool::Budget budget(cfg.http.max_body_memory);
+    popt.budget = &budget;
     pool::Pool pool(io, popt);
 
-    Runtime rt(io, cfg, pool);
+    Runtime rt(io, cfg, pool, budget);
+    rt.state.temp_dir = cfg.http.uploads_dir;
+    if (rt.state.temp_dir.empty()) {
+        const char *t = std::getenv("TMPDIR");
+        rt.state.temp_dir = t && *t ? t : "/tmp";
+    }
     rt.state.limits.max_request_line = cfg.http.max_request_line;
     rt.state.limits.max_header_size = cfg.http.max_header_size;
     rt.state.limits.max_body_size = cfg.http.max_request_size;

@@ -25,11 +25,16 @@ struct Conn : WheelEntry {
 };
 
 struct SharedState {
-    SharedState(asio::io_context &io_, const conf::Config &c, pool::Pool &p) : io(io_), config(c), pool(p) {}
+    SharedState(asio::io_context &io_, const conf::Config &c, pool::Pool &p, pool::Budget &b)
+        : io(io_), config(c), pool(p), budget(b)
+    {
+    }
 
     asio::io_context &io;
     const conf::Config &config;
     pool::Pool &pool;
+    pool::Budget &budget; // request and response bodies in memory, all connections together
+    std::string temp_dir; // where request bodies too large for memory go
     Limits limits;
     std::string default_host; // for HTTP/1.0 requests without Host
     std::list<Conn *> conns;

@@ -39,9 +39,12 @@ struct HttpConfig {
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
     // Ferry's own limits (documented in README):
-    std::uint64_t max_request_line = 8 * 1024;               // http.limits.max_request_line (414 beyond)
-    std::uint64_t max_header_size = 64 * 1024;               // http.limits.max_header_size (bytes or "64KB")
-    unsigned max_pipelined = 16;                             // http.limits.max_pipelined
+    std::uint64_t max_request_line = 8 * 1024;    // http.limits.max_request_line (414 beyond)
+    std::uint64_t max_header_size = 64 * 1024;    // http.limits.max_header_size (bytes or "64KB")
+    std::uint64_t body_buffer_size = 1024 * 1024; // http.limits.body_buffer_size: per request in memory
+    std::uint64_t max_body_memory = 256ull * 1024 * 1024; // http.limits.max_body_memory: all bodies in memory
+    std::string uploads_dir;     // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
+    unsigned max_pipelined = 16; // http.limits.max_pipelined
     Duration read_header_timeout = std::chrono::seconds(10); // http.timeouts.read_header
     Duration read_body_timeout = std::chrono::seconds(60);   // http.timeouts.read_body (between body reads)
     Duration write_timeout = std::chrono::seconds(60);       // http.timeouts.write

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ferry/pool/asio.hpp"
+#include "ferry/pool/budget.hpp"
 #include "ferry/relay/context.hpp"
 
 #include <chrono>
@@ -26,6 +27,9 @@ struct Options {
     std::uint32_t max_frame_payload = 1u << 30;    // largest response frame accepted (1 GiB)
     std::chrono::milliseconds exec_ttl{0}; // a request running longer gets 504, its worker killed (0 = off)
     std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
+    // Response bodies larger than this are handed to the connection without a copy (when `budget` allows).
+    std::size_t copy_body_max = 64 * 1024;
+    Budget *budget = nullptr; // body memory in flight, shared with the server's request bodies
 };
 
 enum class Outcome {
@@ -38,12 +42,33 @@ enum class Outcome {
     client_gone,    // the client's connection failed while the request waited for a worker: not executed
 };
 
+// A frame's bytes in a heap block that can change owner without a copy.
+struct FrameBuffer {
+    std::unique_ptr<char[]> data;
+    std::size_t capacity = 0;
+};
+
+// A request body for exec(): in memory, or in a file (a large body spilled to disk), read from offset 0.
+struct BodyRef {
+    std::string_view memory; // when fd < 0
+    int fd = -1;
+    std::uint64_t size = 0;
+};
+
 struct Result {
     Outcome outcome = Outcome::ok;
     std::string message;             // why, for logs and error bodies
     relay::ResponseContext response; // status + headers (outcome ok)
-    bool streamed = false;           // the body went through StreamSink
+    bool streamed = false;           // the body went through StreamSink::on_chunk
+    bool written = false;            // the whole response went through StreamSink::write_whole
     int worker_pid = 0;
+    // A large body handed over from the worker's read buffer without a copy (body_out is then empty); its
+    // bytes count against Options::budget until the Result is dropped.
+    FrameBuffer body_frame;
+    std::size_t body_offset = 0, body_size = 0;
+    Reservation body_reservation;
+
+    std::string_view taken_body() const { return {body_frame.data.get() + body_offset, body_size}; }
 };
 
 // Receives a streamed response (frames with the STREAM bit), in order.
@@ -61,6 +86,9 @@ public:
     // connection is not gone: it still gets its answer.
     virtual void watch_client(std::function<void()> gone) { (void)gone; }
     virtual void unwatch_client() {}
+    // A large single-frame response that the body budget cannot hold: write it now, while the worker waits
+    // (its memory is the worker's read buffer). False when the client is gone.
+    virtual awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) = 0;
 };
 
 struct WorkerInfo {
@@ -82,8 +110,9 @@ public:
     awaitable<std::string> start();
 
     // Runs one request on a worker: allocate, send the frame, read the reply. Retries on another worker
-    // when a worker asks to stop instead of answering. `body_out` receives a non-streamed body.
-    awaitable<Result> exec(const relay::RequestContext &ctx, std::string_view body, std::string &body_out,
+    // when a worker asks to stop instead of answering. A non-streamed body lands in `body_out` (copied, up
+    // to copy_body_max), in Result::body_frame (handed over) or goes through sink->write_whole().
+    awaitable<Result> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
                            StreamSink *sink);
 
     // Stops every worker by `deadline`: the stop frame to idle workers now and to busy ones when their

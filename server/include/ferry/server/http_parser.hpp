@@ -16,6 +16,17 @@ namespace ferry::server {
 
 class ChunkedDecoder;
 
+// Where the parser puts request body bytes (the server's spills large bodies to a file). Without one, they
+// go to Request::body.
+class BodySink {
+public:
+    virtual ~BodySink() = default;
+    // A body begins; `expected` is its Content-Length (0 when chunked or unknown).
+    virtual void begin(std::uint64_t expected) = 0;
+    // Returns 0, or the HTTP status to answer (with `error` saying why) when the bytes cannot be kept.
+    virtual int write(std::string_view bytes, std::string &error) = 0;
+};
+
 struct Limits {
     std::size_t max_request_line = 8 * 1024;  // request line alone: 414 beyond it
     std::size_t max_header_size = 64 * 1024;  // request line + headers: 431 beyond it
@@ -31,7 +42,7 @@ struct Request {
     int version_major = 1;
     int version_minor = 1;
     std::vector<std::pair<std::string, std::string>> headers; // names as received, in order
-    std::string body;
+    std::string body;                                         // without a BodySink
     bool keep_alive = true;
     bool expect_continue = false;
     bool upgrade = false; // Upgrade/CONNECT: served as a plain request, then the connection closes
@@ -48,7 +59,7 @@ public:
         error,     // error_status() / error_message(); answer and close
     };
 
-    explicit HttpParser(const Limits &limits);
+    explicit HttpParser(const Limits &limits, BodySink *body = nullptr);
     ~HttpParser();
     HttpParser(const HttpParser &) = delete;
     HttpParser &operator=(const HttpParser &) = delete;
@@ -66,6 +77,8 @@ public:
     bool has_buffered() const; // unparsed bytes remain (a pipelined request, maybe)
     bool in_body() const { return headers_done_ && !complete_; }
     std::size_t buffer_capacity() const { return buf_.size(); }
+    // Between requests: gives back what a large request made it hold (header strings, buffer growth).
+    void release_memory();
 
     struct Callbacks;
 
@@ -90,9 +103,12 @@ private:
     // ChunkedDecoder. Returns false on an error.
     bool read_body();
 
+    bool keep_body(std::string_view bytes);
+
     struct LL;
     std::unique_ptr<LL> ll_;
     Limits limits_;
+    BodySink *body_sink_;
     // The receive buffer. Not std::vector: that would zero (and so touch) every byte of every idle
     // connection's buffer; here only what recv() writes is ever touched.
     class Buffer {
