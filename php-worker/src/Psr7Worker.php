@@ -141,6 +141,11 @@ final class Psr7Worker
             $server['HTTPS'] = 'on';
         }
         foreach ($request->headers as $name => $values) {
+            // As nginx and PHP-FPM do by default: a name with an underscore would map to the same key as its
+            // dashed twin (X_Forwarded_For vs X-Forwarded-For) and could override it, so it is dropped.
+            if (\str_contains((string) $name, '_')) {
+                continue;
+            }
             $key = \strtoupper(\str_replace('-', '_', (string) $name));
             $value = \implode(', ', $values);
             if ($key === 'CONTENT_TYPE' || $key === 'CONTENT_LENGTH') {

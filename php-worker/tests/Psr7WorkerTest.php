@@ -70,6 +70,30 @@ final class Psr7WorkerTest extends TestCase
         self::assertEqualsWithDelta(\time(), $server['REQUEST_TIME'], 2);
     }
 
+    public function testHeaderNamesWithUnderscoresDoNotReachServerParams(): void
+    {
+        // X_Forwarded_For would map to HTTP_X_FORWARDED_FOR too and override the proxy's X-Forwarded-For
+        // (issue 5 item 16): dropped from the server params, as nginx and PHP-FPM do.
+        $headers = [
+            'X-Forwarded-For' => ['10.1.1.1'],
+            'X_Forwarded_For' => ['6.6.6.6'],
+            'Client_Ip' => ['6.6.6.6'],
+        ];
+        foreach ([['X-Forwarded-For', 'X_Forwarded_For', 'Client_Ip'], ['X_Forwarded_For', 'Client_Ip', 'X-Forwarded-For']] as $order) {
+            $ordered = [];
+            foreach ($order as $name) {
+                $ordered[$name] = $headers[$name];
+            }
+            $req = $this->psr7(Wire::request(['headers' => $ordered]))->waitRequest();
+            self::assertInstanceOf(ServerRequestInterface::class, $req);
+            $server = $req->getServerParams();
+            self::assertSame('10.1.1.1', $server['HTTP_X_FORWARDED_FOR']);
+            self::assertArrayNotHasKey('HTTP_CLIENT_IP', $server);
+            // The PSR-7 headers themselves are what the client sent.
+            self::assertSame('6.6.6.6', $req->getHeaderLine('X_Forwarded_For'));
+        }
+    }
+
     public function testParsedFormAttributesAndUploads(): void
     {
         $tmp = (string) \tempnam(\sys_get_temp_dir(), 'ferry-up-');
