@@ -916,8 +916,15 @@ Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>
     std::signal(SIGPIPE, SIG_IGN);
 }
 
+void Pool::abandon()
+{
+    for (auto &[pid, w] : impl_->workers)
+        w->abandon();
+}
+
 Pool::~Pool()
 {
+    abandon();
     // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG).
     for (auto &[pid, w] : impl_->workers)
         w->signal(SIGKILL);

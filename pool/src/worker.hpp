@@ -88,6 +88,9 @@ struct Worker : std::enable_shared_from_this<Worker> {
     // generation, and a handler of an old one does nothing.
     void arm(std::chrono::milliseconds limit);
     void disarm();
+    // After the event loop stopped for good: destroys the exchange suspended in next_frame(), which holds
+    // this worker while the worker holds it (a cycle nothing else would break).
+    void abandon() { waiter_.reset(); }
     // Fails the exchange in progress now with timed_out (the supervisor's exec_ttl).
     void expire(std::string why);
     bool broken() const { return failure_ != ChannelError::none; }

@@ -255,6 +255,8 @@ int run(const conf::Config &cfg)
     asio::co_spawn(io, lifecycle(&rt), log_exceptions{"lifecycle"});
     io.run();
     io.destroy_handlers(); // while rt and pool, which their frames refer to, still exist
+    pool.abandon();        // requests suspended on a worker: Asio posts the destruction of their frames...
+    io.destroy_handlers(); // ... which happens here, still before rt and pool go
     return rt.exit_code;
 }
 

@@ -227,7 +227,7 @@ class ConfigTest(unittest.TestCase):
         self.addCleanup(srv.kill)
         srv.start()
         self.assertEqual(len(srv.workers()), 3, srv.workers())
-        self.assertIn("with 3 worker(s)", srv.stderr())
+        self.assertTrue(srv.wait_for_log("with 3 worker(s)"), srv.stderr())
         # three concurrent slow requests land on three distinct workers
         results = {}
         threads = [threading.Thread(target=http_get, args=(srv, "/sleep?ms=400", results, i)) for i in range(3)]

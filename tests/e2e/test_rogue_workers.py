@@ -43,6 +43,7 @@ class DoubleResponseTest(unittest.TestCase):
         status, body = body_of(srv, "/twice" + query)
         self.assertEqual((status, body), (200, b"first answer of /twice from %d" % first))
         self.assert_own_answers(srv, ["/a", "/b", "/c"])
+        self.assertTrue(srv.wait_for_log("retiring it"), srv.stderr())
         log = srv.stderr()
         self.assertIn(f"worker {first} wrote on stdout ", log)
         self.assertIn("second answer of /twice", log, "the log shows what arrived")
@@ -117,6 +118,7 @@ class StuckWorkerTest(unittest.TestCase):
         self.assertEqual(body, b"504 Gateway Timeout: the application did not answer in time\n")
         self.assertGreaterEqual(elapsed, 0.9)
         self.assertLess(elapsed, 2.5)
+        self.assertTrue(srv.wait_for_log("request ran longer than exec_ttl"), srv.stderr())
         log = srv.stderr()
         self.assertIn(f"worker {first}: request ran longer than exec_ttl (1000 ms): GET http://", log)
         self.assertIn("/half?x=1", log)
@@ -135,6 +137,7 @@ class StuckWorkerTest(unittest.TestCase):
         [pid] = srv.workers()
         status, body = body_of(srv, "/hang?s=1")
         self.assertEqual((status, body), (200, b"woke up"))  # not killed: there is no exec_ttl
+        self.assertTrue(srv.wait_for_log("has been running"), srv.stderr())
         log = srv.stderr()
         self.assertIn(f"worker {pid} has been running GET http://", log)
         self.assertIn("/hang?s=1 for ", log)
@@ -159,7 +162,7 @@ class BootFailureBodyTest(unittest.TestCase):
         self.assertEqual(status, 503)
         self.assertEqual(body, b"503 Service Unavailable: no PHP worker is available, try again later\n")
         self.assertEqual(dict(headers).get("Retry-After"), "1")
-        self.assertIn("/secret/app/bootstrap.php", srv.stderr())  # the details are in the log
+        self.assertTrue(srv.wait_for_log("/secret/app/bootstrap.php"), srv.stderr())  # the details are in the log
 
 
 class LeftoverProcessTest(unittest.TestCase):

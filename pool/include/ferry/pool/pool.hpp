@@ -121,6 +121,9 @@ public:
     awaitable<void> shutdown(); // deadline: destroy_timeout from now
     // Second signal: SIGKILL every worker now, each logged with `why`.
     void kill_all(const std::string &why);
+    // After the event loop stopped for good: destroys the requests still suspended on a worker (each holds
+    // its worker, which holds it). Call while what their frames refer to still exists.
+    void abandon();
 
     std::vector<WorkerInfo> workers() const;
     unsigned serving_workers() const; // ready or working
