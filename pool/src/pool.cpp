@@ -47,9 +47,11 @@ struct Waiter {
     explicit Waiter(asio::io_context &io) : timer(io) {}
     asio::steady_timer timer;
     WorkerPtr worker;
-    std::string failure;      // set when the pool gave up on this waiter (shutdown, boot failures)
-    bool client_gone = false; // the client's connection failed while it waited
+    std::string failure; // set when the pool gave up on this waiter (shutdown, boot failures)
 };
+
+constexpr auto recheck_client_after = std::chrono::milliseconds(10);
+constexpr std::uint64_t quiet_check_every = 8;
 
 } // namespace
 
@@ -78,6 +80,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     std::uint64_t recycled_total = 0;
     std::uint64_t dropped_total = 0; // requests dropped because their client left while they waited
     asio::steady_timer supervisor_timer{io};
+    clock::time_point coarse_now = clock::now(); // updated on every supervisor tick (exec start times)
     std::mt19937 rng;
 
     // ---- bookkeeping -------------------------------------------------------------------------
@@ -151,6 +154,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             return;
         }
         idle.push_back(w);
+        w->watch(); // output while idle is caught as it arrives
     }
 
     // A new worker is ready: retire one worker that waits for its replacement.
@@ -480,34 +484,30 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             why = "no worker available: " + last_boot_error;
             co_return nullptr;
         }
-        auto wt = std::make_shared<Waiter>(io);
-        wt->timer.expires_after(opt.allocate_timeout);
-        waiters.push_back(wt.get());
-        if (client) {
-            // A client that resets its connection while its request waits: drop the request.
-            client->watch_client([weak = std::weak_ptr<Waiter>(wt)] {
-                if (auto p = weak.lock(); p && !p->worker) {
-                    p->client_gone = true;
-                    p->timer.cancel();
-                }
-            });
+        Waiter wt(io);
+        wt.timer.expires_after(opt.allocate_timeout); // queued at expiry() - allocate_timeout
+        waiters.push_back(&wt);
+        co_await wt.timer.async_wait(nothrow);
+        if (wt.worker) {
+            // A request that waited long may have lost its client meanwhile: one check (a system call) at
+            // dispatch, only after a wait too long for a client to still be waiting without a reason (under
+            // ordinary load requests wait far less and pay nothing). exec() checks the worker's broken().
+            if (client && clock::now() - (wt.timer.expiry() - opt.allocate_timeout) >= recheck_client_after &&
+                client->client_gone()) {
+                WorkerPtr w = std::move(wt.worker);
+                make_available(w); // to the next waiter
+                ++dropped_total;
+                why = "the client went away while its request waited for a worker";
+                co_return nullptr;
+            }
+            co_return std::move(wt.worker);
         }
-        co_await wt->timer.async_wait(nothrow);
-        if (client)
-            client->unwatch_client();
-        if (wt->worker)
-            co_return std::move(wt->worker); // exec() checks broken(): output may have arrived since
-        auto it = std::find(waiters.begin(), waiters.end(), wt.get());
+        auto it = std::find(waiters.begin(), waiters.end(), &wt);
         if (it != waiters.end())
             waiters.erase(it);
-        if (wt->client_gone) {
-            ++dropped_total;
-            why = "the client went away while its request waited for a worker";
-        } else {
-            why = !wt->failure.empty() ? wt->failure
-                                       : "no free worker within allocate_timeout (" +
-                                             std::to_string(opt.allocate_timeout.count()) + " ms)";
-        }
+        why = !wt.failure.empty() ? wt.failure
+                                  : "no free worker within allocate_timeout (" +
+                                        std::to_string(opt.allocate_timeout.count()) + " ms)";
         co_return nullptr;
     }
 
@@ -546,7 +546,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                                                    asio::buffer(body.memory.data(), body.memory.size())};
             w->begin_exchange();
             w->exec_ctx = &ctx;
-            w->exec_started = clock::now();
+            w->exec_started = coarse_now; // the supervisor's own tick: no clock read per request
             w->exec_warned = false;
             error_code wec;
             if (body.fd < 0) {
@@ -615,7 +615,11 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     void finish(const WorkerPtr &w)
     {
         std::string leftover;
-        if (!w->end_exchange(leftover)) {
+        // A worker going idle is watched anyway (make_available); one handed straight to the next request is
+        // checked for output after its reply only every quiet_check_every replies: the read costs a system
+        // call per request, and a worker that writes twice is caught within that many replies.
+        bool check = ++w->replies % quiet_check_every == 0;
+        if (!w->end_exchange(leftover, check)) {
             log::error("pool", w->tag() + " wrote " + leftover + "; retiring it");
             kill_broken(w);
             return;
@@ -797,17 +801,21 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         auto tick = milliseconds(1000);
         for (auto limit : {self->opt.exec_ttl, self->opt.exec_warn})
             if (limit.count() > 0)
-                tick = std::min(tick, std::max(milliseconds(10), limit / 4));
+                tick = std::min(tick, std::max(milliseconds(10), limit / 8));
         asio::steady_timer &t = self->supervisor_timer;
         while (!self->shutting_down) {
             t.expires_after(tick);
             co_await t.async_wait(nothrow);
             auto now = clock::now();
+            self->coarse_now = now;
             std::vector<WorkerPtr> expired;
             for (auto &[pid, w] : self->workers) {
                 if (w->state != State::working || !w->exec_ctx)
                     continue;
-                auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec_started);
+                // exec_started is the tick before the request began: one tick less is a lower bound of how
+                // long it has run, so no request is cut early (late by at most two ticks, a quarter of the
+                // limit).
+                auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec_started) - tick;
                 if (self->opt.exec_ttl.count() > 0 && ran >= self->opt.exec_ttl) {
                     expired.push_back(w);
                 } else if (self->opt.exec_warn.count() > 0 && ran >= self->opt.exec_warn && !w->exec_warned) {

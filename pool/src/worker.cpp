@@ -65,67 +65,88 @@ Worker::~Worker() = default;
 
 void Worker::start_reading()
 {
-    read_more();
+    watch();
 }
 
-void Worker::read_more()
+void Worker::watch()
 {
     if (reading_ || frame_ready_ || failure_ != ChannelError::none)
         return;
-    if (rend_ == rbuf_.capacity)
-        ensure_capacity(rend_ - rpos_ + 1);
+    prepare_read();
     reading_ = true;
     out.async_read_some(asio::buffer(rbuf_.data.get() + rend_, rbuf_.capacity - rend_),
                         [self = shared_from_this()](error_code ec, std::size_t n) { self->on_read(ec, n); });
 }
 
+void Worker::prepare_read()
+{
+    if (rend_ == rbuf_.capacity)
+        ensure_capacity(rend_ - rpos_ + 1);
+}
+
+// The watch's read completed (idle, or the first read of an exchange that began meanwhile).
 void Worker::on_read(error_code ec, std::size_t n)
 {
     reading_ = false;
+    switch (absorb(ec, n)) {
+    case Parsed::need_more:
+        if (expecting_ && !waiter_)
+            return; // the exchange reads the rest itself when it asks for its frame
+        watch();
+        return;
+    case Parsed::unexpected:
+        if (on_unexpected)
+            on_unexpected(error_);
+        return;
+    case Parsed::frame:
+    case Parsed::failed:
+        notify();
+        return;
+    }
+}
+
+Worker::Parsed Worker::absorb(error_code ec, std::size_t n)
+{
     if (ec) {
         std::string_view avail(rbuf_.data.get() + rpos_, rend_ - rpos_);
         if (ec != asio::error::eof)
-            fail(ChannelError::closed, "reading from the worker failed: " + ec.message());
+            set_failure(ChannelError::closed, "reading from the worker failed: " + ec.message());
         else if (avail.empty())
-            fail(ChannelError::closed, "worker closed its stdout");
+            set_failure(ChannelError::closed, "worker closed its stdout");
         else
-            fail(ChannelError::closed, "worker closed its stdout in the middle of a frame after: \"" +
-                                           relay::printable(avail) + "\"");
-        return;
+            set_failure(ChannelError::closed, "worker closed its stdout in the middle of a frame after: \"" +
+                                                  relay::printable(avail) + "\"");
+        return Parsed::failed;
     }
     rend_ += n;
-    parse();
+    return parse();
 }
 
-void Worker::parse()
+Worker::Parsed Worker::parse()
 {
+    if (failure_ != ChannelError::none)
+        return Parsed::failed;
     std::string_view avail(rbuf_.data.get() + rpos_, rend_ - rpos_);
     if (!expecting_) {
-        if (avail.empty()) {
-            read_more();
-            return;
-        }
+        if (avail.empty())
+            return Parsed::need_more;
         // Nobody asked: a second response, a late frame, a stray echo. Never hand it to a request.
-        std::string what = "on stdout while no request was in flight " + describe_output(avail, max_payload_);
-        failure_ = ChannelError::not_a_frame;
-        error_ = what;
-        if (on_unexpected)
-            on_unexpected(what);
-        return;
+        set_failure(ChannelError::not_a_frame,
+                    "on stdout while no request was in flight " + describe_output(avail, max_payload_));
+        return Parsed::unexpected;
     }
     auto r = relay::decode_header(avail, hdr_, max_payload_);
     if (r.status == relay::DecodeStatus::error) {
-        fail(ChannelError::not_a_frame, r.error);
-        return;
+        set_failure(ChannelError::not_a_frame, r.error);
+        return Parsed::failed;
     }
     if (r.status == relay::DecodeStatus::ok && avail.size() >= r.needed) {
         frame_end_ = rpos_ + r.needed;
         frame_ready_ = true;
-        notify();
-        return;
+        return Parsed::frame;
     }
     ensure_capacity(std::max(r.needed, avail.size() + 1));
-    read_more();
+    return Parsed::need_more;
 }
 
 void Worker::ensure_capacity(std::size_t needed)
@@ -148,12 +169,21 @@ void Worker::ensure_capacity(std::size_t needed)
     rend_ = have;
 }
 
-void Worker::fail(ChannelError kind, std::string error)
+void Worker::set_failure(ChannelError kind, std::string error)
 {
     if (failure_ != ChannelError::none)
         return;
     failure_ = kind;
     error_ = std::move(error);
+}
+
+void Worker::fail(ChannelError kind, std::string error)
+{
+    set_failure(kind, std::move(error));
+    if (direct_read_) { // an exchange waits in its own read: end it
+        error_code ignored;
+        out.cancel(ignored);
+    }
     notify();
 }
 
@@ -173,12 +203,24 @@ void Worker::begin_exchange()
 
 awaitable<bool> Worker::next_frame(relay::FrameHeader &h, std::string_view &payload, std::string &error)
 {
-    if (!frame_ready_ && failure_ == ChannelError::none)
-        co_await asio::async_initiate<decltype(nothrow), void()>(
-            [this](auto handler) {
-                waiter_ = std::make_unique<ResumeWith<decltype(handler)>>(std::move(handler));
-            },
-            nothrow);
+    while (!frame_ready_ && failure_ == ChannelError::none) {
+        if (reading_) {
+            // The idle watch's read is outstanding: it becomes this exchange's read; wait for it.
+            co_await asio::async_initiate<decltype(nothrow), void()>(
+                [this](auto handler) {
+                    waiter_ = std::make_unique<ResumeWith<decltype(handler)>>(std::move(handler));
+                },
+                nothrow);
+            continue;
+        }
+        // A busy worker: read directly, as cheaply as a plain read loop.
+        prepare_read();
+        reading_ = direct_read_ = true;
+        auto [ec, n] = co_await out.async_read_some(
+            asio::buffer(rbuf_.data.get() + rend_, rbuf_.capacity - rend_), nothrow);
+        reading_ = direct_read_ = false;
+        absorb(ec, n);
+    }
     if (frame_ready_) {
         h = hdr_;
         payload = std::string_view(rbuf_.data.get() + rpos_ + h.size(), h.payload_size);
@@ -194,10 +236,10 @@ void Worker::consume_frame()
     rpos_ = frame_end_;
     if (rpos_ == rend_)
         rpos_ = rend_ = frame_end_ = 0;
-    parse();
+    parse(); // a frame already buffered is ready for the next next_frame(); otherwise it reads then
 }
 
-bool Worker::end_exchange(std::string &leftover)
+bool Worker::end_exchange(std::string &leftover, bool check_quiet)
 {
     frame_ready_ = false;
     expecting_ = false;
@@ -214,7 +256,8 @@ bool Worker::end_exchange(std::string &leftover)
         rbuf_.data.reset(new char[initial_read_buffer]);
         rbuf_.capacity = initial_read_buffer;
     }
-    read_more(); // watch stdout while idle
+    if (check_quiet)
+        watch(); // its speculative read sees at once what the worker wrote after its reply
     return true;
 }
 

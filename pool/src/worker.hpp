@@ -57,17 +57,21 @@ struct Worker : std::enable_shared_from_this<Worker> {
     std::string tag() const { return "worker " + std::to_string(pid); }
 
     // ---- the frame channel ---------------------------------------------------------------------------
-    // A read is outstanding on stdout for as long as the process lives, busy or idle, and costs no system
-    // call more than reading only when a reply is due. Bytes that arrive while no exchange expects them
-    // (a second response, a late frame, a stray echo) are reported through `on_unexpected` at once and
-    // are never given to a request.
+    // Reads happen when an exchange needs a frame, and while the worker is idle (watch()): a read is then
+    // outstanding on stdout, so bytes that arrive while no exchange expects them (a second response, a late
+    // frame, a stray echo) are reported through `on_unexpected` at once and never given to a request. That
+    // idle read becomes the next exchange's first read: watching costs no system call. A worker handed from
+    // one request straight to the next is not watched in between (that read would cost one per request);
+    // end_exchange(check_quiet) does it when asked.
 
     // Called with a description of the bytes when output arrives while no exchange is open, or when an
     // exchange ends with bytes left over. The worker is broken; the pool retires it.
     std::function<void(const std::string &what)> on_unexpected;
 
-    // Starts the read loop (once, after spawning).
+    // Starts watching stdout (after spawning; the handshake's read follows).
     void start_reading();
+    // The worker is idle: keep a read outstanding on stdout (nothing if one is).
+    void watch();
     // An exchange (handshake or request) begins: frames are expected until end_exchange().
     void begin_exchange();
     // Waits for the next whole frame. False with `error` set (and error_kind()) on EOF, non-frame bytes or a
@@ -78,7 +82,8 @@ struct Worker : std::enable_shared_from_this<Worker> {
     void consume_frame();
     // Releases the current frame and closes the exchange. False (and on_unexpected is NOT called: the
     // caller decides) when bytes beyond the frame are already buffered: the worker wrote more than one reply.
-    bool end_exchange(std::string &leftover);
+    // With `check_quiet`, a read starts at once, whose result shows whether more is already on its way.
+    bool end_exchange(std::string &leftover, bool check_quiet = true);
     // Moves the current frame's buffer out without a copy when it holds nothing else (`offset` = where the
     // payload starts); the channel continues with a fresh small buffer. Empty when it cannot.
     FrameBuffer take_frame(std::size_t &offset);
@@ -99,6 +104,7 @@ struct Worker : std::enable_shared_from_this<Worker> {
     std::chrono::steady_clock::time_point exec_started;
     const relay::RequestContext *exec_ctx = nullptr;
     bool exec_warned = false;
+    std::uint64_t replies = 0; // exchanges ended, for the sampled quiet check
 
     awaitable<bool> write_all(const std::string &bytes);
     // Signals the worker's process group (its children too); nothing once it has exited.
@@ -107,9 +113,12 @@ struct Worker : std::enable_shared_from_this<Worker> {
     void kill_group() const;
 
 private:
-    void read_more();
+    enum class Parsed { frame, need_more, failed, unexpected };
+    void prepare_read();
     void on_read(error_code ec, std::size_t n);
-    void parse();
+    Parsed absorb(error_code ec, std::size_t n);
+    Parsed parse();
+    void set_failure(ChannelError kind, std::string error);
     void fail(ChannelError kind, std::string error);
     void notify();
     void ensure_capacity(std::size_t needed);
@@ -118,7 +127,7 @@ private:
     FrameBuffer rbuf_;
     std::size_t rpos_ = 0, rend_ = 0, frame_end_ = 0;
     relay::FrameHeader hdr_;
-    bool reading_ = false, frame_ready_ = false, expecting_ = false;
+    bool reading_ = false, direct_read_ = false, frame_ready_ = false, expecting_ = false;
     ChannelError failure_ = ChannelError::none;
     std::string error_;
     // The exchange waiting in next_frame() (its completion handler, type-erased: Boost 1.81's

@@ -12,44 +12,31 @@ bool is_hex(char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-bool is_alnum(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+// unreserved / sub-delims: the bytes a reg-name may hold besides pct-encoded triplets.
+struct RegNameBytes {
+    bool table[256] = {};
+    constexpr RegNameBytes()
+    {
+        for (int c = 0; c < 256; ++c)
+            table[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        for (unsigned char c : std::string_view("-._~!$&'()*+,;="))
+            table[c] = true;
+    }
+};
+constexpr RegNameBytes reg_name_bytes;
 
 // reg-name = *( unreserved / pct-encoded / sub-delims ); IPv4address is a subset.
 bool valid_reg_name(std::string_view s)
 {
     for (std::size_t i = 0; i < s.size(); ++i) {
-        char c = s[i];
-        if (is_alnum(c))
+        auto c = static_cast<unsigned char>(s[i]);
+        if (reg_name_bytes.table[c])
             continue;
-        switch (c) {
-        case '-':
-        case '.':
-        case '_':
-        case '~': // unreserved
-        case '!':
-        case '$':
-        case '&':
-        case '\'':
-        case '(':
-        case ')':
-        case '*':
-        case '+': // sub-delims
-        case ',':
-        case ';':
-        case '=':
+        if (c == '%' && i + 2 < s.size() && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
+            i += 2;
             continue;
-        case '%':
-            if (i + 2 < s.size() && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
-                i += 2;
-                continue;
-            }
-            return false;
-        default:
-            return false;
         }
+        return false;
     }
     return true;
 }

@@ -180,6 +180,7 @@ struct HttpParser::Callbacks {
         auto &s = self(p);
         auto &r = s.req_;
         s.headers_done_ = true;
+        s.last_head_size_ = s.head_bytes_;
         const char *b = s.buf_.data();
         r.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
         r.target.assign(b + s.url_.off, s.url_.len);
@@ -300,10 +301,21 @@ void HttpParser::start_scan(std::size_t at)
 
 namespace {
 
-bool is_control(unsigned char c)
+constexpr bool is_control(unsigned char c)
 {
     return (c < 0x20 && c != '\t') || c == 0x7f;
 }
+
+// Bytes scan_head() must look at: CR, LF and the control bytes it rejects; everything else is skipped fast.
+struct SpecialBytes {
+    bool table[256] = {};
+    constexpr SpecialBytes()
+    {
+        for (int c = 0; c < 256; ++c)
+            table[c] = is_control(static_cast<unsigned char>(c)) || c == '\r' || c == '\n';
+    }
+};
+constexpr SpecialBytes special_bytes;
 
 std::string byte_name(unsigned char c)
 {
@@ -348,6 +360,12 @@ bool HttpParser::scan_head()
     const auto *b = reinterpret_cast<const unsigned char *>(buf_.data());
     std::size_t i = scan_pos_;
     for (; i < end_ && !head_scanned_; ++i) {
+        if (!scan_cr_) {
+            while (i < end_ && !special_bytes.table[b[i]])
+                ++i;
+            if (i == end_)
+                break;
+        }
         unsigned char c = b[i];
         if (scan_cr_) {
             scan_cr_ = false;

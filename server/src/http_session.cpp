@@ -9,6 +9,7 @@
 #include <array>
 #include <charconv>
 #include <optional>
+#include <sys/socket.h>
 
 namespace ferry::server::detail {
 namespace {
@@ -235,19 +236,12 @@ public:
         co_return co_await send_whole(head, body, 0, false);
     }
 
-    void watch_client(std::function<void()> gone) override
+    bool client_gone() override
     {
-        // Completes on EPOLLERR/EPOLLHUP only (a reset, or both directions closed), not on a half-close.
-        sock_.async_wait(tcp::socket::wait_error, [gone = std::move(gone)](error_code ec) {
-            if (!ec)
-                gone();
-        });
-    }
-
-    void unwatch_client() override
-    {
-        error_code ignored;
-        sock_.cancel(ignored);
+        // A reset leaves ECONNRESET (or another error) pending on the socket; a FIN (half-close) does not.
+        int err = 0;
+        socklen_t len = sizeof err;
+        return ::getsockopt(sock_.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0;
     }
 
 private:
@@ -284,6 +278,10 @@ void release_idle_memory(std::string &out, std::string &body_out, relay::Request
                          HttpParser &parser)
 {
     constexpr std::size_t keep = 4096;
+    // Cheap when nothing was large (the common case): the strings of a small head are small.
+    if (out.capacity() <= keep && body_out.capacity() <= keep && parser.last_head_size() <= keep &&
+        parser.buffer_capacity() <= 8192)
+        return;
     if (out.capacity() > keep)
         std::string().swap(out);
     if (body_out.capacity() > keep)

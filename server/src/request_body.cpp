@@ -31,6 +31,8 @@ RequestBody::~RequestBody()
 
 void RequestBody::clear()
 {
+    if (size_ == 0 && fd_ < 0 && reserved_.bytes() == 0 && mem_.capacity() <= 4096)
+        return; // nothing held: the common case of a request without a body
     if (fd_ >= 0)
         ::close(fd_);
     fd_ = -1;

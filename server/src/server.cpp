@@ -92,6 +92,7 @@ awaitable<void> tick(Runtime *rt)
     while (!rt->stopping) {
         rt->ticker.expires_after(wheel.tick());
         co_await rt->ticker.async_wait(nothrow);
+        log::pump();
         if (++ticks % 4 == 0)
             detail::return_free_memory();
         wheel.advance(steady::now(), [](WheelEntry &e) {

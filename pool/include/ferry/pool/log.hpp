@@ -1,6 +1,6 @@
 // Logger: one line per event on stderr, "2026-11-30T02:10:17.123Z INFO pool: text". Safe from any thread;
-// never blocks the caller on stderr: lines go through a bounded buffer to a writer thread (dropped and
-// counted when stderr does not keep up).
+// never blocks the caller on stderr: what stderr does not take at once waits in a bounded buffer, retried by
+// later lines and by pump(); beyond it lines are dropped and counted.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,10 @@ Level level();
 bool parse_level(std::string_view text, Level &out);
 
 void write(Level level, std::string_view component, std::string_view message);
+// Retries what stderr did not take yet (the server calls it on its 250 ms tick).
+void pump();
+// Looks at stderr again after it was redirected (dup2 onto fd 2).
+void reopen();
 // Waits up to `limit` for every line logged so far to reach stderr; false if it could not (stderr blocked).
 bool flush(std::chrono::milliseconds limit = std::chrono::seconds(2));
 

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -81,11 +80,10 @@ public:
     // Return false when the client is gone: the pool stops the stream.
     virtual awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body,
                                      bool last) = 0;
-    // While the request waits for a free worker, the pool asks to hear if the client's connection fails
-    // (reset): call `gone` then (it is safe to call late, or after unwatch_client()). A half-closed
-    // connection is not gone: it still gets its answer.
-    virtual void watch_client(std::function<void()> gone) { (void)gone; }
-    virtual void unwatch_client() {}
+    // Asked when a request that waited long for a worker is about to be dispatched: true if the client's
+    // connection failed meanwhile (reset), so the request is dropped. A half-closed connection is not gone:
+    // it still gets its answer.
+    virtual bool client_gone() { return false; }
     // A large single-frame response that the body budget cannot hold: write it now, while the worker waits
     // (its memory is the worker's read buffer). False when the client is gone.
     virtual awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) = 0;

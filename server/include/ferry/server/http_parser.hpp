@@ -79,6 +79,7 @@ public:
     std::size_t buffer_capacity() const { return buf_.size(); }
     // Between requests: gives back what a large request made it hold (header strings, buffer growth).
     void release_memory();
+    std::size_t last_head_size() const { return last_head_size_; } // bytes of the last request's head
 
     struct Callbacks;
 
@@ -128,7 +129,7 @@ private:
     std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
     bool in_message_ = false, headers_done_ = false, complete_ = false, continue_reported_ = false;
     bool last_was_value_ = false, paused_ = false;
-    std::size_t head_bytes_ = 0;
+    std::size_t head_bytes_ = 0, last_head_size_ = 0;
     // scan_head() state: offsets into buf_ (shifted by compact()).
     std::size_t scan_pos_ = 0, line_start_ = 0, head_end_ = 0;
     bool scan_cr_ = false, head_scanned_ = false, request_line_seen_ = false;
