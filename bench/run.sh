@@ -10,6 +10,8 @@
 #   TARGETS    comma-separated subset of: ferry,ferry-before,ferry-psr7,fpm,php-s
 #              (default: ferry,ferry-psr7,fpm,php-s, plus ferry-before when FERRY_BEFORE_BIN is set)
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
+#   RESTART_FERRY  1 = restart the Ferry servers every round in that round's order (default: 1 when
+#              ferry-before is a target, to compare two binaries without a start-order bias)
 #   FERRY_BEFORE_BIN  the ferry binary of target ferry-before ("before a change"; e.g. build-before/ferry);
 #              labelled with the git revision in a file REV next to it, if there is one
 set -euo pipefail
@@ -20,6 +22,7 @@ ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-2}
 FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
 TARGETS=${TARGETS:-ferry,${FERRY_BEFORE_BIN:+ferry-before,}ferry-psr7,fpm,php-s}
+case ",$TARGETS," in *,ferry-before,*) RESTART_FERRY=${RESTART_FERRY:-1} ;; *) RESTART_FERRY=${RESTART_FERRY:-0} ;; esac
 RESULTS_DIR="$ROOT/bench/results"
 CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
 
@@ -358,7 +361,37 @@ done
 # the table shows each figure's median over the rounds.
 declare -A RR1 PP1 RR64 PP64 CS CP
 for ((r = 1; r <= ROUNDS; r++)); do
-  for t in "${ORDER[@]}"; do
+  # Odd rounds run the targets in order, even rounds in reverse: a target's place in a round biases it
+  # (measured: the same binary moved from first to second gained ~8 % at c64), so every target gets
+  # every place equally often when ROUNDS is even.
+  round_order=("${ORDER[@]}")
+  if ((r % 2 == 0)); then
+    round_order=()
+    for ((i = ${#ORDER[@]} - 1; i >= 0; i--)); do round_order+=("${ORDER[$i]}"); done
+  fi
+  if [[ "$RESTART_FERRY" == 1 ]]; then
+    # The order in which servers start biases them too (measured: the first-started of two identical
+    # binaries ran up to 8 % slower at c64 for the whole run): the Ferry servers are restarted every round,
+    # in the round's order, so that the comparison with ferry-before is even.
+    for t in "${round_order[@]}"; do
+      case "$t" in
+        ferry|ferry-before|ferry-psr7)
+          kill -TERM "${SERVER_PIDS[$t]}" 2>/dev/null || true
+          wait "${SERVER_PIDS[$t]}" 2>/dev/null || true
+          ;;
+      esac
+    done
+    for t in "${round_order[@]}"; do
+      case "$t" in
+        ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" ;;
+        ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
+        ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" ;;
+        *) continue ;;
+      esac
+      wrk -t1 -c4 -d1s "${URL[$t]}" >/dev/null 2>&1 || die "wrk failed on $t"
+    done
+  fi
+  for t in "${round_order[@]}"; do
     url=${URL[$t]}
     log "round $r/$ROUNDS, $t: wrk -t1 -c1 -d${DURATION}s"
     wrk -t1 -c1 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c1-r$r.txt" 2>&1 || die "wrk failed on $t"
@@ -457,7 +490,7 @@ cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
     echo "- ferry-before: $FERRY_BEFORE_BIN ($("$FERRY_BEFORE_BIN" version 2>/dev/null || echo '?')), git ${BEFORE_REV:-? (no REV file next to it)}; same hello.php and config as ferry"
   fi
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
-  echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
+  echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds (odd rounds in target order, even rounds reversed$([[ "$RESTART_FERRY" == 1 ]] && echo "; Ferry servers restarted every round in that order")) of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
   echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
   echo
   echo "$table"

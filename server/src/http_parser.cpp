@@ -140,8 +140,11 @@ struct HttpParser::Callbacks {
             return s.fail(400, "more than one Host header");
         if (p->http_minor >= 1 && hosts == 0)
             return s.fail(400, "missing required Host header");
-        if (hosts == 1 && !valid_host(host))
-            return s.fail(400, "invalid Host header \"" + printable(host) + "\"");
+        if (hosts == 1 && host != s.valid_host_) { // a connection's requests usually repeat their Host
+            if (!valid_host(host))
+                return s.fail(400, "invalid Host header \"" + printable(host) + "\"");
+            s.valid_host_.assign(host);
+        }
         if (lengths > 1)
             return s.fail(400, "more than one Content-Length header");
         if (te) {
@@ -361,6 +364,17 @@ bool HttpParser::scan_head()
     std::size_t i = scan_pos_;
     for (; i < end_ && !head_scanned_; ++i) {
         if (!scan_cr_) {
+            // Eight bytes at a time while none is a control byte (< 0x20 or 0x7f; obs-text >= 0x80 passes):
+            // the usual head has one per line, its CR.
+            while (i + 8 <= end_) {
+                std::uint64_t x;
+                std::memcpy(&x, b + i, 8);
+                constexpr std::uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+                std::uint64_t del = x ^ (0x7f * ones);
+                if (((x - 0x20 * ones) & ~x & high) | ((del - ones) & ~del & high))
+                    break;
+                i += 8;
+            }
             while (i < end_ && !special_bytes.table[b[i]])
                 ++i;
             if (i == end_)

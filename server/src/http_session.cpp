@@ -196,8 +196,12 @@ public:
     // A response whose body is complete (one frame): head with Content-Length, then the body. With
     // `may_batch` (more pipelined requests are buffered) a small response stays in `out` to go out with the
     // next ones; otherwise head and body leave now in one writev, the body without a copy.
-    awaitable<bool> send_whole(const relay::ResponseContext &rc, std::string_view body, int worker_pid,
-                               bool may_batch)
+    // Puts the head of a response whose body is complete (one frame) in `out`: Content-Length framing. With
+    // `may_batch` (more pipelined requests are buffered) a small body joins it there and nothing is left to
+    // write now (nullopt); otherwise returns the body to write after `out` in one writev, without a copy
+    // (empty for HEAD, 1xx, 204 and 304).
+    std::optional<std::string_view> prepare_whole(const relay::ResponseContext &rc, std::string_view body,
+                                                  int worker_pid, bool may_batch)
     {
         Head h;
         h.status = final_status(rc.status, worker_pid);
@@ -221,19 +225,19 @@ public:
             body = {};
         if (may_batch && body.size() <= inline_body_max) {
             out_.append(body.data(), body.size());
-            co_return true;
+            return std::nullopt;
         }
-        std::array<asio::const_buffer, 2> bufs{asio::buffer(out_), asio::buffer(body.data(), body.size())};
-        bool ok = co_await write_buffers(st_, conn_, sock_, bufs, timeout_);
-        out_.clear();
-        if (!ok)
-            failed_ = true;
-        co_return ok;
+        return body;
     }
 
     awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
     {
-        co_return co_await send_whole(head, body, 0, false);
+        std::string_view rest = *prepare_whole(head, body, 0, false);
+        std::array<asio::const_buffer, 2> bufs{asio::buffer(out_), asio::buffer(rest.data(), rest.size())};
+        bool ok = co_await write_buffers(st_, conn_, sock_, bufs, timeout_);
+        out_.clear();
+        failed_ = failed_ || !ok;
+        co_return ok;
     }
 
     bool client_gone() override
@@ -400,7 +404,14 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         case pool::Outcome::ok:
             if (!res.streamed && !res.written) {
                 std::string_view answer = res.body_frame.data ? res.taken_body() : std::string_view(body_out);
-                co_await sink.send_whole(res.response, answer, res.worker_pid, parser.has_buffered());
+                if (auto rest =
+                        sink.prepare_whole(res.response, answer, res.worker_pid, parser.has_buffered())) {
+                    std::array<asio::const_buffer, 2> bufs{asio::buffer(out),
+                                                           asio::buffer(rest->data(), rest->size())};
+                    if (!co_await write_buffers(st, conn, sock, bufs, http.write_timeout))
+                        keep_alive = false;
+                    out.clear();
+                }
             }
             keep_alive = keep_alive && sink.keep_alive() && !sink.failed();
             break;

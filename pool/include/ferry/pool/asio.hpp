@@ -71,10 +71,11 @@ awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const
     }
 }
 
+// Not a coroutine itself: no extra frame per write.
 template <typename Stream>
 awaitable<error_code> write_all_fast(Stream &stream, std::span<const asio::const_buffer> buffers)
 {
-    co_return co_await write_all_fast(stream, buffers, [] {});
+    return write_all_fast(stream, buffers, [] {});
 }
 
 // Completion handler for co_spawn that logs whatever escaped the coroutine.

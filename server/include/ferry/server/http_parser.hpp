@@ -139,6 +139,7 @@ private:
     std::unique_ptr<ChunkedDecoder> chunked_; // created on the first chunked request
     Span url_;
     std::vector<HeaderSpan> spans_;
+    std::string valid_host_; // the last Host value found valid on this connection
     Request req_;
     int err_status_ = 0;
     std::string err_msg_;
