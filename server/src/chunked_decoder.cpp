@@ -5,22 +5,8 @@
 namespace ferry::server {
 namespace {
 
-int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-bool is_tchar(unsigned char c)
-{
-    char s[1] = {static_cast<char>(c)};
-    return relay::is_token(std::string_view(s, 1));
-}
+using relay::hex_value;
+using relay::is_tchar;
 
 bool is_ws(unsigned char c)
 {
@@ -93,7 +79,7 @@ bool ChunkedDecoder::size_line_char(unsigned char c)
     }
     switch (state_) {
     case State::size:
-        if (int v = hex_value(c); v >= 0) {
+        if (int v = hex_value(static_cast<char>(c)); v >= 0) {
             any_digit_ = true;
             if (digits_ > 0 || v != 0)
                 ++digits_;

@@ -1,5 +1,7 @@
 #include "ferry/server/http_grammar.hpp"
 
+#include "ferry/relay/context.hpp"
+
 #include <arpa/inet.h>
 
 #include <string>
@@ -9,7 +11,7 @@ namespace {
 
 bool is_hex(char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    return relay::hex_value(c) >= 0;
 }
 
 // unreserved / sub-delims: the bytes a reg-name may hold besides pct-encoded triplets.

@@ -50,6 +50,28 @@ std::string canonical_header_name(std::string_view name);
 void canonical_header_name(std::string_view name, std::string &out);
 // RFC 9110 token (header names, methods): non-empty, tchar only.
 bool is_token(std::string_view s);
+
+namespace detail {
+struct TcharTable {
+    bool is[256] = {};
+    constexpr TcharTable()
+    {
+        for (int c = 0; c < 256; ++c)
+            is[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~"))
+            is[c] = true;
+    }
+};
+inline constexpr TcharTable tchar_table;
+} // namespace detail
+
+// RFC 9110 tchar.
+inline bool is_tchar(unsigned char c)
+{
+    return detail::tchar_table.is[c];
+}
+// The value of a hex digit, or -1.
+int hex_value(char c);
 // ASCII case-insensitive equality (header names).
 bool iequals(std::string_view a, std::string_view b);
 // Splits a Cookie header into name/value pairs, URL-decoding values; appends to out.
