@@ -15,24 +15,14 @@ bool is_hex(char c)
 }
 
 // unreserved / sub-delims: the bytes a reg-name may hold besides pct-encoded triplets.
-struct RegNameBytes {
-    bool table[256] = {};
-    constexpr RegNameBytes()
-    {
-        for (int c = 0; c < 256; ++c)
-            table[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        for (unsigned char c : std::string_view("-._~!$&'()*+,;="))
-            table[c] = true;
-    }
-};
-constexpr RegNameBytes reg_name_bytes;
+constexpr relay::detail::AlnumPlus reg_name_bytes{"-._~!$&'()*+,;="};
 
 // reg-name = *( unreserved / pct-encoded / sub-delims ); IPv4address is a subset.
 bool valid_reg_name(std::string_view s)
 {
     for (std::size_t i = 0; i < s.size(); ++i) {
         auto c = static_cast<unsigned char>(s[i]);
-        if (reg_name_bytes.table[c])
+        if (reg_name_bytes.is[c])
             continue;
         if (c == '%' && i + 2 < s.size() && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
             i += 2;

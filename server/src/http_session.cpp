@@ -377,9 +377,16 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             continue;
         }
         if (ev == HttpParser::Event::error) {
-            log::info("http",
-                      remote + ": " + std::to_string(parser.error_status()) + " " + parser.error_message());
-            detail::append_error(out, parser.error_status(), parser.error_message(), false, false);
+            if (auto lvl = parser.error_status() >= 500 ? log::Level::error : log::Level::info;
+                log::enabled(lvl))
+                log::write(lvl, "http",
+                           remote + ": " + std::to_string(parser.error_status()) + " " +
+                               parser.error_message());
+            // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be
+            // written) says nothing of the server's paths: that is for the log line above.
+            detail::append_error(out, parser.error_status(),
+                                 parser.error_status() >= 500 ? std::string() : parser.error_message(), false,
+                                 false);
             co_await flush(st, conn, sock, out, http.write_timeout);
             linger = true;
             break;

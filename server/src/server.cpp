@@ -4,6 +4,7 @@
 #include "ferry/pool/log.hpp"
 #include "loop.hpp"
 #include "memory.hpp"
+#include "request_body.hpp"
 #include "shared_state.hpp"
 
 #include <boost/asio/signal_set.hpp>
@@ -11,7 +12,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <unistd.h>
 
 namespace ferry::server {
 namespace {
@@ -230,6 +233,13 @@ int run(const conf::Config &cfg)
     if (rt.state.temp_dir.empty()) {
         const char *t = std::getenv("TMPDIR");
         rt.state.temp_dir = t && *t ? t : "/tmp";
+    }
+    if (int fd = detail::open_temp_file(rt.state.temp_dir); fd >= 0) {
+        ::close(fd);
+    } else {
+        log::error("core", "http.uploads.dir: cannot create temp files in \"" + rt.state.temp_dir +
+                               "\": " + std::strerror(errno) + " (large request bodies go there)");
+        return 1;
     }
     rt.state.limits.max_request_line = cfg.http.max_request_line;
     rt.state.limits.max_header_size = cfg.http.max_header_size;

@@ -142,3 +142,30 @@ class IdleMemoryTest(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UploadsDirTest(unittest.TestCase):
+    def test_unusable_uploads_dir_is_a_startup_error_naming_the_key(self):
+        srv = Server({"http": {"uploads": {"dir": "/nonexistent/ferry-uploads"}}})
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        with self.assertRaises(AssertionError):
+            srv.start(timeout=10)
+        self.assertNotEqual(srv.proc.wait(5), 0)
+        self.assertIn('http.uploads.dir: cannot create temp files in "/nonexistent/ferry-uploads"', srv.stderr())
+
+    def test_a_temp_file_that_cannot_be_written_is_a_generic_500(self):
+        import shutil
+        import tempfile
+        d = tempfile.mkdtemp(prefix="ferry-e2e-uploads-")
+        self.addCleanup(shutil.rmtree, d, True)
+        srv = Server({"http": {"uploads": {"dir": d}, "limits": {"body_buffer_size": "64KB"}}})
+        srv.start()
+        self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        os.rmdir(d)  # the directory goes away after startup
+        status, _, body = srv.request("POST", "/ctx", body=b"b" * 200000)
+        self.assertEqual(status, 500)
+        self.assertNotIn(d.encode(), body, "the client learns nothing of the server's paths")
+        self.assertTrue(srv.wait_for_log(f"cannot create a temp file for the request body in {d}"), srv.stderr())
+        self.assertEqual(srv.request("POST", "/ctx", body=b"small")[0], 200)  # small bodies still work

@@ -52,17 +52,18 @@ void canonical_header_name(std::string_view name, std::string &out);
 bool is_token(std::string_view s);
 
 namespace detail {
-struct TcharTable {
+// A set of bytes for table lookups: letters, digits and `extra`.
+struct AlnumPlus {
     bool is[256] = {};
-    constexpr TcharTable()
+    constexpr explicit AlnumPlus(std::string_view extra)
     {
         for (int c = 0; c < 256; ++c)
             is[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~"))
+        for (unsigned char c : extra)
             is[c] = true;
     }
 };
-inline constexpr TcharTable tchar_table;
+inline constexpr AlnumPlus tchar_table{"!#$%&'*+-.^_`|~"};
 } // namespace detail
 
 // RFC 9110 tchar.
