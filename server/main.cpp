@@ -1,7 +1,8 @@
 // ferry: the command line. `ferry serve` is the main command.
 #include "ferry/conf/config.hpp"
-#include "ferry/pool/log.hpp"
+#include "ferry/relay/log.hpp"
 #include "ferry/server/server.hpp"
+#include "ferry/version.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -38,6 +39,7 @@ int usage_error(const std::string &msg)
 
 int main(int argc, char **argv)
 {
+    // Once for the process: writing to a closed socket or to a dead worker's stdin is an EPIPE error.
     std::signal(SIGPIPE, SIG_IGN);
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty())
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (command == "version" || command == "--version" || command == "-v") {
-        std::printf("ferry 0.1.0\n");
+        std::printf("ferry %s\n", ferry::version);
         return 0;
     }
     if (command != "serve" && command != "config")

@@ -16,12 +16,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include "values.hpp"
+#include "ferry/conf/text.hpp"
 
 namespace ferry::conf {
 
 namespace {
 
-using detail::quote;
 
 constexpr std::uint64_t megabyte = 1ull << 20;
 

@@ -19,7 +19,4 @@ std::uint64_t parse_uint(std::string_view text);
 // "60s" when a whole number of seconds, otherwise "500ms". parse_duration(format_duration(d)) == d.
 std::string format_duration(Duration d);
 
-// The text in double quotes, with control characters, quotes and backslashes escaped.
-std::string quote(std::string_view text);
-
 } // namespace ferry::conf::detail

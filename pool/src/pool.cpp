@@ -1,7 +1,8 @@
 #include "ferry/pool/pool.hpp"
 
-#include "ferry/pool/log.hpp"
 #include "ferry/relay/frame.hpp"
+#include "ferry/relay/log.hpp"
+#include "ferry/version.hpp"
 #include "spawn.hpp"
 #include "worker.hpp"
 
@@ -22,19 +23,6 @@
 #include <unordered_map>
 
 namespace ferry {
-
-void log_exceptions::operator()(std::exception_ptr e) const
-{
-    if (!e)
-        return;
-    try {
-        std::rethrow_exception(e);
-    } catch (const std::exception &ex) {
-        log::error("core", std::string(what) + ": " + ex.what());
-    } catch (...) {
-        log::error("core", std::string(what) + ": unknown exception");
-    }
-}
 
 namespace pool {
 namespace {
@@ -848,7 +836,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
                 "\" not found in PATH";
         args.assign(opt.command.begin() + 1, opt.command.end());
         std::vector<std::string> extra = {"RR_RELAY=pipes", "RR_MODE=" + opt.mode, "RR_VERSION=2023.3.0",
-                                          "FERRY_VERSION=0.1.0"};
+                                          std::string("FERRY_VERSION=") + ferry::version};
         extra.insert(extra.end(), opt.env.begin(), opt.env.end());
         env = detail::build_environment(extra);
         asio::co_spawn(io, reap(shared_from_this()), log_exceptions{"reaper"});
@@ -918,11 +906,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options)))
-{
-    // Writing to a dead worker's stdin must be an EPIPE error, not the death of the server.
-    std::signal(SIGPIPE, SIG_IGN);
-}
+Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options))) {}
 
 void Pool::abandon()
 {

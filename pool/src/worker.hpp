@@ -1,7 +1,7 @@
 // One worker process and its duplex frame channel over stdin/stdout (internal to pool/).
 #pragma once
 
-#include "ferry/pool/asio.hpp"
+#include "ferry/relay/io.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/frame.hpp"

@@ -1,5 +1,5 @@
 // One HTTP/1.1 connection: parse, relay to the pool, answer in request order.
-#include "ferry/pool/log.hpp"
+#include "ferry/relay/log.hpp"
 #include "request_body.hpp"
 #include "response.hpp"
 #include "shared_state.hpp"

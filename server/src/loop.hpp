@@ -1,7 +1,7 @@
 // The event loop (internal to server/): an io_context that can destroy its pending handlers early.
 #pragma once
 
-#include "ferry/pool/asio.hpp"
+#include "ferry/relay/io.hpp"
 
 namespace ferry::server::detail {
 

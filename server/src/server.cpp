@@ -1,7 +1,7 @@
 // Listener, connection timeouts, signals and graceful shutdown.
 #include "ferry/server/server.hpp"
 
-#include "ferry/pool/log.hpp"
+#include "ferry/relay/log.hpp"
 #include "loop.hpp"
 #include "memory.hpp"
 #include "request_body.hpp"
@@ -208,7 +208,6 @@ awaitable<void> lifecycle(Runtime *rt)
 
 int run(const conf::Config &cfg)
 {
-    std::signal(SIGPIPE, SIG_IGN);
     detail::configure_allocator();
     detail::Loop io;
 

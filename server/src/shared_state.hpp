@@ -2,7 +2,7 @@
 #pragma once
 
 #include "ferry/conf/config.hpp"
-#include "ferry/pool/asio.hpp"
+#include "ferry/relay/io.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "timer_wheel.hpp"

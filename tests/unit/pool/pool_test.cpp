@@ -14,6 +14,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// SIGPIPE is main()'s to decide (ferry ignores it); these tests write to dead workers, so they do too.
+[[maybe_unused]] const auto sigpipe = std::signal(SIGPIPE, SIG_IGN);
+
 std::string fixture(const std::string &name)
 {
     return std::string(FERRY_SOURCE_DIR) + "/tests/php/" + name;

@@ -1,7 +1,7 @@
 // A supervised pool of long-running PHP worker processes (design §3, protocol.md §2).
 #pragma once
 
-#include "ferry/pool/asio.hpp"
+#include "ferry/relay/io.hpp"
 #include "ferry/pool/budget.hpp"
 #include "ferry/relay/context.hpp"
 

@@ -1,6 +1,8 @@
 // Goridge v3 frames (shared protocol.md §1): 12-byte header, option words, payload.
 #pragma once
 
+#include "ferry/conf/text.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -71,7 +73,7 @@ struct DecodeResult {
 // A non-frame (e.g. a stray `echo` on stdout) is reported with its first bytes, printable-escaped.
 DecodeResult decode_header(std::string_view in, FrameHeader &h, std::size_t max_payload);
 
-// Escapes bytes for a log line: printable ASCII as is, the rest as \xNN; at most `limit` input bytes.
-std::string printable(std::string_view bytes, std::size_t limit = 64);
+// Escaping for log lines: ferry::printable() (ferry/conf/text.hpp).
+using ferry::printable;
 
 } // namespace ferry::relay

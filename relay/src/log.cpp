@@ -7,7 +7,9 @@
 // Writing without blocking: a pipe is reopened through /proc/self/fd/2 with O_NONBLOCK (a new open file
 // description: the flag does not reach whoever else shares the pipe); a socket gets send(MSG_DONTWAIT);
 // a regular file or a terminal is written as is (they do not stall the way a slow reader does).
-#include "ferry/pool/log.hpp"
+#include "ferry/relay/log.hpp"
+
+#include "ferry/relay/io.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -243,3 +245,20 @@ bool flush(std::chrono::milliseconds limit)
 }
 
 } // namespace ferry::log
+
+namespace ferry {
+
+void log_exceptions::operator()(std::exception_ptr e) const
+{
+    if (!e)
+        return;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception &ex) {
+        log::error("core", std::string(what) + ": " + ex.what());
+    } catch (...) {
+        log::error("core", std::string(what) + ": unknown exception");
+    }
+}
+
+} // namespace ferry

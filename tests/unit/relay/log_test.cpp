@@ -1,4 +1,4 @@
-#include "ferry/pool/log.hpp"
+#include "ferry/relay/log.hpp"
 
 #include <gtest/gtest.h>
 

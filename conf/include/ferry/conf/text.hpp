@@ -1,0 +1,18 @@
+// Showing untrusted bytes in a log line or a message: the one escaper every library uses.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ferry {
+
+// Printable ASCII as is; backslash, double quote, \n, \r, \t escaped; every other byte as \xNN, or kept as is
+// when `keep_utf8` (bytes >= 0x80: a UTF-8 config value stays readable). At most `limit` input bytes, then
+// "...".
+std::string printable(std::string_view bytes, std::size_t limit = 64, bool keep_utf8 = false);
+
+// The text in double quotes, escaped as printable() does, UTF-8 kept, never cut.
+std::string quote(std::string_view text);
+
+} // namespace ferry
