@@ -673,10 +673,9 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             }
             if (!head_set) {
                 relay::ResponseContext rc;
-                std::string derr;
-                if (!relay::decode_response(ctx, w->codec, rc, derr)) {
+                if (auto decoded = relay::decode_response(ctx, w->codec, rc); !decoded) {
                     res.outcome = Outcome::worker_error;
-                    res.message = w->tag() + ": bad response context: " + derr;
+                    res.message = w->tag() + ": bad response context: " + decoded.error().message;
                     log::error("pool", res.message);
                     if (more)
                         kill_broken(w); // the rest of its stream would be read as the next reply

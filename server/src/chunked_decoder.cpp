@@ -1,12 +1,9 @@
 #include "chunked_decoder.hpp"
 
-#include "ferry/relay/context.hpp"
+#include "ferry/server/http_grammar.hpp"
 
 namespace ferry::server {
 namespace {
-
-using relay::hex_value;
-using relay::is_tchar;
 
 bool is_ws(unsigned char c)
 {

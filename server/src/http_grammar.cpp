@@ -1,21 +1,20 @@
 #include "ferry/server/http_grammar.hpp"
 
-#include "ferry/relay/context.hpp"
-
 #include <arpa/inet.h>
 
 #include <string>
+#include <unordered_set>
 
 namespace ferry::server {
 namespace {
 
 bool is_hex(char c)
 {
-    return relay::hex_value(c) >= 0;
+    return hex_value(c) >= 0;
 }
 
 // unreserved / sub-delims: the bytes a reg-name may hold besides pct-encoded triplets.
-constexpr relay::detail::AlnumPlus reg_name_bytes{"-._~!$&'()*+,;="};
+constexpr detail::AlnumPlus reg_name_bytes{"-._~!$&'()*+,;="};
 
 // reg-name = *( unreserved / pct-encoded / sub-delims ); IPv4address is a subset.
 bool valid_reg_name(std::string_view s)
@@ -58,6 +57,37 @@ bool iprefix(std::string_view s, std::string_view p)
             return false;
     }
     return true;
+}
+
+std::string_view trim(std::string_view s)
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// %XX decoded; '+' and malformed escapes kept as they are.
+std::string url_decode(std::string_view s)
+{
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size()) {
+            const int hi = hex_value(s[i + 1]);
+            const int lo = hex_value(s[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out += static_cast<char>(hi * 16 + lo);
+                i += 2;
+                continue;
+            }
+        }
+        // '+' is a space, as RoadRunner (url.QueryUnescape) and PHP-FPM decode it: setcookie("a", "x y")
+        // sends x+y.
+        out += s[i] == '+' ? ' ' : s[i];
+    }
+    return out;
 }
 
 } // namespace
@@ -115,6 +145,110 @@ Target classify_target(std::string_view t)
     out.authority = authority;
     out.path = end == std::string_view::npos ? std::string_view() : rest.substr(end);
     return out;
+}
+
+void canonical_header_name(std::string_view name, std::string &out)
+{
+    out.assign(name);
+    for (char c : name)
+        if (!is_tchar(static_cast<unsigned char>(c)))
+            return;
+    bool upper = true;
+    for (char &c : out) {
+        if (upper && c >= 'a' && c <= 'z')
+            c = static_cast<char>(c - 'a' + 'A');
+        else if (!upper && c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+        upper = c == '-';
+    }
+}
+
+std::string canonical_header_name(std::string_view name)
+{
+    std::string out;
+    canonical_header_name(name, out);
+    return out;
+}
+
+void parse_cookies(std::string_view header, std::vector<std::pair<std::string, std::string>> &out)
+{
+    // First occurrence of a name wins (as PHP's $_COOKIE). A hash set only when there are many names, so
+    // a header of thousands of tiny cookies cannot make this quadratic.
+    // (The set owns copies: views into `out` would dangle when it reallocates and moves short strings.)
+    std::unordered_set<std::string> seen;
+    auto exists = [&](std::string_view name) {
+        if (seen.empty() && out.size() < 16) {
+            for (const auto &c : out)
+                if (c.first == name)
+                    return true;
+            return false;
+        }
+        if (seen.empty())
+            for (const auto &c : out)
+                seen.insert(c.first);
+        return seen.contains(std::string(name));
+    };
+
+    std::size_t pos = 0;
+    while (pos <= header.size()) {
+        std::size_t semi = header.find(';', pos);
+        if (semi == std::string_view::npos)
+            semi = header.size();
+        std::string_view part = trim(header.substr(pos, semi - pos));
+        pos = semi + 1;
+        if (part.empty())
+            continue;
+        std::string_view name = part;
+        std::string_view value;
+        if (std::size_t eq = part.find('='); eq != std::string_view::npos) {
+            name = trim(part.substr(0, eq));
+            value = trim(part.substr(eq + 1));
+        }
+        if (name.empty() || exists(name))
+            continue;
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+            value = value.substr(1, value.size() - 2); // Go strips the quotes of a quoted value
+        out.emplace_back(std::string(name), url_decode(value));
+        if (!seen.empty())
+            seen.insert(out.back().first);
+    }
+}
+
+bool is_token(std::string_view s)
+{
+    if (s.empty())
+        return false;
+    for (char c : s)
+        if (!is_tchar(static_cast<unsigned char>(c)))
+            return false;
+    return true;
+}
+
+bool iequals(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+        if (x >= 'A' && x <= 'Z')
+            x = static_cast<unsigned char>(x + 32);
+        if (y >= 'A' && y <= 'Z')
+            y = static_cast<unsigned char>(y + 32);
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }
 
 } // namespace ferry::server

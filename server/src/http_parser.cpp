@@ -12,8 +12,7 @@
 namespace ferry::server {
 
 namespace {
-using relay::iequals;
-using relay::printable;
+using ferry::printable;
 constexpr std::size_t initial_buffer = 8192;
 
 } // namespace
@@ -194,7 +193,7 @@ struct HttpParser::Callbacks {
         for (std::size_t i = 0; i < s.spans_.size(); ++i) {
             const auto &h = s.spans_[i];
             std::string_view name(b + h.name.off, h.name.len);
-            if (!relay::is_token(name))
+            if (!is_token(name))
                 return s.fail(400, "invalid header name \"" + std::string(name.substr(0, 64)) + "\"");
             std::string_view value(b + h.value.off, h.value.len);
             while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
@@ -340,7 +339,7 @@ bool HttpParser::check_request_line(std::size_t from, std::size_t to)
         return false;
     }
     std::string_view method = line.substr(0, sp1);
-    if (!relay::is_token(method)) {
+    if (!is_token(method)) {
         fail(400, "invalid method \"" + printable(method) + "\"");
         return false;
     }

@@ -1,5 +1,6 @@
 // One HTTP/1.1 connection: parse, relay to the pool, answer in request order.
 #include "ferry/relay/log.hpp"
+#include "ferry/server/http_grammar.hpp"
 #include "request_body.hpp"
 #include "response.hpp"
 #include "shared_state.hpp"
@@ -67,13 +68,13 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
     ctx.cookies.clear();
     std::size_t used = 0;
     for (const auto &[name, value] : req.headers) {
-        if (relay::iequals(name, "Host"))
+        if (iequals(name, "Host"))
             continue;
-        if (relay::iequals(name, "Cookie"))
-            relay::parse_cookies(value, ctx.cookies);
+        if (iequals(name, "Cookie"))
+            parse_cookies(value, ctx.cookies);
         auto end = ctx.headers.begin() + static_cast<std::ptrdiff_t>(used);
         auto it = std::find_if(ctx.headers.begin(), end,
-                               [&](const relay::HeaderField &f) { return relay::iequals(f.name, name); });
+                               [&](const relay::HeaderField &f) { return iequals(f.name, name); });
         if (it != end) {
             it->values.push_back(value);
             continue;
@@ -81,7 +82,7 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
         if (used == ctx.headers.size())
             ctx.headers.emplace_back();
         auto &field = ctx.headers[used++];
-        relay::canonical_header_name(name, field.name);
+        canonical_header_name(name, field.name);
         field.values.resize(1);
         field.values[0].assign(value);
     }
@@ -93,7 +94,7 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
 std::size_t head_content_length(const relay::ResponseContext &rc, std::size_t fallback)
 {
     for (const auto &f : rc.headers) {
-        if (!relay::iequals(f.name, "Content-Length") || f.values.size() != 1)
+        if (!iequals(f.name, "Content-Length") || f.values.size() != 1)
             continue;
         const std::string &v = f.values[0];
         std::size_t n = 0;

@@ -1,5 +1,7 @@
 #include "response.hpp"
 
+#include "ferry/server/http_grammar.hpp"
+
 #include <charconv>
 #include <ctime>
 
@@ -164,19 +166,19 @@ void append_head(std::string &out, const Head &h, int *dropped)
     bool has_server = false, has_date = false, has_retry_after = false;
     if (h.worker) {
         for (const auto &f : h.worker->headers) {
-            if (relay::iequals(f.name, "Content-Length") || relay::iequals(f.name, "Transfer-Encoding") ||
-                relay::iequals(f.name, "Connection") || relay::iequals(f.name, "Keep-Alive"))
+            if (iequals(f.name, "Content-Length") || iequals(f.name, "Transfer-Encoding") ||
+                iequals(f.name, "Connection") || iequals(f.name, "Keep-Alive"))
                 continue;
-            if (!relay::is_token(f.name)) {
+            if (!is_token(f.name)) {
                 if (dropped)
                     ++*dropped;
                 continue;
             }
-            if (relay::iequals(f.name, "Server"))
+            if (iequals(f.name, "Server"))
                 has_server = true;
-            if (relay::iequals(f.name, "Date"))
+            if (iequals(f.name, "Date"))
                 has_date = true;
-            if (relay::iequals(f.name, "Retry-After"))
+            if (iequals(f.name, "Retry-After"))
                 has_retry_after = true;
             for (const auto &v : f.values) {
                 if (!valid_value(v)) {

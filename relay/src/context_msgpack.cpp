@@ -1,0 +1,185 @@
+// The msgpack context codec (docs/protocol.md §3), Ferry's own: requests through msgpack-cxx's packer,
+// responses unpacked into a reused zone.
+#include "context_codec.hpp"
+#include "context_decode.hpp"
+
+#include <msgpack.hpp>
+
+#include <sstream>
+
+namespace ferry::relay::detail {
+namespace {
+
+struct StringSink {
+    std::string &s;
+    void write(const char *p, std::size_t n) { s.append(p, n); }
+};
+
+using Packer = msgpack::packer<StringSink>;
+
+std::uint32_t size32(std::size_t n)
+{
+    if (n > std::numeric_limits<std::uint32_t>::max())
+        throw std::length_error("msgpack context: string or map larger than 4 GiB");
+    return static_cast<std::uint32_t>(n);
+}
+
+void pack_str(Packer &pk, std::string_view s)
+{
+    pk.pack_str(size32(s.size()));
+    pk.pack_str_body(s.data(), size32(s.size()));
+}
+
+} // namespace
+
+void encode_msgpack(const RequestContext &c, std::string &out)
+{
+    StringSink sink{out};
+    Packer pk(sink);
+    pk.pack_map(10);
+    pack_str(pk, "remoteAddr");
+    pack_str(pk, c.remote_addr);
+    pack_str(pk, "protocol");
+    pack_str(pk, c.protocol);
+    pack_str(pk, "method");
+    pack_str(pk, c.method);
+    pack_str(pk, "uri");
+    pack_str(pk, c.uri);
+    pack_str(pk, "headers");
+    pk.pack_map(size32(c.headers.size()));
+    for (const auto &h : c.headers) {
+        pack_str(pk, h.name);
+        pk.pack_array(size32(h.values.size()));
+        for (const auto &v : h.values)
+            pack_str(pk, v);
+    }
+    pack_str(pk, "cookies");
+    pk.pack_map(size32(c.cookies.size()));
+    for (const auto &[k, v] : c.cookies) {
+        pack_str(pk, k);
+        pack_str(pk, v);
+    }
+    pack_str(pk, "rawQuery");
+    pack_str(pk, c.raw_query);
+    pack_str(pk, "parsed");
+    if (c.parsed)
+        pk.pack_true();
+    else
+        pk.pack_false();
+    pack_str(pk, "uploads");
+    pk.pack_nil();
+    pack_str(pk, "attributes");
+    pk.pack_map(0);
+}
+
+namespace {
+
+std::string_view mp_text(const msgpack::object &o)
+{
+    return o.type == msgpack::type::STR ? std::string_view(o.via.str.ptr, o.via.str.size)
+                                        : std::string_view(o.via.bin.ptr, o.via.bin.size);
+}
+
+struct MsgpackAdapter {
+    static constexpr const char *map_name = "msgpack map";
+    static Kind kind(const msgpack::object &o)
+    {
+        switch (o.type) {
+        case msgpack::type::NIL:
+            return Kind::null;
+        case msgpack::type::BOOLEAN:
+            return Kind::boolean;
+        case msgpack::type::NEGATIVE_INTEGER:
+            return Kind::integer;
+        case msgpack::type::POSITIVE_INTEGER:
+            return Kind::unsigned_integer;
+        case msgpack::type::FLOAT32:
+        case msgpack::type::FLOAT64:
+            return Kind::floating;
+        case msgpack::type::STR:
+        case msgpack::type::BIN:
+            return Kind::string;
+        case msgpack::type::ARRAY:
+            return Kind::list;
+        case msgpack::type::MAP:
+            return Kind::map;
+        default:
+            return Kind::other;
+        }
+    }
+    static bool boolean(const msgpack::object &o) { return o.via.boolean; }
+    static std::int64_t integer(const msgpack::object &o) { return o.via.i64; }
+    static std::uint64_t unsigned_integer(const msgpack::object &o) { return o.via.u64; }
+    static double floating(const msgpack::object &o) { return o.via.f64; }
+    static std::string_view string(const msgpack::object &o) { return mp_text(o); }
+    static bool empty(const msgpack::object &o)
+    {
+        return o.type == msgpack::type::ARRAY ? o.via.array.size == 0 : o.via.map.size == 0;
+    }
+    template <typename F> static bool elements(const msgpack::object &o, F &&f)
+    {
+        for (std::uint32_t i = 0; i < o.via.array.size; ++i)
+            if (!f(o.via.array.ptr[i]))
+                return false;
+        return true;
+    }
+    // Keys as text: PHP turns integer-like string keys ("123") into integers; ext-msgpack packs a PHP object
+    // as a map whose nil key names the class (skipped).
+    template <typename F> static bool members(const msgpack::object &o, F &&f)
+    {
+        for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+            const auto &kv = o.via.map.ptr[i];
+            std::string number;
+            std::string_view key;
+            switch (kv.key.type) {
+            case msgpack::type::NIL:
+                continue;
+            case msgpack::type::STR:
+            case msgpack::type::BIN:
+                key = mp_text(kv.key);
+                break;
+            case msgpack::type::POSITIVE_INTEGER:
+                key = number = std::to_string(kv.key.via.u64);
+                break;
+            case msgpack::type::NEGATIVE_INTEGER:
+                key = number = std::to_string(kv.key.via.i64);
+                break;
+            default:
+                return false;
+            }
+            if (!f(key, kv.val))
+                return false;
+        }
+        return true;
+    }
+    static std::string show(const msgpack::object &o)
+    {
+        std::ostringstream s;
+        s << o;
+        return shown(s.str());
+    }
+};
+
+} // namespace
+
+Result<void> decode_msgpack(std::string_view in, ResponseContext &out)
+{
+    // One zone per thread, cleared and reused: msgpack::unpack() without it allocates and frees an 8 KiB
+    // zone for every response.
+    static thread_local msgpack::zone zone;
+    zone.clear();
+    msgpack::object root;
+    std::size_t off = 0;
+    try {
+        root = msgpack::unpack(zone, in.data(), in.size(), off);
+    } catch (const std::exception &e) {
+        return fail(std::string("response context is not valid msgpack (") + e.what() + "): \"" +
+                    printable(in) + '"');
+    }
+    if (off != in.size())
+        return fail("response context has " + std::to_string(in.size() - off) +
+                    " bytes after the msgpack value");
+    return decode_tree<MsgpackAdapter>(root, out);
+}
+
+} // namespace ferry::relay::detail
