@@ -2,9 +2,11 @@
 #include "ferry/server/server.hpp"
 
 #include "ferry/relay/log.hpp"
+#include "handlers/handler.hpp"
+#include "handlers/php.hpp"
+#include "handlers/request_body.hpp"
 #include "loop.hpp"
 #include "memory.hpp"
-#include "request_body.hpp"
 #include "shared_state.hpp"
 
 #include <boost/asio/signal_set.hpp>
@@ -27,11 +29,16 @@ using detail::WheelEntry;
 
 struct Runtime {
     Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p, pool::Budget &b)
-        : io(io_), state(io_, c, p, b), acceptor(io_), signals(io_, SIGINT, SIGTERM), ticker(io_)
+        : io(io_), pool(p), state(io_, c, b, router), php(state, p), acceptor(io_),
+          signals(io_, SIGINT, SIGTERM), ticker(io_)
     {
+        router.add(php);
     }
     asio::io_context &io;
+    pool::Pool &pool;
+    detail::Router router;
     SharedState state;
+    detail::PhpHandler php;
     tcp::acceptor acceptor;
     asio::signal_set signals;
     asio::steady_timer ticker;
@@ -41,6 +48,7 @@ struct Runtime {
     asio::steady_timer stop_event{io}; // cancelled when a stop is requested
     int exit_code = 0;
     unsigned sessions = 0;
+    asio::steady_timer *sessions_waiter = nullptr; // cancelled when the last session ends
 };
 
 bool split_address(const std::string &address, std::string &host, std::string &port)
@@ -65,7 +73,8 @@ awaitable<void> run_session(Runtime *rt, tcp::socket sock)
     } catch (const std::exception &e) {
         log::error("http", std::string("session ended by an exception: ") + e.what());
     }
-    --rt->sessions;
+    if (--rt->sessions == 0 && rt->sessions_waiter)
+        rt->sessions_waiter->cancel();
 }
 
 awaitable<void> accept_loop(Runtime *rt)
@@ -90,7 +99,7 @@ awaitable<void> accept_loop(Runtime *rt)
 // timer wheel: each tick looks only at the connections whose slot came due.
 awaitable<void> tick(Runtime *rt)
 {
-    auto &wheel = rt->state.wheel;
+    auto &wheel = rt->state.connections.wheel;
     unsigned ticks = 0;
     while (!rt->stopping) {
         rt->ticker.expires_after(wheel.tick());
@@ -107,13 +116,15 @@ awaitable<void> tick(Runtime *rt)
     }
 }
 
-awaitable<void> wait_until(Runtime *rt, steady::time_point deadline, bool (*done)(Runtime *))
+// Until every session has ended, or the deadline.
+awaitable<void> sessions_ended(Runtime *rt, steady::time_point deadline)
 {
-    asio::steady_timer t(rt->io);
-    while (!done(rt) && steady::now() < deadline) {
-        t.expires_after(std::chrono::milliseconds(10));
-        co_await t.async_wait(nothrow);
-    }
+    if (rt->sessions == 0)
+        co_return;
+    asio::steady_timer t(rt->io, deadline);
+    rt->sessions_waiter = &t;
+    co_await t.async_wait(nothrow);
+    rt->sessions_waiter = nullptr;
 }
 
 // Signals are watched from the start: a SIGTERM while workers boot (up to allocate_timeout) stops too.
@@ -128,15 +139,15 @@ awaitable<void> watch_signals(Runtime *rt)
     rt->stop_requested = true;
     rt->stop_event.cancel();
     if (!rt->serving)
-        asio::co_spawn(rt->io, rt->state.pool.shutdown(), log_exceptions{"pool shutdown"});
+        asio::co_spawn(rt->io, rt->pool.shutdown(), log_exceptions{"pool shutdown"});
     auto [ec2, sig2] = co_await rt->signals.async_wait(nothrow);
     if (ec2)
         co_return;
     log::warn("core", "second signal: stopping now");
     rt->exit_code = 1;
-    rt->state.pool.kill_all("second signal");
+    rt->pool.kill_all("second signal");
     error_code ignored;
-    for (Conn *c : rt->state.conns)
+    for (Conn *c : rt->state.connections.list)
         c->socket->close(ignored);
     rt->io.stop(); // run() returns; the handlers left are destroyed before the state they use
 }
@@ -145,9 +156,9 @@ awaitable<void> lifecycle(Runtime *rt)
 {
     auto &cfg = rt->state.config;
     asio::co_spawn(rt->io, watch_signals(rt), log_exceptions{"signals"});
-    std::string err = co_await rt->state.pool.start();
+    std::string err = co_await rt->pool.start();
     if (rt->stop_requested) {
-        co_await rt->state.pool.shutdown();
+        co_await rt->pool.shutdown();
         rt->stopping = true;
         error_code ignored;
         rt->signals.cancel(ignored);
@@ -155,11 +166,11 @@ awaitable<void> lifecycle(Runtime *rt)
         rt->io.stop();
         co_return;
     }
-    if (!err.empty() && rt->state.pool.serving_workers() == 0) {
+    if (!err.empty() && rt->pool.serving_workers() == 0) {
         log::error("pool", "cannot start workers: " + err);
         rt->exit_code = 1;
         rt->stopping = true;
-        co_await rt->state.pool.shutdown();
+        co_await rt->pool.shutdown();
         rt->io.stop();
         co_return;
     }
@@ -185,21 +196,20 @@ awaitable<void> lifecycle(Runtime *rt)
     error_code ignored;
     rt->acceptor.close(ignored);
     rt->state.draining = true;
-    for (Conn *c : rt->state.conns)
+    for (Conn *c : rt->state.connections.list)
         if (c->idle)
             c->socket->cancel(ignored);
-    co_await wait_until(rt, deadline, [](Runtime *r) { return r->sessions == 0; });
+    co_await sessions_ended(rt, deadline);
     if (rt->sessions > 0)
         log::warn("core", std::to_string(rt->sessions) +
                               " connection(s) still busy at the stop deadline (destroy_timeout)");
-    co_await rt->state.pool.shutdown(deadline);
-    for (Conn *c : rt->state.conns)
+    co_await rt->pool.shutdown(deadline);
+    for (Conn *c : rt->state.connections.list)
         c->socket->close(ignored);
     rt->stopping = true;
     rt->ticker.cancel();
     rt->signals.cancel(ignored);
-    co_await wait_until(rt, steady::now() + std::chrono::seconds(1),
-                        [](Runtime *r) { return r->sessions == 0; });
+    co_await sessions_ended(rt, steady::now() + std::chrono::seconds(1));
     log::info("core", "stopped");
     rt->io.stop();
 }

@@ -1,4 +1,4 @@
-#include "request_body.hpp"
+#include "handlers/request_body.hpp"
 
 #include <gtest/gtest.h>
 
@@ -50,9 +50,8 @@ TEST(RequestBody, SmallBodiesStayInMemoryWithinTheBudget)
     Budget budget(1000);
     RequestBody b(budget, 100, dir.path);
     b.begin(0);
-    std::string err;
-    EXPECT_EQ(b.write("hello ", err), 0);
-    EXPECT_EQ(b.write("world", err), 0);
+    EXPECT_TRUE(b.write("hello ").has_value());
+    EXPECT_TRUE(b.write("world").has_value());
     EXPECT_FALSE(b.in_file());
     EXPECT_EQ(read_all(b.ref()), "hello world");
     EXPECT_EQ(budget.used(), 11u);
@@ -66,11 +65,11 @@ TEST(RequestBody, LargerThanItsShareGoesToAnUnnamedFile)
     Budget budget(1 << 20);
     RequestBody b(budget, 100, dir.path);
     b.begin(0); // chunked: size unknown
-    std::string err, want;
+    std::string want;
     for (int i = 0; i < 30; ++i) {
         std::string piece = "piece " + std::to_string(i) + ";";
         want += piece;
-        ASSERT_EQ(b.write(piece, err), 0) << err;
+        ASSERT_TRUE(b.write(piece).has_value());
     }
     EXPECT_TRUE(b.in_file());
     EXPECT_EQ(budget.used(), 0u) << "memory given back once spilled";
@@ -85,8 +84,7 @@ TEST(RequestBody, AnAnnouncedLargeBodyGoesToAFileFromTheStart)
     RequestBody b(budget, 100, dir.path);
     b.begin(5000);
     EXPECT_TRUE(b.in_file());
-    std::string err;
-    ASSERT_EQ(b.write(std::string(5000, 'z'), err), 0);
+    ASSERT_TRUE(b.write(std::string(5000, 'z')).has_value());
     EXPECT_EQ(read_all(b.ref()), std::string(5000, 'z'));
 }
 
@@ -95,12 +93,11 @@ TEST(RequestBody, AFullBudgetSpillsInsteadOfGrowing)
     TempDir dir;
     Budget budget(150);
     RequestBody a(budget, 100, dir.path), b(budget, 100, dir.path);
-    std::string err;
     a.begin(100);
-    ASSERT_EQ(a.write(std::string(100, 'a'), err), 0);
+    ASSERT_TRUE(a.write(std::string(100, 'a')).has_value());
     EXPECT_FALSE(a.in_file());
     b.begin(100); // only 50 bytes left in the budget
-    ASSERT_EQ(b.write(std::string(100, 'b'), err), 0);
+    ASSERT_TRUE(b.write(std::string(100, 'b')).has_value());
     EXPECT_TRUE(b.in_file());
     EXPECT_LE(budget.used(), 150u);
     EXPECT_EQ(read_all(b.ref()), std::string(100, 'b'));
@@ -111,7 +108,8 @@ TEST(RequestBody, AnUnwritableDirectoryIsA500NamingIt)
     Budget budget(1 << 20);
     RequestBody b(budget, 10, "/nonexistent/ferry-dir");
     b.begin(0);
-    std::string err;
-    EXPECT_EQ(b.write(std::string(50, 'x'), err), 500);
-    EXPECT_NE(err.find("/nonexistent/ferry-dir"), std::string::npos) << err;
+    auto r = b.write(std::string(50, 'x'));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, 500);
+    EXPECT_NE(r.error().message.find("/nonexistent/ferry-dir"), std::string::npos) << r.error().message;
 }

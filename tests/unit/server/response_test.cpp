@@ -1,4 +1,4 @@
-#include "response.hpp"
+#include "http/response.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "timer_wheel.hpp"
+#include "transport/timer_wheel.hpp"
 
 #include <gtest/gtest.h>
 

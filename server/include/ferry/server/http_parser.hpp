@@ -1,7 +1,10 @@
-// HTTP/1.1 request parser over llhttp that owns its input buffer (design §4). No llhttp type leaks here.
+// HTTP/1.1 request parser over llhttp that owns its input buffer (docs/architecture.md, "HTTP front end").
+// No llhttp type leaks here.
 #pragma once
 
 #include "ferry/server/http_grammar.hpp"
+
+#include <boost/system/result.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -16,15 +19,24 @@ namespace ferry::server {
 
 class ChunkedDecoder;
 
-// Where the parser puts request body bytes (the server's spills large bodies to a file). Without one, they
-// go to Request::body.
+// A failure to be answered to the client: the status, and why in words for the log (and, for a 4xx, the
+// response body). The HTTP form of the project's error convention (ferry/conf/result.hpp).
+struct HttpError {
+    int status = 0;
+    std::string message;
+};
+[[noreturn]] void throw_exception_from_error(const HttpError &e, const boost::source_location &where);
+template <typename T = void> using HttpResult = boost::system::result<T, HttpError>;
+
+// Where the parser puts a request's body bytes, chosen per request by the handler that serves it (a
+// buffer that spills to a temp file, an upload parser...). Without one, they go to Request::body.
 class BodySink {
 public:
     virtual ~BodySink() = default;
-    // A body begins; `expected` is its Content-Length (0 when chunked or unknown).
+    // A body begins (called before its first byte); `expected` is its Content-Length (0 when chunked).
     virtual void begin(std::uint64_t expected) = 0;
-    // Returns 0, or the HTTP status to answer (with `error` saying why) when the bytes cannot be kept.
-    virtual int write(std::string_view bytes, std::string &error) = 0;
+    // Keeps the next bytes, or fails with the status to answer.
+    virtual HttpResult<void> write(std::string_view bytes) = 0;
 };
 
 struct Limits {
@@ -45,7 +57,8 @@ struct Request {
     std::string body;                                         // without a BodySink
     bool keep_alive = true;
     bool expect_continue = false;
-    bool upgrade = false; // Upgrade/CONNECT: served as a plain request, then the connection closes
+    bool upgrade =
+        false; // Upgrade header: closes after the answer unless a handler takes the connection over
     bool chunked = false;
     std::string_view header(std::string_view name) const; // first value, case-insensitive; "" if absent
 };
@@ -54,12 +67,12 @@ class HttpParser {
 public:
     enum class Event {
         need_more, // read more bytes into prepare(), then commit()
-        headers,   // headers complete, body pending, client expects "100 Continue" (reported once)
+        head,      // request() has its head, not yet its body: pick where the body goes (reported once)
         request,   // request() is complete; call done() after answering it
         error,     // error_status() / error_message(); answer and close
     };
 
-    explicit HttpParser(const Limits &limits, BodySink *body = nullptr);
+    explicit HttpParser(const Limits &limits);
     ~HttpParser();
     HttpParser(const HttpParser &) = delete;
     HttpParser &operator=(const HttpParser &) = delete;
@@ -70,6 +83,11 @@ public:
     const Request &request() const { return req_; }
     Request &request() { return req_; }
     void done();
+    // At Event::head: the body of this request goes to `sink` (nullptr: to Request::body).
+    void set_body_sink(BodySink *sink) { body_sink_ = sink; }
+    // At Event::request: hands over the bytes received after this request (a protocol switch takes them),
+    // which the parser then forgets.
+    std::string_view take_buffered();
 
     int error_status() const { return err_status_; }
     const std::string &error_message() const { return err_msg_; }
@@ -94,22 +112,17 @@ private:
     void reset_message();
     void compact(std::size_t keep_from);
     int fail(int status, std::string message);
-    // Strict checks llhttp 8.1 does not make (it predates the bare-CR fix of CVE-2023-30589): every line
-    // of the head ends in CRLF, no bare CR or LF, no control byte but HTAB, no obs-fold, and the request
-    // line is exactly `token SP target SP HTTP/1.x`. Runs over the head before llhttp sees it.
-    bool scan_head();
-    bool check_request_line(std::size_t from, std::size_t to);
-    void start_scan(std::size_t at);
+    Event parse_head();
     // The body is framed here, not by llhttp (it parses the head only): Content-Length bytes, or
     // ChunkedDecoder. Returns false on an error.
     bool read_body();
 
     bool keep_body(std::string_view bytes);
 
-    struct LL;
+    struct LL; // llhttp's state and the head scanner (http/head_scanner.hpp)
     std::unique_ptr<LL> ll_;
     Limits limits_;
-    BodySink *body_sink_;
+    BodySink *body_sink_ = nullptr;
     // The receive buffer. Not std::vector: that would zero (and so touch) every byte of every idle
     // connection's buffer; here only what recv() writes is ever touched.
     class Buffer {
@@ -127,15 +140,12 @@ private:
     };
     Buffer buf_;
     std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
-    bool in_message_ = false, headers_done_ = false, complete_ = false, continue_reported_ = false;
-    bool last_was_value_ = false, paused_ = false;
+    bool in_message_ = false, headers_done_ = false, complete_ = false, head_reported_ = false;
+    bool body_begun_ = false, last_was_value_ = false, paused_ = false;
     std::size_t head_bytes_ = 0, last_head_size_ = 0;
-    // scan_head() state: offsets into buf_ (shifted by compact()).
-    std::size_t scan_pos_ = 0, line_start_ = 0, head_end_ = 0;
-    bool scan_cr_ = false, head_scanned_ = false, request_line_seen_ = false;
     // Body framing of the current request.
     enum class BodyKind { none, length, chunked } body_kind_ = BodyKind::none;
-    std::uint64_t body_left_ = 0;
+    std::uint64_t body_left_ = 0, body_length_ = 0;
     std::unique_ptr<ChunkedDecoder> chunked_; // created on the first chunked request
     Span url_;
     std::vector<HeaderSpan> spans_;

@@ -48,27 +48,25 @@ void RequestBody::begin(std::uint64_t expected)
     clear();
     // A body announced larger than memory_max goes to a file from its first byte (no copy of what was kept).
     if (expected > memory_max_) {
-        std::string ignored;
-        spill(ignored); // on failure write() tries again and reports it
+        (void)spill(); // on failure write() tries again and reports it
     } else if (expected > 0 && reserved_.grow(budget_, expected)) {
         mem_.reserve(static_cast<std::size_t>(expected));
     }
 }
 
-int RequestBody::spill(std::string &error)
+HttpResult<void> RequestBody::spill()
 {
     fd_ = open_temp_file(dir_);
-    if (fd_ < 0) {
-        error = "cannot create a temp file for the request body in " + dir_ + ": " + std::strerror(errno);
-        return 500;
-    }
-    int st = append_file(mem_, error); // what was kept so far
+    if (fd_ < 0)
+        return HttpError{500, "cannot create a temp file for the request body in " + dir_ + ": " +
+                                  std::strerror(errno)};
+    auto r = append_file(mem_); // what was kept so far
     std::string().swap(mem_);
     reserved_.reset();
-    return st;
+    return r;
 }
 
-int RequestBody::append_file(std::string_view bytes, std::string &error)
+HttpResult<void> RequestBody::append_file(std::string_view bytes)
 {
     const char *p = bytes.data();
     std::size_t left = bytes.size();
@@ -76,18 +74,16 @@ int RequestBody::append_file(std::string_view bytes, std::string &error)
         ssize_t n = ::write(fd_, p, left);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            error = "cannot write the request body to a temp file in " + dir_ + ": " +
-                    std::strerror(n < 0 ? errno : ENOSPC);
-            return 500;
-        }
+        if (n <= 0)
+            return HttpError{500, "cannot write the request body to a temp file in " + dir_ + ": " +
+                                      std::strerror(n < 0 ? errno : ENOSPC)};
         p += n;
         left -= static_cast<std::size_t>(n);
     }
-    return 0;
+    return {};
 }
 
-int RequestBody::write(std::string_view bytes, std::string &error)
+HttpResult<void> RequestBody::write(std::string_view bytes)
 {
     if (fd_ < 0) {
         std::uint64_t after = size_ + bytes.size();
@@ -95,15 +91,15 @@ int RequestBody::write(std::string_view bytes, std::string &error)
         if (after <= memory_max_ && (need == 0 || reserved_.grow(budget_, need))) {
             mem_.append(bytes.data(), bytes.size());
             size_ = after;
-            return 0;
+            return {};
         }
-        if (int st = spill(error); st != 0)
-            return st;
+        if (auto r = spill(); !r)
+            return r;
     }
-    if (int st = append_file(bytes, error); st != 0)
-        return st;
+    if (auto r = append_file(bytes); !r)
+        return r;
     size_ += bytes.size();
-    return 0;
+    return {};
 }
 
 pool::BodyRef RequestBody::ref() const

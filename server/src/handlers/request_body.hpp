@@ -21,7 +21,7 @@ public:
     RequestBody &operator=(const RequestBody &) = delete;
 
     void begin(std::uint64_t expected) override;
-    int write(std::string_view bytes, std::string &error) override;
+    HttpResult<void> write(std::string_view bytes) override;
 
     // Forgets the body (closes the file, gives the memory back to the budget).
     void clear();
@@ -30,8 +30,8 @@ public:
     bool in_file() const { return fd_ >= 0; }
 
 private:
-    int spill(std::string &error);
-    int append_file(std::string_view bytes, std::string &error);
+    HttpResult<void> spill();
+    HttpResult<void> append_file(std::string_view bytes);
 
     pool::Budget &budget_;
     std::uint64_t memory_max_;

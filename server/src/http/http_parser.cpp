@@ -1,13 +1,14 @@
 #include "ferry/server/http_parser.hpp"
 
 #include "chunked_decoder.hpp"
-#include "ferry/relay/context.hpp"
-#include "ferry/relay/frame.hpp"
+#include "ferry/conf/text.hpp"
+#include "head_scanner.hpp"
 
 #include <llhttp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace ferry::server {
 
@@ -16,6 +17,12 @@ using ferry::printable;
 constexpr std::size_t initial_buffer = 8192;
 
 } // namespace
+
+void throw_exception_from_error(const HttpError &e, const boost::source_location &where)
+{
+    throw std::logic_error(std::string("value() of a failed HttpResult (") + where.file_name() + ":" +
+                           std::to_string(where.line()) + "): " + e.message);
+}
 
 std::string_view Request::header(std::string_view name) const
 {
@@ -28,9 +35,10 @@ std::string_view Request::header(std::string_view name) const
 struct HttpParser::LL {
     llhttp_t parser;
     llhttp_settings_t settings;
+    detail::HeadScanner scanner;
 };
 
-// llhttp callbacks never throw: they record the problem and return an error code (design §4).
+// llhttp callbacks never throw: they record the problem and return an error code.
 struct HttpParser::Callbacks {
     static HttpParser &self(llhttp_t *p) { return *static_cast<HttpParser *>(p->data); }
 
@@ -212,8 +220,6 @@ struct HttpParser::Callbacks {
             return s.fail(413, "request body of " + std::to_string(p->content_length) +
                                    " bytes is larger than max_request_size (" +
                                    std::to_string(s.limits_.max_body_size) + " bytes)");
-        if (s.body_sink_ && (r.chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0)))
-            s.body_sink_->begin(r.chunked ? 0 : p->content_length);
         if (r.chunked) {
             s.body_kind_ = BodyKind::chunked;
             ChunkedDecoder::Limits cl;
@@ -225,9 +231,7 @@ struct HttpParser::Callbacks {
                 s.chunked_->reset();
         } else if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0) {
             s.body_kind_ = BodyKind::length;
-            s.body_left_ = p->content_length;
-            if (!s.body_sink_)
-                r.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p->content_length, 1 << 20)));
+            s.body_left_ = s.body_length_ = p->content_length;
         } else {
             s.body_kind_ = BodyKind::none;
         }
@@ -253,8 +257,8 @@ void HttpParser::Buffer::reallocate(std::size_t n, std::size_t keep)
     size_ = n;
 }
 
-HttpParser::HttpParser(const Limits &limits, BodySink *body)
-    : ll_(std::make_unique<LL>()), limits_(limits), body_sink_(body), buf_(initial_buffer)
+HttpParser::HttpParser(const Limits &limits)
+    : ll_(std::make_unique<LL>()), limits_(limits), buf_(initial_buffer)
 {
     llhttp_settings_init(&ll_->settings);
     ll_->settings.on_message_begin = &Callbacks::on_message_begin;
@@ -277,13 +281,15 @@ void HttpParser::reset_message()
     last_was_value_ = false;
     headers_done_ = false;
     complete_ = false;
-    continue_reported_ = false;
+    head_reported_ = false;
+    body_begun_ = false;
+    body_sink_ = nullptr;
     req_.body.clear();
     req_.expect_continue = false;
     req_.upgrade = false;
     req_.chunked = false;
     body_kind_ = BodyKind::none;
-    body_left_ = 0;
+    body_left_ = body_length_ = 0;
 }
 
 int HttpParser::fail(int status, std::string message)
@@ -293,142 +299,6 @@ int HttpParser::fail(int status, std::string message)
         err_msg_ = std::move(message);
     }
     return HPE_USER;
-}
-
-void HttpParser::start_scan(std::size_t at)
-{
-    scan_pos_ = line_start_ = head_end_ = at;
-    scan_cr_ = head_scanned_ = request_line_seen_ = false;
-}
-
-namespace {
-
-constexpr bool is_control(unsigned char c)
-{
-    return (c < 0x20 && c != '\t') || c == 0x7f;
-}
-
-// Bytes scan_head() must look at: CR, LF and the control bytes it rejects; everything else is skipped fast.
-struct SpecialBytes {
-    bool table[256] = {};
-    constexpr SpecialBytes()
-    {
-        for (int c = 0; c < 256; ++c)
-            table[c] = is_control(static_cast<unsigned char>(c)) || c == '\r' || c == '\n';
-    }
-};
-constexpr SpecialBytes special_bytes;
-
-std::string byte_name(unsigned char c)
-{
-    static constexpr char hex[] = "0123456789abcdef";
-    return std::string("0x") + hex[c >> 4] + hex[c & 15];
-}
-
-} // namespace
-
-bool HttpParser::check_request_line(std::size_t from, std::size_t to)
-{
-    std::string_view line(buf_.data() + from, to - from);
-    auto sp1 = line.find(' ');
-    auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos || sp1 == 0 ||
-        sp2 == sp1 + 1 || line.find('\t') != std::string_view::npos) {
-        fail(400,
-             "malformed request line \"" + printable(line) + "\" (expected METHOD SP target SP HTTP/1.x)");
-        return false;
-    }
-    std::string_view method = line.substr(0, sp1);
-    if (!is_token(method)) {
-        fail(400, "invalid method \"" + printable(method) + "\"");
-        return false;
-    }
-    std::string_view version = line.substr(sp2 + 1);
-    auto digit = [](char c) { return c >= '0' && c <= '9'; };
-    if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !digit(version[5]) || version[6] != '.' ||
-        !digit(version[7])) {
-        fail(400, "malformed HTTP version \"" + printable(version) + "\"");
-        return false;
-    }
-    if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-        fail(505, "HTTP version " + std::string(version.substr(5)) + " is not supported (only 1.0 and 1.1)");
-        return false;
-    }
-    return true;
-}
-
-bool HttpParser::scan_head()
-{
-    const auto *b = reinterpret_cast<const unsigned char *>(buf_.data());
-    std::size_t i = scan_pos_;
-    for (; i < end_ && !head_scanned_; ++i) {
-        if (!scan_cr_) {
-            // Eight bytes at a time while none is a control byte (< 0x20 or 0x7f; obs-text >= 0x80 passes):
-            // the usual head has one per line, its CR.
-            while (i + 8 <= end_) {
-                std::uint64_t x;
-                std::memcpy(&x, b + i, 8);
-                constexpr std::uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-                std::uint64_t del = x ^ (0x7f * ones);
-                if (((x - 0x20 * ones) & ~x & high) | ((del - ones) & ~del & high))
-                    break;
-                i += 8;
-            }
-            while (i < end_ && !special_bytes.table[b[i]])
-                ++i;
-            if (i == end_)
-                break;
-        }
-        unsigned char c = b[i];
-        if (scan_cr_) {
-            scan_cr_ = false;
-            if (c != '\n') {
-                fail(400, "bare CR in the request head (lines must end with CRLF)");
-                return false;
-            }
-            std::size_t line_end = i - 1; // the CR
-            if (!request_line_seen_) {
-                if (line_end == line_start_) {
-                    line_start_ = i + 1; // empty lines before the request line are ignored (RFC 9112 §2.2)
-                    continue;
-                }
-                if (line_end - line_start_ > limits_.max_request_line) {
-                    fail(414,
-                         "request line longer than " + std::to_string(limits_.max_request_line) + " bytes");
-                    return false;
-                }
-                if (!check_request_line(line_start_, line_end))
-                    return false;
-                request_line_seen_ = true;
-            } else if (line_end == line_start_) {
-                head_scanned_ = true;
-                head_end_ = i + 1;
-            } else if (b[line_start_] == ' ' || b[line_start_] == '\t') {
-                fail(400, "obsolete line folding in a header value");
-                return false;
-            }
-            line_start_ = i + 1;
-            continue;
-        }
-        if (c == '\r') {
-            scan_cr_ = true;
-            continue;
-        }
-        if (c == '\n') {
-            fail(400, "bare LF in the request head (lines must end with CRLF)");
-            return false;
-        }
-        if (is_control(c)) {
-            fail(400, "control byte " + byte_name(c) + " in the request head");
-            return false;
-        }
-    }
-    scan_pos_ = i;
-    if (!request_line_seen_ && scan_pos_ - line_start_ > limits_.max_request_line) {
-        fail(414, "request line longer than " + std::to_string(limits_.max_request_line) + " bytes");
-        return false;
-    }
-    return true;
 }
 
 void HttpParser::release_memory()
@@ -445,7 +315,7 @@ void HttpParser::release_memory()
         std::vector<HeaderSpan>().swap(spans_);
     if (!in_message_ && parsed_ == end_ && buf_.size() > initial_buffer) {
         parsed_ = end_ = msg_start_ = 0;
-        start_scan(0);
+        ll_->scanner.start(0);
         buf_.reallocate(initial_buffer, 0);
     }
 }
@@ -477,8 +347,8 @@ void HttpParser::compact(std::size_t keep_from)
     }
     parsed_ -= keep_from;
     end_ -= keep_from;
-    for (std::size_t *off : {&msg_start_, &scan_pos_, &line_start_, &head_end_})
-        *off = *off >= keep_from ? *off - keep_from : 0;
+    msg_start_ = msg_start_ >= keep_from ? msg_start_ - keep_from : 0;
+    ll_->scanner.shift(keep_from);
 }
 
 std::span<char> HttpParser::prepare(std::size_t min_free)
@@ -504,9 +374,8 @@ bool HttpParser::keep_body(std::string_view bytes)
         req_.body.append(bytes.data(), bytes.size());
         return true;
     }
-    std::string why;
-    if (int status = body_sink_->write(bytes, why); status != 0) {
-        fail(status, why);
+    if (auto r = body_sink_->write(bytes); !r) {
+        fail(r.error().status, std::move(r.error().message));
         return false;
     }
     return true;
@@ -514,6 +383,13 @@ bool HttpParser::keep_body(std::string_view bytes)
 
 bool HttpParser::read_body()
 {
+    if (!body_begun_) {
+        body_begun_ = true;
+        if (body_sink_)
+            body_sink_->begin(body_length_);
+        else if (body_length_ > 0)
+            req_.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(body_length_, 1 << 20)));
+    }
     while (parsed_ < end_ && !complete_) {
         std::string_view in(buf_.data() + parsed_, end_ - parsed_);
         if (body_kind_ == BodyKind::length) {
@@ -538,36 +414,50 @@ bool HttpParser::read_body()
     return true;
 }
 
+HttpParser::Event HttpParser::parse_head()
+{
+    auto &scanner = ll_->scanner;
+    if (!scanner.done()) {
+        if (auto r = scanner.scan(buf_.data(), end_, limits_); !r) {
+            fail(r.error().status, std::move(r.error().message));
+            return Event::error;
+        }
+    }
+    // llhttp sees only whole lines that the scanner has checked, and never the body.
+    std::size_t feed_end = scanner.checked_end();
+    if (feed_end > parsed_) {
+        feed_start_ = parsed_;
+        llhttp_errno_t e = llhttp_execute(&ll_->parser, buf_.data() + parsed_, feed_end - parsed_);
+        if (err_status_ != 0)
+            return Event::error;
+        if (e == HPE_OK) {
+            parsed_ = feed_end;
+        } else if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && headers_done_) {
+            parsed_ = static_cast<std::size_t>(llhttp_get_error_pos(&ll_->parser) - buf_.data());
+            paused_ = true;
+            complete_ = body_kind_ == BodyKind::none;
+        } else {
+            const char *reason = llhttp_get_error_reason(&ll_->parser);
+            fail(400, std::string("malformed request: ") + (reason ? reason : llhttp_errno_name(e)));
+            return Event::error;
+        }
+    }
+    return Event::need_more;
+}
+
 HttpParser::Event HttpParser::next()
 {
     if (err_status_ != 0)
         return Event::error;
+    if (!headers_done_ && parsed_ < end_ && parse_head() == Event::error)
+        return Event::error;
+    if (headers_done_ && !head_reported_) {
+        head_reported_ = true;
+        return Event::head;
+    }
     if (complete_)
         return Event::request;
-    if (!headers_done_ && parsed_ < end_) {
-        if (!head_scanned_ && !scan_head())
-            return Event::error;
-        // llhttp sees only whole lines that scan_head() has checked, and never the body.
-        std::size_t feed_end = head_scanned_ ? head_end_ : line_start_;
-        if (feed_end > parsed_) {
-            feed_start_ = parsed_;
-            llhttp_errno_t e = llhttp_execute(&ll_->parser, buf_.data() + parsed_, feed_end - parsed_);
-            if (err_status_ != 0)
-                return Event::error;
-            if (e == HPE_OK) {
-                parsed_ = feed_end;
-            } else if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && headers_done_) {
-                parsed_ = static_cast<std::size_t>(llhttp_get_error_pos(&ll_->parser) - buf_.data());
-                paused_ = true;
-                complete_ = body_kind_ == BodyKind::none;
-            } else {
-                const char *reason = llhttp_get_error_reason(&ll_->parser);
-                fail(400, std::string("malformed request: ") + (reason ? reason : llhttp_errno_name(e)));
-                return Event::error;
-            }
-        }
-    }
-    if (headers_done_ && !complete_ && !read_body())
+    if (headers_done_ && !read_body())
         return Event::error;
     if (complete_)
         return Event::request;
@@ -575,19 +465,22 @@ HttpParser::Event HttpParser::next()
         fail(431, "request header larger than " + std::to_string(limits_.max_header_size) + " bytes");
         return Event::error;
     }
-    if (headers_done_ && req_.expect_continue && !continue_reported_) {
-        continue_reported_ = true;
-        return Event::headers;
-    }
     // Drop what has been parsed when nothing refers to it, so a big body does not pile up.
     if ((!in_message_ || headers_done_) && parsed_ == end_) {
         parsed_ = end_ = msg_start_ = 0;
         if (!in_message_)
-            start_scan(0);
+            ll_->scanner.start(0);
         if (buf_.size() > initial_buffer)
             buf_.reallocate(initial_buffer, 0);
     }
     return Event::need_more;
+}
+
+std::string_view HttpParser::take_buffered()
+{
+    std::string_view rest(buf_.data() + parsed_, end_ - parsed_);
+    parsed_ = end_;
+    return rest;
 }
 
 void HttpParser::done()
@@ -611,7 +504,7 @@ void HttpParser::done()
     } else if (parsed_ > buf_.size() / 2) {
         compact(parsed_);
     }
-    start_scan(parsed_);
+    ll_->scanner.start(parsed_);
 }
 
 } // namespace ferry::server

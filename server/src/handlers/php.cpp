@@ -1,0 +1,297 @@
+#include "php.hpp"
+
+#include "ferry/relay/log.hpp"
+#include "ferry/server/http_grammar.hpp"
+#include "http/body_stream.hpp"
+#include "http/response.hpp"
+#include "request_body.hpp"
+#include "shared_state.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <optional>
+
+namespace ferry::server::detail {
+namespace {
+
+constexpr std::size_t inline_body_max = 32 * 1024; // larger bodies are written straight from their buffer
+
+void build_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
+                   std::string_view default_host)
+{
+    ctx.remote_addr = remote;
+    ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+    ctx.method = req.method;
+    // The parser validated the target form and the Host value (RFC 9110 uri-host [":" port]): nothing
+    // from either can change the path PHP routes on.
+    std::string_view target = req.target;
+    if (req.form == TargetForm::absolute) {
+        ctx.uri.assign(target);
+    } else {
+        std::string_view host = req.header("Host");
+        if (host.empty())
+            host = default_host;
+        ctx.uri.assign("http://");
+        ctx.uri.append(host);
+        if (req.form == TargetForm::origin)
+            ctx.uri.append(target);
+    }
+    ctx.raw_query.clear();
+    if (auto q = target.find('?'); q != std::string_view::npos)
+        ctx.raw_query.assign(target.substr(q + 1));
+    // The context is reused from one request to the next: fields are assigned in place so their strings
+    // and lists keep their capacity (no allocation per header on a keep-alive connection).
+    ctx.cookies.clear();
+    std::size_t used = 0;
+    for (const auto &[name, value] : req.headers) {
+        if (iequals(name, "Host"))
+            continue;
+        if (iequals(name, "Cookie"))
+            parse_cookies(value, ctx.cookies);
+        auto end = ctx.headers.begin() + static_cast<std::ptrdiff_t>(used);
+        auto it = std::find_if(ctx.headers.begin(), end,
+                               [&](const relay::HeaderField &f) { return iequals(f.name, name); });
+        if (it != end) {
+            it->values.push_back(value);
+            continue;
+        }
+        if (used == ctx.headers.size())
+            ctx.headers.emplace_back();
+        auto &field = ctx.headers[used++];
+        canonical_header_name(name, field.name);
+        field.values.resize(1);
+        field.values[0].assign(value);
+    }
+    ctx.headers.resize(used);
+    ctx.parsed = false;
+}
+
+std::size_t retained(const relay::RequestContext &c)
+{
+    std::size_t n = c.remote_addr.capacity() + c.protocol.capacity() + c.method.capacity() +
+                    c.uri.capacity() + c.raw_query.capacity() +
+                    c.headers.capacity() * sizeof(relay::HeaderField);
+    for (const auto &h : c.headers) {
+        n += h.name.capacity();
+        for (const auto &v : h.values)
+            n += v.capacity();
+    }
+    for (const auto &[k, v] : c.cookies)
+        n += k.capacity() + v.capacity();
+    return n;
+}
+
+// A HEAD answer without a body may say in Content-Length how long the GET body would be: keep that number.
+std::size_t head_content_length(const relay::ResponseContext &rc, std::size_t fallback)
+{
+    for (const auto &f : rc.headers) {
+        if (!iequals(f.name, "Content-Length") || f.values.size() != 1)
+            continue;
+        const std::string &v = f.values[0];
+        std::size_t n = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && !v.empty())
+            return n;
+    }
+    return fallback;
+}
+
+int final_status(int status, int pid)
+{
+    if (status >= 200 && status <= 599)
+        return status;
+    log::error("http", "worker " + std::to_string(pid) + " answered with invalid status " +
+                           std::to_string(status) + ", sending 500");
+    return 500;
+}
+
+// Writes the worker's answer: streamed frames (the STREAM bit) as they arrive, or a whole one.
+class ResponseSink final : public pool::StreamSink {
+public:
+    ResponseSink(const SharedState &st, Exchange &ex)
+        : st_(st), ex_(ex), stream_(ex.transport, ex.out, ex.request),
+          head_request_(ex.request.method == "HEAD"), keep_alive_(ex.keep_alive)
+    {
+    }
+
+    bool started() const { return stream_.started(); }
+    bool keep_alive() const { return (stream_.started() ? stream_.keep_alive() : keep_alive_) && !failed_; }
+
+    awaitable<bool> on_informational(const relay::ResponseContext &head) override
+    {
+        Head h;
+        h.status = head.status;
+        h.worker = &head;
+        co_return co_await stream_.informational(h);
+    }
+
+    awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body, bool last) override
+    {
+        if (!stream_.started()) {
+            Head h;
+            h.status = final_status(head.status, 0);
+            h.worker = &head;
+            h.keep_alive = keep_alive_ && !st_.draining;
+            stream_.start(h);
+        }
+        bool ok = co_await stream_.write(body, last);
+        failed_ = failed_ || !ok;
+        co_return ok;
+    }
+
+    // Puts the head of a response whose body is complete (one frame) in `out`: Content-Length framing. With
+    // `may_batch` (more pipelined requests are buffered) a small body joins it there and nothing is left to
+    // write now (nullopt); otherwise returns the body to write after `out` in one writev, without a copy
+    // (empty for HEAD, 1xx, 204 and 304).
+    std::optional<std::string_view> prepare_whole(const relay::ResponseContext &rc, std::string_view body,
+                                                  int worker_pid, bool may_batch)
+    {
+        Head h;
+        h.status = final_status(rc.status, worker_pid);
+        h.worker = &rc;
+        if (st_.draining)
+            keep_alive_ = false;
+        h.keep_alive = keep_alive_;
+        h.http10 = ex_.request.version_minor == 0;
+        bool no_body = no_body_status(h.status);
+        h.framing = no_body ? Framing::none : Framing::length;
+        h.content_length = body.size();
+        if (head_request_ && body.empty())
+            h.content_length = head_content_length(rc, 0);
+        int dropped = 0;
+        append_head(ex_.out, h, &dropped);
+        if (dropped > 0)
+            log::warn("http", "worker " + std::to_string(worker_pid) + ": dropped " +
+                                  std::to_string(dropped) +
+                                  " response header(s) with an invalid name or a CR/LF/NUL in the value");
+        if (head_request_ || no_body || body.empty())
+            body = {};
+        if (may_batch && body.size() <= inline_body_max) {
+            ex_.out.append(body.data(), body.size());
+            return std::nullopt;
+        }
+        return body;
+    }
+
+    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
+    {
+        co_return co_await send_whole(head, body, 0, false);
+    }
+
+    // prepare_whole(), then what is left goes out now.
+    awaitable<bool> send_whole(const relay::ResponseContext &head, std::string_view body, int worker_pid,
+                               bool may_batch)
+    {
+        auto rest = prepare_whole(head, body, worker_pid, may_batch);
+        if (!rest)
+            co_return true;
+        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out),
+                                               asio::buffer(rest->data(), rest->size())};
+        bool ok = co_await ex_.transport.write(bufs);
+        ex_.out.clear();
+        failed_ = failed_ || !ok;
+        co_return ok;
+    }
+
+    bool client_gone() override { return ex_.transport.client_gone(); }
+
+private:
+    const SharedState &st_;
+    Exchange &ex_;
+    BodyStream stream_;
+    bool head_request_, keep_alive_;
+    bool failed_ = false;
+};
+
+class PhpConnection final : public Handler::Connection {
+public:
+    PhpConnection(SharedState &st, pool::Pool &pool)
+        : st_(st), pool_(pool), body_(st.budget, st.config.http.body_buffer_size, st.temp_dir)
+    {
+    }
+
+    BodySink *body_sink(const Request &) override { return &body_; }
+
+    void release_idle_memory(bool large_head) override
+    {
+        if (body_out_.capacity() > 4096)
+            std::string().swap(body_out_);
+        if (large_head && retained(ctx_) > 4096)
+            ctx_ = relay::RequestContext{};
+    }
+
+    awaitable<After> handle(Exchange &ex) override
+    {
+        const auto &http = st_.config.http;
+        const Request &req = ex.request;
+        build_context(ctx_, req, ex.transport.remote(), st_.default_host);
+        ResponseSink sink(st_, ex);
+        body_out_.clear();
+        pool::Result res = co_await pool_.exec(ctx_, body_.ref(), body_out_, &sink);
+        body_.clear();
+        // SIGTERM may have come while PHP worked: then say Connection: close.
+        bool keep_alive = ex.keep_alive && !st_.draining;
+        const bool head_request = req.method == "HEAD";
+        switch (res.outcome) {
+        case pool::Outcome::ok:
+            if (!res.streamed && !res.written) {
+                std::string_view answer =
+                    res.body_frame.data ? res.taken_body() : std::string_view(body_out_);
+                co_await sink.send_whole(res.response, answer, res.worker_pid, ex.may_batch);
+            }
+            keep_alive = keep_alive && sink.keep_alive();
+            break;
+        case pool::Outcome::worker_error:
+            append_error(ex.out, http.internal_error_code, "", keep_alive, head_request);
+            break;
+        case pool::Outcome::worker_crashed:
+            if (sink.started())
+                keep_alive = false; // the response is cut short: closing tells the client
+            else
+                append_error(ex.out, 502, "the worker handling this request died", keep_alive, head_request);
+            break;
+        case pool::Outcome::timed_out:
+            log::warn("http",
+                      ex.transport.remote() + " " + req.method + " " + req.target + ": 504: " + res.message);
+            if (sink.started())
+                keep_alive = false;
+            else
+                append_error(ex.out, 504, "the application did not answer in time", keep_alive, head_request);
+            break;
+        case pool::Outcome::no_worker:
+            // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client.
+            log::warn("http",
+                      ex.transport.remote() + " " + req.method + " " + req.target + ": 503: " + res.message);
+            append_error(ex.out, 503, "no PHP worker is available, try again later", keep_alive,
+                         head_request);
+            break;
+        case pool::Outcome::client_gone:
+            log::debug("http", ex.transport.remote() + " " + req.method + " " + req.target +
+                                   ": not executed: " + res.message);
+            keep_alive = false;
+            ex.out.clear();
+            break;
+        case pool::Outcome::cancelled:
+            keep_alive = false;
+            break;
+        }
+        co_return keep_alive ? After::keep_alive : After::close;
+    }
+
+private:
+    SharedState &st_;
+    pool::Pool &pool_;
+    RequestBody body_;
+    relay::RequestContext ctx_;
+    std::string body_out_;
+};
+
+} // namespace
+
+std::unique_ptr<Handler::Connection> PhpHandler::connect()
+{
+    return std::make_unique<PhpConnection>(state_, pool_);
+}
+
+} // namespace ferry::server::detail

@@ -1,0 +1,25 @@
+// The PHP handler (internal to server/): relays a request to the worker pool (pool/) and writes the
+// worker's answer, whole or streamed. Serves every request no other handler takes.
+#pragma once
+
+#include "handler.hpp"
+
+#include "ferry/pool/pool.hpp"
+
+namespace ferry::server::detail {
+
+struct SharedState;
+
+class PhpHandler final : public Handler {
+public:
+    PhpHandler(SharedState &state, pool::Pool &pool) : state_(state), pool_(pool) {}
+    std::string_view name() const override { return "php"; }
+    bool accepts(const Request &) const override { return true; }
+    std::unique_ptr<Connection> connect() override;
+
+private:
+    SharedState &state_;
+    pool::Pool &pool_;
+};
+
+} // namespace ferry::server::detail

@@ -1,0 +1,74 @@
+#include "body_stream.hpp"
+
+#include "transport/transport.hpp"
+
+#include <array>
+#include <charconv>
+
+namespace ferry::server::detail {
+
+BodyStream::BodyStream(Transport &transport, std::string &out, const Request &req)
+    : transport_(transport), out_(out), head_request_(req.method == "HEAD"), http10_(req.version_minor == 0)
+{
+}
+
+awaitable<bool> BodyStream::informational(Head head)
+{
+    if (http10_ || started_)
+        co_return true; // no 1xx for HTTP/1.0 clients
+    head.framing = Framing::none;
+    append_head(out_, head);
+    if (!co_await transport_.flush(out_))
+        failed_ = true;
+    co_return !failed_;
+}
+
+void BodyStream::start(Head head)
+{
+    started_ = true;
+    status_ = head.status;
+    head.http10 = http10_;
+    if (no_body_status(head.status)) {
+        head.framing = Framing::none;
+    } else if (http10_) {
+        head.framing = Framing::close;
+        head.keep_alive = false;
+    } else {
+        head.framing = Framing::chunked;
+    }
+    chunked_ = head.framing == Framing::chunked;
+    send_body_ = !head_request_ && !no_body_status(head.status);
+    keep_alive_ = head.keep_alive;
+    append_head(out_, head);
+}
+
+awaitable<bool> BodyStream::write(std::string_view body, bool last)
+{
+    std::array<asio::const_buffer, 3> bufs;
+    std::size_t nb = 0;
+    if (send_body_ && !body.empty()) {
+        if (chunked_) {
+            char hex[20];
+            auto r = std::to_chars(hex, hex + sizeof hex, body.size(), 16);
+            out_.append(hex, r.ptr);
+            out_ += "\r\n";
+        }
+        bufs[nb++] = asio::buffer(out_);
+        bufs[nb++] = asio::buffer(body.data(), body.size());
+        trailer_ = chunked_ ? "\r\n" : "";
+    } else {
+        bufs[nb++] = asio::buffer(out_);
+        trailer_.clear();
+    }
+    if (last && chunked_ && send_body_)
+        trailer_ += "0\r\n\r\n";
+    if (!trailer_.empty())
+        bufs[nb++] = asio::buffer(trailer_);
+    bool ok = co_await transport_.write(std::span(bufs.data(), nb));
+    out_.clear();
+    if (!ok)
+        failed_ = true;
+    co_return ok;
+}
+
+} // namespace ferry::server::detail

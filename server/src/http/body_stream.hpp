@@ -1,0 +1,44 @@
+// A response whose body goes out as it is produced (internal to server/): chunked to HTTP/1.1 clients,
+// until the close to HTTP/1.0 ones. PHP's streamed responses use it; any handler may (server-sent events).
+#pragma once
+
+#include "response.hpp"
+
+#include "ferry/relay/io.hpp"
+#include "ferry/server/http_parser.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace ferry::server::detail {
+
+class Transport;
+
+class BodyStream {
+public:
+    // `out`: the connection's pending output, written before the first piece.
+    BodyStream(Transport &transport, std::string &out, const Request &req);
+
+    // A 1xx response before the final one (dropped for HTTP/1.0 clients, and once the final one started).
+    awaitable<bool> informational(Head head);
+    // The final response's head: framing none for statuses without a body, until-close for HTTP/1.0 (which
+    // then cannot keep the connection), chunked otherwise. Goes out with the first write().
+    void start(Head head);
+    // The next piece of body (nothing for HEAD, 204, 304); `last` ends it. False when the client is gone.
+    awaitable<bool> write(std::string_view body, bool last);
+
+    bool started() const { return started_; }
+    bool failed() const { return failed_; }
+    bool keep_alive() const { return keep_alive_; } // as start() decided it
+    int status() const { return status_; }
+
+private:
+    Transport &transport_;
+    std::string &out_;
+    bool head_request_, http10_;
+    bool started_ = false, failed_ = false, chunked_ = false, send_body_ = true, keep_alive_ = true;
+    int status_ = 200;
+    std::string trailer_;
+};
+
+} // namespace ferry::server::detail

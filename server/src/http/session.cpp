@@ -1,0 +1,174 @@
+// One HTTP/1.1 connection: parse, route each request to its handler at the head, answer in request order,
+// keep alive, pipeline, time out, close politely.
+#include "ferry/relay/log.hpp"
+#include "handlers/handler.hpp"
+#include "response.hpp"
+#include "shared_state.hpp"
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace ferry::server::detail {
+namespace {
+
+constexpr std::size_t flush_threshold = 64 * 1024;
+
+// The handlers' state on this connection, created the first time each serves a request here.
+class HandlerStates {
+public:
+    explicit HandlerStates(const Router &router) : router_(router) {}
+
+    Handler::Connection *get(int index)
+    {
+        if (states_.empty())
+            states_.resize(router_.size());
+        auto &s = states_[static_cast<std::size_t>(index)];
+        if (!s)
+            s = router_.at(index).connect();
+        return s.get();
+    }
+    void release_idle_memory(bool large_head)
+    {
+        for (auto &s : states_)
+            if (s)
+                s->release_idle_memory(large_head);
+    }
+
+private:
+    const Router &router_;
+    std::vector<std::unique_ptr<Handler::Connection>> states_;
+};
+
+// A connection waiting for its next request keeps only small buffers (issue 5 item 5): whatever a large
+// request or response made it hold goes back. Small ones stay, so ordinary keep-alive traffic reuses them.
+void release_idle_memory(std::string &out, HttpParser &parser, HandlerStates &handlers)
+{
+    constexpr std::size_t keep = 4096;
+    if (out.capacity() > keep)
+        std::string().swap(out);
+    bool large_head = parser.last_head_size() > keep;
+    handlers.release_idle_memory(large_head);
+    if (large_head || parser.buffer_capacity() > 8192)
+        parser.release_memory();
+}
+
+void log_parse_error(const std::string &remote, const HttpParser &parser)
+{
+    auto lvl = parser.error_status() >= 500 ? log::Level::error : log::Level::info;
+    if (log::enabled(lvl))
+        log::write(lvl, "http",
+                   remote + ": " + std::to_string(parser.error_status()) + " " + parser.error_message());
+}
+
+} // namespace
+
+awaitable<void> http_session(SharedState &st, tcp::socket sock)
+{
+    const auto &http = st.config.http;
+    Transport tr(st.connections, std::move(sock), http.write_timeout);
+    Conn &conn = tr.conn();
+    HttpParser parser(st.limits);
+    HandlerStates handlers(st.router);
+    Handler::Connection *handler = nullptr; // serves the request being read; null: none accepts it
+    std::string out;
+    unsigned batched = 0;
+    bool linger = false; // the client may still be sending: drain before closing so it reads our answer
+    std::optional<steady::time_point> header_deadline;
+
+    for (;;) {
+        auto ev = parser.next();
+        if (ev == HttpParser::Event::need_more) {
+            if (!co_await tr.flush(out))
+                break;
+            batched = 0;
+            if (st.draining && parser.idle())
+                break;
+            conn.idle = parser.idle();
+            // read_header covers the whole header from its first byte (no slowloris trickle);
+            // idle and read_body restart at every read.
+            if (conn.idle) {
+                header_deadline.reset();
+                tr.arm(http.idle_timeout);
+                release_idle_memory(out, parser, handlers);
+            } else if (parser.in_body()) {
+                header_deadline.reset();
+                tr.arm(http.read_body_timeout);
+            } else {
+                if (!header_deadline)
+                    header_deadline = steady::now() + http.read_header_timeout;
+                tr.arm_at(*header_deadline);
+            }
+            auto [rec, n] = co_await tr.read_some(parser.prepare());
+            tr.disarm();
+            if (rec) {
+                if (conn.timed_out && !parser.idle()) {
+                    log::info("http", tr.remote() + ": timed out reading the request, sending 408");
+                    conn.timed_out = false;
+                    append_error(out, 408, "timed out reading the request", false, false);
+                    co_await tr.flush(out);
+                }
+                break;
+            }
+            parser.commit(n);
+            conn.idle = false;
+            continue;
+        }
+        if (ev == HttpParser::Event::head) {
+            const Request &req = parser.request();
+            int index = st.router.select(req);
+            handler = index < 0 ? nullptr : handlers.get(index);
+            parser.set_body_sink(handler ? handler->body_sink(req) : nullptr);
+            // Only a client still waiting for the go-ahead gets it (RFC 9110 §10.1.1 lets us skip it
+            // once body bytes have come).
+            if (req.expect_continue && !parser.has_buffered()) {
+                out += "HTTP/1.1 100 Continue\r\n\r\n";
+                if (!co_await tr.flush(out))
+                    break;
+            }
+            continue;
+        }
+        if (ev == HttpParser::Event::error) {
+            log_parse_error(tr.remote(), parser);
+            // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be
+            // written) says nothing of the server's paths: that is for the log line.
+            append_error(out, parser.error_status(),
+                         parser.error_status() >= 500 ? std::string() : parser.error_message(), false, false);
+            co_await tr.flush(out);
+            linger = true;
+            break;
+        }
+
+        // A whole request.
+        const Request &req = parser.request();
+        ++st.requests;
+        bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
+        After after;
+        if (handler) {
+            Exchange ex{req, tr, parser, out, parser.has_buffered(), keep_alive};
+            after = co_await handler->handle(ex);
+        } else {
+            append_error(out, 404, "no handler serves this request", keep_alive, req.method == "HEAD");
+            after = keep_alive ? After::keep_alive : After::close;
+        }
+        header_deadline.reset();
+        if (after == After::ended)
+            co_return;
+        parser.done();
+        if (after == After::close || st.draining) {
+            co_await tr.flush(out);
+            linger = parser.has_buffered();
+            break;
+        }
+        ++batched;
+        if (!parser.has_buffered() || out.size() >= flush_threshold || batched >= http.max_pipelined) {
+            if (!co_await tr.flush(out))
+                break;
+            batched = 0;
+        }
+    }
+    // The parser's free space serves as scratch (an array here would sit in every session's frame).
+    co_await tr.shut_down(linger, parser.prepare());
+}
+
+} // namespace ferry::server::detail

@@ -1,0 +1,78 @@
+// One client connection's byte stream (internal to server/): the socket, its place in the loop's connection
+// list and timer wheel, and the one write path every response takes. Handlers and the HTTP session reach
+// the client only through it, so a TLS stream later changes this type alone.
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/relay/io.hpp"
+#include "timer_wheel.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <list>
+#include <span>
+#include <string>
+
+namespace ferry::server::detail {
+
+using tcp = asio::ip::tcp;
+
+// One per open connection. Its deadline lives in the loop's timer wheel: when it passes, the ticker
+// cancels the socket's pending operation and sets `timed_out`.
+struct Conn : WheelEntry {
+    tcp::socket *socket = nullptr;
+    bool idle = true; // waiting for the first byte of a request
+    bool timed_out = false;
+};
+
+// A loop's open connections and their deadlines.
+struct Connections {
+    std::list<Conn *> list;
+    TimerWheel wheel;
+};
+
+class Transport {
+public:
+    // Registers the connection; `write_timeout` bounds every write's wait for progress.
+    Transport(Connections &conns, tcp::socket socket, conf::Duration write_timeout);
+    ~Transport(); // unregisters and closes
+    Transport(const Transport &) = delete;
+    Transport &operator=(const Transport &) = delete;
+
+    const std::string &remote() const { return remote_; } // the peer's address, "" if unknown
+    Conn &conn() { return conn_; }
+
+    // Deadlines for the next read (a write arms its own).
+    void arm(std::chrono::milliseconds timeout) { conns_.wheel.schedule(conn_, steady::now() + timeout); }
+    void arm_at(steady::time_point t) { conns_.wheel.schedule(conn_, t); }
+    void disarm() { conns_.wheel.cancel(conn_); }
+
+    // Reads what has arrived into `buf` (at least one byte): yields {error, bytes}. Not a coroutine: no
+    // frame of its own per read.
+    auto read_some(std::span<char> buf)
+    {
+        return socket_.async_read_some(asio::buffer(buf.data(), buf.size()), nothrow);
+    }
+    // Writes all of `bufs` (at most 4); the write timeout counts from the last progress, so a slow but
+    // moving download is never cut. False when the client is gone or stalled.
+    awaitable<bool> write(std::span<const asio::const_buffer> bufs);
+    // Writes and empties `out` (and gives back its memory if a large response grew it).
+    awaitable<bool> flush(std::string &out);
+    // The client reset the connection (a FIN, a half-close, is not "gone").
+    bool client_gone();
+    // Sends FIN. With `linger`, then reads and drops what the client still sends (at most 4 MiB, 2 s) so
+    // that closing with unread input does not reset the connection and destroy the answer before the
+    // client reads it (nginx's lingering close). `scratch` is any free memory to read into.
+    awaitable<void> shut_down(bool linger, std::span<char> scratch);
+
+private:
+    Connections &conns_;
+    tcp::socket socket_;
+    Conn conn_;
+    std::list<Conn *>::iterator registered_;
+    conf::Duration write_timeout_;
+    std::string remote_;
+};
+
+} // namespace ferry::server::detail
