@@ -176,18 +176,8 @@ public:
 
     awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
     {
-        co_return co_await send_whole(head, body, 0, false);
-    }
-
-    // prepare_whole(), then what is left goes out now.
-    awaitable<bool> send_whole(const relay::ResponseContext &head, std::string_view body, int worker_pid,
-                               bool may_batch)
-    {
-        auto rest = prepare_whole(head, body, worker_pid, may_batch);
-        if (!rest)
-            co_return true;
-        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out),
-                                               asio::buffer(rest->data(), rest->size())};
+        std::string_view rest = *prepare_whole(head, body, 0, false);
+        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out), asio::buffer(rest.data(), rest.size())};
         bool ok = co_await ex_.transport.write(bufs);
         ex_.out.clear();
         failed_ = failed_ || !ok;
@@ -238,7 +228,14 @@ public:
             if (!res.streamed && !res.written) {
                 std::string_view answer =
                     res.body_frame.data ? res.taken_body() : std::string_view(body_out_);
-                co_await sink.send_whole(res.response, answer, res.worker_pid, ex.may_batch);
+                if (auto rest = sink.prepare_whole(res.response, answer, res.worker_pid, ex.may_batch)) {
+                    // Written here rather than in a helper coroutine: one coroutine frame less per request.
+                    std::array<asio::const_buffer, 2> bufs{asio::buffer(ex.out),
+                                                           asio::buffer(rest->data(), rest->size())};
+                    if (!co_await ex.transport.write(bufs))
+                        keep_alive = false;
+                    ex.out.clear();
+                }
             }
             keep_alive = keep_alive && sink.keep_alive();
             break;
