@@ -5,7 +5,7 @@ declare(strict_types=1);
 namespace Ferry\Worker;
 
 /**
- * One HTTP request as the server relayed it (protocol.md §3).
+ * One HTTP request as the server relayed it (docs/protocol.md §3).
  */
 final class Request
 {

@@ -11,7 +11,7 @@ use PHPUnit\Framework\TestCase;
 
 final class FrameTest extends TestCase
 {
-    /** protocol.md §5, byte for byte. */
+    /** docs/protocol.md §5, byte for byte. */
     public static function goldenFrames(): array
     {
         return [

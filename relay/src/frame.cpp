@@ -1,4 +1,4 @@
-// Goridge v3 frame header codec (shared protocol.md §1).
+// Goridge v3 frame header codec (docs/protocol.md §1).
 #include "ferry/relay/frame.hpp"
 
 #include <cstring>

@@ -1,4 +1,4 @@
-// Logging never blocks serving (issue 5 item 8) and starts no thread: a second thread in the process would
+// Logging never blocks serving and starts no thread: a second thread in the process would
 // make glibc lock every malloc and wrap every read/write in cancellation bookkeeping (~0.7 us per request
 // measured). Lines are written without blocking; what stderr does not take now waits in a bounded buffer
 // (1 MiB) that later calls and pump() retry; when it is full, lines are dropped and counted, and one line

@@ -40,7 +40,7 @@ private:
     std::vector<std::unique_ptr<Handler::Connection>> states_;
 };
 
-// A connection waiting for its next request keeps only small buffers (issue 5 item 5): whatever a large
+// A connection waiting for its next request keeps only small buffers: whatever a large
 // request or response made it hold goes back. Small ones stay, so ordinary keep-alive traffic reuses them.
 void release_idle_memory(std::string &out, HttpParser &parser, HandlerStates &handlers)
 {

@@ -1,6 +1,6 @@
 // Connection deadlines in a hashed timer wheel (internal to server/). Setting, moving or clearing a
 // deadline is O(1) and touches no system timer; one coarse tick visits only the slot that came due, so an
-// idle connection costs one visit per timeout period, not one per tick (issue 5 item 11).
+// idle connection costs one visit per timeout period, not one per tick.
 #pragma once
 
 #include <chrono>

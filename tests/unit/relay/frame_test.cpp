@@ -45,7 +45,7 @@ struct Golden {
     std::string bytes;
 };
 
-// shared protocol.md §5, verbatim.
+// docs/protocol.md §5, verbatim.
 std::vector<Golden> goldens()
 {
     return {

@@ -1,4 +1,4 @@
-// Goridge v3 frames (shared protocol.md §1): 12-byte header, option words, payload.
+// Goridge v3 frames (docs/protocol.md §1): 12-byte header, option words, payload.
 #pragma once
 
 #include "ferry/conf/text.hpp"
