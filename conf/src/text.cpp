@@ -12,30 +12,14 @@ std::string printable(std::string_view bytes, std::size_t limit, bool keep_utf8)
     out.reserve(bytes.size() + 8);
     for (char ch : bytes) {
         const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '"':
-            out += "\\\"";
-            break;
-        default:
-            if ((c >= 0x20 && c < 0x7F) || (keep_utf8 && c >= 0x80)) {
-                out += ch;
-            } else {
-                out += "\\x";
-                out += hex[c >> 4];
-                out += hex[c & 0x0F];
-            }
+        if (const char *esc = short_escape(c)) {
+            out += esc;
+        } else if ((c >= 0x20 && c < 0x7F) || (keep_utf8 && c >= 0x80)) {
+            out += ch;
+        } else {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 0x0F];
         }
     }
     if (cut)

@@ -2,6 +2,7 @@
 // to 2023.3 sent them; responses read with Boost.JSON.
 #include "context_codec.hpp"
 #include "context_decode.hpp"
+#include "ferry/conf/text.hpp"
 
 #include <boost/json.hpp>
 
@@ -60,35 +61,17 @@ void append_json_string(std::string &out, std::string_view s)
             }
         }
         out.append(reinterpret_cast<const char *>(run), static_cast<std::size_t>(p - run));
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        case '\b':
+        if (const char *esc = short_escape(c)) {
+            out += esc;
+        } else if (c == '\b') {
             out += "\\b";
-            break;
-        case '\f':
+        } else if (c == '\f') {
             out += "\\f";
-            break;
-        default:
-            if (c < 0x20) {
-                const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0x0F]};
-                out.append(esc, 6);
-            } else {
-                out += "\\ufffd";
-            }
+        } else if (c < 0x20) {
+            const char esc6[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0x0F]};
+            out.append(esc6, 6);
+        } else {
+            out += "\\ufffd";
         }
         ++p;
         run = p;

@@ -194,6 +194,12 @@ private:
     bool failed_ = false;
 };
 
+// "<client> <method> <target>" for a log line.
+std::string describe(const Exchange &ex)
+{
+    return ex.transport.remote() + " " + ex.request.method + " " + ex.request.target;
+}
+
 class PhpConnection final : public Handler::Connection {
 public:
     PhpConnection(SharedState &st, pool::Pool &pool)
@@ -243,29 +249,27 @@ public:
             append_error(ex.out, http.internal_error_code, "", keep_alive, head_request);
             break;
         case pool::Outcome::worker_crashed:
+        case pool::Outcome::timed_out: {
+            const bool crashed = res.outcome == pool::Outcome::worker_crashed;
+            if (!crashed)
+                log::warn("http", describe(ex) + ": 504: " + res.message);
             if (sink.started())
                 keep_alive = false; // the response is cut short: closing tells the client
             else
-                append_error(ex.out, 502, "the worker handling this request died", keep_alive, head_request);
+                append_error(ex.out, crashed ? 502 : 504,
+                             crashed ? "the worker handling this request died"
+                                     : "the application did not answer in time",
+                             keep_alive, head_request);
             break;
-        case pool::Outcome::timed_out:
-            log::warn("http",
-                      ex.transport.remote() + " " + req.method + " " + req.target + ": 504: " + res.message);
-            if (sink.started())
-                keep_alive = false;
-            else
-                append_error(ex.out, 504, "the application did not answer in time", keep_alive, head_request);
-            break;
+        }
         case pool::Outcome::no_worker:
             // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client.
-            log::warn("http",
-                      ex.transport.remote() + " " + req.method + " " + req.target + ": 503: " + res.message);
+            log::warn("http", describe(ex) + ": 503: " + res.message);
             append_error(ex.out, 503, "no PHP worker is available, try again later", keep_alive,
                          head_request);
             break;
         case pool::Outcome::client_gone:
-            log::debug("http", ex.transport.remote() + " " + req.method + " " + req.target +
-                                   ": not executed: " + res.message);
+            log::debug("http", describe(ex) + ": not executed: " + res.message);
             keep_alive = false;
             ex.out.clear();
             break;

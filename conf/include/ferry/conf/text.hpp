@@ -12,6 +12,26 @@ namespace ferry {
 // "...".
 std::string printable(std::string_view bytes, std::size_t limit = 64, bool keep_utf8 = false);
 
+// The escape C, JSON and printable() all write for a quote, a backslash, \n, \r or \t; nullptr for
+// any other byte.
+constexpr const char *short_escape(unsigned char c)
+{
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        return nullptr;
+    }
+}
+
 // The text in double quotes, escaped as printable() does, UTF-8 kept, never cut.
 std::string quote(std::string_view text);
 
