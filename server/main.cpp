@@ -104,21 +104,19 @@ int main(int argc, char **argv)
         ferry::log::set_level(lvl);
     }
 
-    ferry::conf::LoadResult loaded;
-    try {
-        loaded = ferry::conf::load_file(config_path, overrides);
-    } catch (const ferry::conf::ConfigError &e) {
-        std::fprintf(stderr, "ferry: config error: %s\n", e.what());
+    const auto loaded = ferry::conf::load_file(config_path, overrides);
+    if (!loaded) {
+        std::fprintf(stderr, "ferry: config error: %s\n", loaded.error().message.c_str());
         return 1;
     }
-    for (const auto &w : loaded.warnings)
+    for (const auto &w : loaded->warnings)
         ferry::log::warn("config", w);
     if (dry_run) {
-        std::fputs(ferry::conf::dump(loaded.config).c_str(), stdout);
+        std::fputs(ferry::conf::dump(loaded->config).c_str(), stdout);
         ferry::log::flush();
         return 0;
     }
-    int code = ferry::server::run(loaded.config);
+    int code = ferry::server::run(loaded->config);
     ferry::log::flush();
     return code;
 }

@@ -1,10 +1,9 @@
-// Value parsing: durations, sizes, integers, ${VAR} expansion.
+// Value parsing and formatting: durations, sizes, integers, addresses, command words.
 #include "values.hpp"
 
+#include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <limits>
-#include <stdexcept>
 #include <system_error>
 
 namespace ferry::conf {
@@ -16,16 +15,6 @@ using u128 = unsigned __int128;
 bool is_digit(char c)
 {
     return c >= '0' && c <= '9';
-}
-
-bool is_name_start(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-bool is_name_char(char c)
-{
-    return is_name_start(c) || is_digit(c);
 }
 
 char lower(char c)
@@ -66,77 +55,17 @@ std::uint64_t duration_unit(std::string_view unit)
     return 0;
 }
 
-// Index of the '}' closing the "${" at `open`, or npos.
-std::size_t closing_brace(std::string_view s, std::size_t open)
-{
-    int depth = 0;
-    for (std::size_t j = open; j < s.size(); ++j) {
-        if (s[j] == '$' && j + 1 < s.size() && s[j + 1] == '{') {
-            ++depth;
-            ++j;
-        } else if (s[j] == '}' && --depth == 0) {
-            return j;
-        }
-    }
-    return std::string_view::npos;
-}
-
-std::string expand(std::string_view s, const EnvLookup &env)
-{
-    std::string out;
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const std::size_t open = s.find("${", i);
-        if (open == std::string_view::npos) {
-            out.append(s.substr(i));
-            break;
-        }
-        out.append(s.substr(i, open - i));
-        const std::size_t close = closing_brace(s, open);
-        if (close == std::string_view::npos) {
-            throw std::invalid_argument("unterminated \"${\" at \"" + std::string(s.substr(open, 24)) +
-                                        (s.size() - open > 24 ? "...\"" : "\""));
-        }
-        const std::string_view inner = s.substr(open + 2, close - open - 2);
-        const std::size_t sep = inner.find(":-");
-        const std::string_view name = inner.substr(0, sep);
-        bool valid = !name.empty() && is_name_start(name[0]);
-        for (char c : name) {
-            valid = valid && is_name_char(c);
-        }
-        if (!valid) {
-            throw std::invalid_argument("invalid variable reference \"${" + std::string(inner) +
-                                        "}\" (use \"${NAME}\" or \"${NAME:-default}\")");
-        }
-        std::optional<std::string> value;
-        if (env) {
-            value = env(std::string(name));
-        }
-        if (sep != std::string_view::npos) {
-            if (value && !value->empty()) {
-                out += *value;
-            } else {
-                out += expand(inner.substr(sep + 2), env);
-            }
-        } else if (value) {
-            out += *value;
-        }
-        i = close + 1;
-    }
-    return out;
-}
-
 } // namespace
 
-Duration parse_duration(const std::string &text)
+Result<Duration> parse_duration(std::string_view text)
 {
     constexpr u128 max_ns = static_cast<u128>(std::numeric_limits<std::int64_t>::max());
     const std::string_view s = text;
     if (s.empty()) {
-        throw std::invalid_argument("empty duration");
+        return fail("empty duration");
     }
     if (s[0] == '-') {
-        throw std::invalid_argument("negative durations are not allowed");
+        return fail("negative durations are not allowed");
     }
     u128 total = 0;
     bool all_digits = true;
@@ -147,18 +76,18 @@ Duration parse_duration(const std::string &text)
         for (char c : s) {
             total = total * 10 + static_cast<unsigned>(c - '0');
             if (total > max_ns) {
-                throw std::invalid_argument("duration too large");
+                return fail("duration too large");
             }
         }
         total *= 1'000'000'000;
         if (total > max_ns) {
-            throw std::invalid_argument("duration too large");
+            return fail("duration too large");
         }
         return Duration(static_cast<std::int64_t>(total / 1'000'000));
     }
     std::size_t i = s[0] == '+' ? 1 : 0;
     if (i == s.size()) {
-        throw std::invalid_argument("missing number");
+        return fail("missing number");
     }
     while (i < s.size()) {
         u128 whole = 0;
@@ -166,7 +95,7 @@ Duration parse_duration(const std::string &text)
         for (; i < s.size() && is_digit(s[i]); ++i) {
             whole = whole * 10 + static_cast<unsigned>(s[i] - '0');
             if (whole > max_ns) {
-                throw std::invalid_argument("duration too large");
+                return fail("duration too large");
             }
         }
         const bool has_whole = i > start;
@@ -185,7 +114,7 @@ Duration parse_duration(const std::string &text)
             has_frac = i > frac_start;
         }
         if (!has_whole && !has_frac) {
-            throw std::invalid_argument("expected a number at \"" + std::string(s.substr(start)) + "\"");
+            return fail("expected a number at \"" + std::string(s.substr(start)) + "\"");
         }
         const std::size_t unit_start = i;
         while (i < s.size() && !is_digit(s[i]) && s[i] != '.') {
@@ -193,58 +122,52 @@ Duration parse_duration(const std::string &text)
         }
         const std::string_view unit_text = s.substr(unit_start, i - unit_start);
         if (unit_text.empty()) {
-            throw std::invalid_argument("missing unit after \"" + std::string(s.substr(start, i - start)) +
-                                        "\"; valid units are h, m, s, ms, us, ns");
+            return fail("missing unit after \"" + std::string(s.substr(start, i - start)) +
+                        "\"; valid units are h, m, s, ms, us, ns");
         }
         const std::uint64_t unit = duration_unit(unit_text);
         if (unit == 0) {
-            throw std::invalid_argument("unknown unit \"" + std::string(unit_text) +
-                                        "\"; valid units are h, m, s, ms, us, ns");
+            return fail("unknown unit \"" + std::string(unit_text) +
+                        "\"; valid units are h, m, s, ms, us, ns");
         }
         total += whole * unit + frac * unit / scale;
         if (total > max_ns) {
-            throw std::invalid_argument("duration too large");
+            return fail("duration too large");
         }
     }
     // Round up to whole milliseconds, so that a small non-zero duration never becomes 0.
     return Duration(static_cast<std::int64_t>((total + 999'999) / 1'000'000));
 }
 
-std::string expand_env(const std::string &text, const EnvLookup &env)
-{
-    return expand(text, env);
-}
-
 namespace detail {
 
-std::uint64_t parse_uint(std::string_view text)
+Parsed<std::uint64_t> parse_uint(std::string_view text)
 {
     std::uint64_t value = 0;
     const char *const end = text.data() + text.size();
     const auto [ptr, ec] = std::from_chars(text.data(), end, value);
     if (ec == std::errc::result_out_of_range) {
-        throw std::out_of_range("number too large");
+        return Rejection{Rejection::Why::out_of_range, {}, {}};
     }
     if (text.empty() || ec != std::errc() || ptr != end) {
-        throw std::invalid_argument("not a non-negative integer");
+        return Rejection{};
     }
     return value;
 }
 
-std::uint64_t parse_size(std::string_view text, std::uint64_t bare_unit)
+Parsed<std::uint64_t> parse_size(std::string_view text, std::uint64_t bare_unit)
 {
+    const auto invalid = [](std::string reason) { return Rejection{Rejection::Why::invalid, reason, {}}; };
     std::size_t i = 0;
     while (i < text.size() && is_digit(text[i])) {
         ++i;
     }
     if (i == 0) {
-        throw std::invalid_argument("missing number");
+        return invalid("missing number");
     }
-    std::uint64_t number = 0;
-    try {
-        number = parse_uint(text.substr(0, i));
-    } catch (const std::out_of_range &) {
-        throw std::invalid_argument("size too large");
+    const Parsed<std::uint64_t> number = parse_uint(text.substr(0, i));
+    if (!number) {
+        return invalid("size too large");
     }
     std::size_t j = i;
     while (j < text.size() && text[j] == ' ') {
@@ -265,14 +188,59 @@ std::uint64_t parse_size(std::string_view text, std::uint64_t bare_unit)
     } else if (unit == "t" || unit == "tb" || unit == "tib") {
         multiplier = 1ull << 40;
     } else {
-        throw std::invalid_argument("unknown size unit \"" + std::string(text.substr(j)) +
-                                    "\"; valid units are B, KB, MB, GB (1 KB = 1024 bytes)");
+        return invalid("unknown size unit \"" + std::string(text.substr(j)) +
+                       "\"; valid units are B, KB, MB, GB (1 KB = 1024 bytes)");
     }
     std::uint64_t bytes = 0;
-    if (__builtin_mul_overflow(number, multiplier, &bytes)) {
-        throw std::invalid_argument("size too large");
+    if (__builtin_mul_overflow(*number, multiplier, &bytes)) {
+        return invalid("size too large");
     }
     return bytes;
+}
+
+Parsed<Address> parse_address(std::string_view text)
+{
+    constexpr std::string_view port_expected = "a port number from 0 to 65535 after the \":\"";
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+        return Rejection{Rejection::Why::invalid, "no port", {}};
+    }
+    std::string_view host = text.substr(0, colon);
+    if (host.empty()) {
+        host = "0.0.0.0";
+    }
+    const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    if (!bracketed && host.find_first_of(":[] \t/") != std::string_view::npos) {
+        return Rejection{
+            Rejection::Why::invalid, "invalid host (write IPv6 addresses in brackets: \"[::1]:8080\")", {}};
+    }
+    const Parsed<std::uint64_t> port = parse_uint(text.substr(colon + 1));
+    if (!port) {
+        return Rejection{Rejection::Why::invalid, {}, port_expected};
+    }
+    if (*port > 65535) {
+        return Rejection{Rejection::Why::out_of_range, {}, port_expected};
+    }
+    if (bracketed) {
+        host = host.substr(1, host.size() - 2);
+    }
+    return Address{std::string(host), static_cast<std::uint16_t>(*port)};
+}
+
+std::vector<std::string> split_words(std::string_view text)
+{
+    std::vector<std::string> words;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (text[i] == ' ' || text[i] == '\t') {
+            ++i;
+            continue;
+        }
+        const std::size_t end = std::min(text.find_first_of(" \t", i), text.size());
+        words.emplace_back(text.substr(i, end - i));
+        i = end;
+    }
+    return words;
 }
 
 std::string format_duration(Duration d)
@@ -285,5 +253,11 @@ std::string format_duration(Duration d)
 }
 
 } // namespace detail
+
+std::string Address::to_string() const
+{
+    const std::string shown = host.find(':') == std::string::npos ? host : "[" + host + "]";
+    return shown + ":" + std::to_string(port);
+}
 
 } // namespace ferry::conf

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <unistd.h>
 
 namespace ferry::server {
@@ -50,20 +49,6 @@ struct Runtime {
     unsigned sessions = 0;
     asio::steady_timer *sessions_waiter = nullptr; // cancelled when the last session ends
 };
-
-bool split_address(const std::string &address, std::string &host, std::string &port)
-{
-    auto colon = address.rfind(':');
-    if (colon == std::string::npos)
-        return false;
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    if (host.empty())
-        host = "0.0.0.0";
-    return !port.empty();
-}
 
 awaitable<void> run_session(Runtime *rt, tcp::socket sock)
 {
@@ -225,8 +210,7 @@ int run(const conf::Config &cfg)
     popt.command = cfg.server.command;
     for (const auto &[k, v] : cfg.server.env)
         popt.env.push_back(k + "=" + v);
-    popt.num_workers = cfg.http.pool.num_workers == 0 ? std::max(1u, std::thread::hardware_concurrency())
-                                                      : cfg.http.pool.num_workers;
+    popt.num_workers = cfg.http.pool.num_workers;
     popt.max_jobs = cfg.http.pool.max_jobs;
     popt.allocate_timeout = cfg.http.pool.allocate_timeout;
     popt.destroy_timeout = cfg.http.pool.destroy_timeout;
@@ -254,21 +238,17 @@ int run(const conf::Config &cfg)
     rt.state.limits.max_header_size = cfg.http.max_header_size;
     rt.state.limits.max_body_size = cfg.http.max_request_size;
 
-    std::string host, port;
-    if (!split_address(cfg.http.address, host, port)) {
-        log::error("core", "http.address: \"" + cfg.http.address + "\" is not host:port");
-        return 1;
-    }
     try {
         tcp::resolver resolver(io);
-        auto results = resolver.resolve(host, port, tcp::resolver::passive | tcp::resolver::numeric_service);
+        auto results = resolver.resolve(cfg.http.address.host, std::to_string(cfg.http.address.port),
+                                        tcp::resolver::passive | tcp::resolver::numeric_service);
         tcp::endpoint ep = *results.begin();
         rt.acceptor.open(ep.protocol());
         rt.acceptor.set_option(tcp::acceptor::reuse_address(true));
         rt.acceptor.bind(ep);
         rt.acceptor.listen(asio::socket_base::max_listen_connections);
     } catch (const std::exception &e) {
-        log::error("core", "cannot listen on " + cfg.http.address + ": " + e.what());
+        log::error("core", "cannot listen on " + cfg.http.address.to_string() + ": " + e.what());
         return 1;
     }
 

@@ -1,12 +1,17 @@
-// Ferry configuration: a .rr.yaml-style file turned into typed, validated structs.
+// Ferry configuration: a .rr.yaml-style file turned into typed, validated structs whose values are resolved
+// (an address as host and port, a worker count, never "0 = the number of CPUs"), so that nothing downstream
+// re-derives them. Key names follow RoadRunner's (the shared protocol.md); each key is declared once, in the
+// key table of its section (conf/src/keys_*.cpp); the defaults are the member initializers below.
 #pragma once
+
+#include "ferry/conf/result.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,8 +19,19 @@ namespace ferry::conf {
 
 using Duration = std::chrono::milliseconds;
 
+// A listening address: `http.address` "host:port" resolved into its parts.
+struct Address {
+    std::string host = "127.0.0.1"; // a name or an IP address; IPv6 without brackets; ":8080" gives "0.0.0.0"
+    std::uint16_t port = 8080;      // 0 = any free port
+
+    // "host:port", an IPv6 host in brackets: "[::1]:8080".
+    std::string to_string() const;
+
+    friend bool operator==(const Address &, const Address &) = default;
+};
+
 struct PoolConfig {
-    unsigned num_workers = 0;   // 0 = number of CPUs (resolved by load())
+    unsigned num_workers = 0;   // the YAML's 0 is resolved by load() to the number of CPUs
     std::uint64_t max_jobs = 0; // 0 = unlimited
     Duration allocate_timeout = std::chrono::seconds(60);
     Duration destroy_timeout = std::chrono::seconds(60);
@@ -35,7 +51,7 @@ struct ServerConfig {
 };
 
 struct HttpConfig {
-    std::string address = "127.0.0.1:8080";      // host:port, port 0 = any
+    Address address;                             // http.address
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
     // Ferry's own limits (documented in README):
@@ -63,12 +79,6 @@ struct Config {
     friend bool operator==(const Config &, const Config &) = default; // compares source too
 };
 
-// A config error: the message names file, line, key path, the bad value and what was expected.
-class ConfigError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
 struct LoadResult {
     Config config;
     std::vector<std::string> warnings; // e.g. unknown keys, with file:line and key path
@@ -78,19 +88,22 @@ struct LoadResult {
 using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;
 EnvLookup process_env();
 
-// `overrides` are "key.path=value" strings (ferry -o), applied before validation.
-// Throws ConfigError.
-LoadResult load_file(const std::string &path, const std::vector<std::string> &overrides = {},
-                     const EnvLookup &env = process_env());
-LoadResult load_string(const std::string &yaml, const std::string &name,
-                       const std::vector<std::string> &overrides = {}, const EnvLookup &env = process_env());
+// `overrides` are "key.path=value" strings (ferry -o), applied before validation. A config error is a
+// value: its message names file, line, key path, the bad value and what was expected, e.g.
+// `.rr.yaml:6:18: http.pool.num_workers: "many" is not a valid value (expected a non-negative integer)`.
+Result<LoadResult> load_file(const std::string &path, const std::vector<std::string> &overrides = {},
+                             const EnvLookup &env = process_env());
+Result<LoadResult> load_string(const std::string &yaml, const std::string &name,
+                               const std::vector<std::string> &overrides = {},
+                               const EnvLookup &env = process_env());
 
-// The effective configuration as YAML (for `ferry serve --dry-run` / `ferry config`).
+// The effective configuration as YAML (for `ferry serve --dry-run` / `ferry config`); it loads back to the
+// same Config.
 std::string dump(const Config &config);
 
-// "60s", "500ms", "1m", "1h", "1m30s", bare integer = seconds. Throws std::invalid_argument.
-Duration parse_duration(const std::string &text);
-// "${VAR}" / "${VAR:-default}" expansion. Throws std::invalid_argument on an unterminated "${".
-std::string expand_env(const std::string &text, const EnvLookup &env);
+// "60s", "500ms", "1m", "1h", "1m30s", bare integer = seconds; the error says why not.
+Result<Duration> parse_duration(std::string_view text);
+// "${VAR}" / "${VAR:-default}" expansion; an unterminated "${" or a bad name is an error.
+Result<std::string> expand_env(std::string_view text, const EnvLookup &env);
 
 } // namespace ferry::conf

@@ -1,0 +1,37 @@
+// The document's keys: the version and the sections, and the top-level RoadRunner sections Ferry has no
+// feature for yet.
+#include "keys.hpp"
+
+namespace ferry::conf::keys {
+
+namespace {
+
+std::optional<schema::Problem> supported_version(const schema::Value &value, const std::string &shown)
+{
+    const std::string &version = std::get<std::string>(value);
+    if (version == "3" || version == "2.7") {
+        return std::nullopt;
+    }
+    return schema::Problem{shown + " is not a supported version (expected \"3\" (or \"2.7\"))", {}};
+}
+
+} // namespace
+
+const schema::Table<Config> &config()
+{
+    using namespace schema;
+    static const Table<Config> table{
+        {
+            string("version", &Config::version, "\"3\" (or \"2.7\")")
+                .checked(supported_version)
+                .warn_if_missing(),
+            section("server", &Config::server, server()),
+            section("http", &Config::http, http()),
+        },
+        {"rpc", "logs", "status", "metrics", "reload", "websockets", "broadcast", "kv", "jobs", "grpc", "tcp",
+         "service", "temporal", "otel", "endure", "fileserver", "centrifuge", "lock", "redis"},
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

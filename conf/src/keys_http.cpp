@@ -1,0 +1,74 @@
+// http: the front end's address, request limits, timeouts and upload spooling (the pool is in keys_pool.cpp).
+// `limits`, `timeouts` and `uploads` are Ferry's own sections apart from uploads.dir (the shared protocol.md
+// lists RoadRunner's keys).
+#include "keys.hpp"
+
+namespace ferry::conf::keys {
+
+namespace {
+
+constexpr std::uint64_t megabyte = 1ull << 20;
+
+const schema::Table<HttpConfig> &uploads()
+{
+    using namespace schema;
+    static const Table<HttpConfig> table{
+        {string("dir", &HttpConfig::uploads_dir, "a directory for temp files")},
+        {"forbid", "allow"},
+    };
+    return table;
+}
+
+const schema::Table<HttpConfig> &limits()
+{
+    using namespace schema;
+    static const Table<HttpConfig> table{{
+        size("max_request_line", &HttpConfig::max_request_line, 1,
+             "a positive number of bytes, or a size such as \"8KB\""),
+        size("max_header_size", &HttpConfig::max_header_size, 1,
+             "a positive number of bytes, or a size such as \"64KB\""),
+        size("body_buffer_size", &HttpConfig::body_buffer_size, 1,
+             "a positive number of bytes, or a size such as \"1MB\""),
+        size("max_body_memory", &HttpConfig::max_body_memory, 1,
+             "a positive number of bytes, or a size such as \"256MB\""),
+        integer("max_pipelined", &HttpConfig::max_pipelined, "a positive integer", 1),
+    }};
+    return table;
+}
+
+const schema::Table<HttpConfig> &timeouts()
+{
+    using namespace schema;
+    static const Table<HttpConfig> table{{
+        duration("read_header", &HttpConfig::read_header_timeout),
+        duration("read_body", &HttpConfig::read_body_timeout),
+        duration("write", &HttpConfig::write_timeout),
+        duration("idle", &HttpConfig::idle_timeout),
+    }};
+    return table;
+}
+
+} // namespace
+
+const schema::Table<HttpConfig> &http()
+{
+    using namespace schema;
+    static const Table<HttpConfig> table{
+        {
+            address("address", &HttpConfig::address),
+            size("max_request_size", &HttpConfig::max_request_size, megabyte,
+                 "a positive number of megabytes, or a size such as \"10MB\""),
+            integer("internal_error_code", &HttpConfig::internal_error_code,
+                    "an HTTP status code from 400 to 599", 400, 599),
+            group("uploads", uploads()),
+            group("limits", limits()),
+            group("timeouts", timeouts()),
+            section("pool", &HttpConfig::pool, pool()),
+        },
+        {"middleware", "static", "raw_body", "access_logs", "trusted_subnets", "headers", "gzip", "ssl",
+         "fcgi", "http2", "http3", "new_relic", "cache"},
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

@@ -1,0 +1,51 @@
+// http.pool: the PHP worker pool (size, recycling, allocation and stop timeouts) and its supervisor.
+// num_workers: 0 is resolved here, once, to the number of CPUs; nothing downstream sees a 0.
+#include "keys.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace ferry::conf::keys {
+
+namespace {
+
+void resolve_pool(PoolConfig &pool)
+{
+    if (pool.num_workers == 0) {
+        pool.num_workers = std::max(1u, std::thread::hardware_concurrency());
+    }
+}
+
+const schema::Table<PoolConfig> &supervisor()
+{
+    using namespace schema;
+    static const Table<PoolConfig> table{
+        {
+            duration("exec_ttl", &PoolConfig::exec_ttl),
+            duration("exec_warn", &PoolConfig::exec_warn),
+        },
+        {"watch_tick", "ttl", "idle_ttl", "max_worker_memory"},
+    };
+    return table;
+}
+
+} // namespace
+
+const schema::Table<PoolConfig> &pool()
+{
+    using namespace schema;
+    static const Table<PoolConfig> table{
+        {
+            integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
+            integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
+            duration("allocate_timeout", &PoolConfig::allocate_timeout),
+            duration("destroy_timeout", &PoolConfig::destroy_timeout),
+            group("supervisor", supervisor()),
+        },
+        {"max_queue_size", "reset_timeout", "stream_timeout", "debug", "command", "dynamic_allocator"},
+        resolve_pool,
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

@@ -1,0 +1,43 @@
+// server: how the PHP workers are started (the command, their environment, the relay).
+#include "keys.hpp"
+
+namespace ferry::conf::keys {
+
+namespace {
+
+std::optional<schema::Problem> program_named(const schema::Value &value, const std::string &)
+{
+    if (std::get<std::vector<std::string>>(value).front().empty()) {
+        return schema::Problem{"an empty program name is not a valid value (expected a program)", 0};
+    }
+    return std::nullopt;
+}
+
+std::optional<schema::Problem> pipes_only(const schema::Value &value, const std::string &shown)
+{
+    if (std::get<std::string>(value) == "pipes") {
+        return std::nullopt;
+    }
+    return schema::Problem{shown + " is not supported (only \"pipes\" is supported)", {}};
+}
+
+} // namespace
+
+const schema::Table<ServerConfig> &server()
+{
+    using namespace schema;
+    static const Table<ServerConfig> table{
+        {
+            list("command", &ServerConfig::command,
+                 "the PHP worker command, e.g. \"php worker.php\", or a list of arguments", 1)
+                .checked(program_named)
+                .required_as("the PHP worker command", "\"php worker.php\""),
+            env("env", &ServerConfig::env),
+            string("relay", &ServerConfig::relay, "\"pipes\"").checked(pipes_only),
+        },
+        {"on_init", "after_init", "user", "group", "relay_timeout"},
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

@@ -1,0 +1,463 @@
+// The schema machinery: the walk that reads a YAML tree through the key tables (each kind's parsing and
+// messages, missing keys, unknown and unsupported keys with "did you mean"), and the dump that writes a
+// struct back as YAML through the same tables.
+#include "schema.hpp"
+
+#include "ferry/conf/text.hpp"
+#include "loader.hpp"
+#include "values.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace ferry::conf {
+
+namespace {
+
+using detail::describe;
+using detail::Document;
+using schema::IfMissing;
+using schema::Key;
+using schema::Kind;
+using schema::Section;
+using schema::Value;
+
+// Optimal string alignment distance (Levenshtein + adjacent transpositions), for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b)
+{
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) {
+        d[i][0] = i;
+    }
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        d[0][j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+// The closest known or unsupported key name, when close enough to be a typo; "" otherwise.
+std::string_view closest(const Section &section, std::string_view key)
+{
+    std::string_view best;
+    std::size_t best_distance = 3;
+    const auto consider = [&](std::string_view candidate) {
+        const std::size_t d = edit_distance(key, candidate);
+        if (d < best_distance && d < candidate.size()) {
+            best = candidate;
+            best_distance = d;
+        }
+    };
+    for (const Key &k : section.keys) {
+        consider(k.name);
+    }
+    for (std::string_view u : section.unsupported) {
+        consider(u);
+    }
+    return best;
+}
+
+std::string upper(std::string s)
+{
+    for (char &c : s) {
+        if (c >= 'a' && c <= 'z') {
+            c = static_cast<char>(c - 'a' + 'A');
+        }
+    }
+    return s;
+}
+
+// ---- dump -----------------------------------------------------------------------------------------
+
+void emit(YAML::Emitter &out, const Key &key, const Value &value)
+{
+    switch (key.kind) {
+    case Kind::boolean:
+        out << std::get<bool>(value);
+        return;
+    case Kind::integer:
+        out << std::get<std::uint64_t>(value);
+        return;
+    case Kind::size:
+        // A bare number in another unit (MB for max_request_size, as in RoadRunner): spell out the bytes.
+        if (key.unit == 1) {
+            out << std::get<std::uint64_t>(value);
+        } else {
+            out << std::to_string(std::get<std::uint64_t>(value)) + "B";
+        }
+        return;
+    case Kind::duration:
+        out << detail::format_duration(std::get<Duration>(value));
+        return;
+    case Kind::string:
+        out << YAML::DoubleQuoted << std::get<std::string>(value);
+        return;
+    case Kind::address:
+        out << YAML::DoubleQuoted << std::get<Address>(value).to_string();
+        return;
+    case Kind::list:
+        out << YAML::BeginSeq;
+        for (const std::string &item : std::get<std::vector<std::string>>(value)) {
+            out << YAML::DoubleQuoted << item;
+        }
+        out << YAML::EndSeq;
+        return;
+    case Kind::env:
+        out << YAML::BeginMap;
+        for (const auto &[name, text] : std::get<schema::EnvVars>(value)) {
+            out << YAML::Key << YAML::DoubleQuoted << name << YAML::Value << YAML::DoubleQuoted << text;
+        }
+        out << YAML::EndMap;
+        return;
+    case Kind::section:
+        break;
+    }
+    throw std::logic_error("schema: a section has no value of its own");
+}
+
+void emit(YAML::Emitter &out, const Section &section, const void *object)
+{
+    out << YAML::BeginMap;
+    for (const Key &key : section.keys) {
+        out << YAML::Key << std::string(key.name) << YAML::Value;
+        if (key.kind == Kind::section) {
+            emit(out, *key.section, key.enter_const(object));
+        } else {
+            emit(out, key, key.fetch(object));
+        }
+    }
+    out << YAML::EndMap;
+}
+
+// ---- reading -------------------------------------------------------------------------------------
+// Every step returns the first config error it finds, which ends the walk; warnings go to the document.
+
+class Walk {
+public:
+    explicit Walk(Document &doc) : doc_(doc) {}
+
+    // `node` is the section's map, or nullptr when the key is absent; `absent` names the absent sections
+    // from the last one present down to this one (for the example in a "missing" message).
+    Result<> section(const YAML::Node *node, const std::string &path, const Section &section, void *object,
+                     std::vector<std::string_view> absent);
+
+private:
+    Result<> key(const YAML::Node &node, const std::string &path, const Key &key, void *object);
+    Result<> missing(const YAML::Node *section_node, const std::string &section_path, const Key &key,
+                     void *object, const std::vector<std::string_view> &absent);
+    void unknown(const Section &section, const YAML::Node &key_node, const std::string &path,
+                 const std::string &full);
+
+    // `shown` is how messages show the scalar, for a check.
+    Result<Value> scalar(const YAML::Node &node, const std::string &path, const Key &key, std::string &shown);
+    Result<Value> list(const YAML::Node &node, const std::string &path, const Key &key);
+    Result<Value> env(const YAML::Node &node, const std::string &path);
+
+    Error reject(const YAML::Node &node, const std::string &path, const Document::Text &t, const Key &key,
+                 const detail::Rejection &r) const
+    {
+        const std::string_view expected = r.expected.empty() ? key.expected : r.expected;
+        if (r.why == detail::Rejection::Why::out_of_range) {
+            return doc_.out_of_range(node, path, t, expected);
+        }
+        return doc_.invalid(node, path, t, expected, r.reason);
+    }
+
+    Document &doc_;
+};
+
+Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, const Key &key,
+                           std::string &shown)
+{
+    Result<Document::Text> text = doc_.text(node, path, key.expected);
+    if (!text) {
+        return text.error();
+    }
+    const Document::Text &t = *text;
+    shown = t.shown;
+    switch (key.kind) {
+    case Kind::boolean:
+        if (t.value == "true" || t.value == "True" || t.value == "TRUE") {
+            return Value(true);
+        }
+        if (t.value == "false" || t.value == "False" || t.value == "FALSE") {
+            return Value(false);
+        }
+        return doc_.invalid(node, path, t, key.expected);
+    case Kind::integer: {
+        const detail::Parsed<std::uint64_t> n = detail::parse_uint(t.value);
+        if (!n) {
+            return reject(node, path, t, key, n.error());
+        }
+        if (*n < key.min || *n > key.max) {
+            return doc_.out_of_range(node, path, t, key.expected);
+        }
+        return Value(*n);
+    }
+    case Kind::size: {
+        const detail::Parsed<std::uint64_t> bytes = detail::parse_size(t.value, key.unit);
+        if (!bytes) {
+            return reject(node, path, t, key, bytes.error());
+        }
+        if (*bytes == 0) {
+            return doc_.out_of_range(node, path, t, key.expected);
+        }
+        return Value(*bytes);
+    }
+    case Kind::duration: {
+        const Result<Duration> d = parse_duration(t.value);
+        if (!d) {
+            return doc_.invalid(node, path, t, key.expected, d.error().message);
+        }
+        return Value(*d);
+    }
+    case Kind::address: {
+        detail::Parsed<Address> a = detail::parse_address(t.value);
+        if (!a) {
+            return reject(node, path, t, key, a.error());
+        }
+        return Value(std::move(*a));
+    }
+    case Kind::string:
+        return Value(t.value);
+    case Kind::list:
+    case Kind::env:
+    case Kind::section:
+        break;
+    }
+    throw std::logic_error("schema: kind of " + path + " is not a scalar");
+}
+
+Result<Value> Walk::list(const YAML::Node &node, const std::string &path, const Key &key)
+{
+    std::vector<std::string> items;
+    if (node.IsSequence()) {
+        if (node.size() < key.min) {
+            return doc_.error(node, path,
+                              (node.size() == 0 ? std::string("an empty list")
+                                                : "a list of " + std::to_string(node.size())) +
+                                  " is not a valid value (expected " + std::string(key.expected) + ")");
+        }
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            Result<Document::Text> item =
+                doc_.text(node[i], path + "[" + std::to_string(i) + "]", "a string");
+            if (!item) {
+                return item.error();
+            }
+            items.push_back(std::move(item->value));
+        }
+        return Value(std::move(items));
+    }
+    Result<Document::Text> t = doc_.text(node, path, key.expected);
+    if (!t) {
+        return t.error();
+    }
+    items = detail::split_words(t->value);
+    if (items.size() < key.min) {
+        return doc_.invalid(node, path, *t, key.expected);
+    }
+    return Value(std::move(items));
+}
+
+Result<Value> Walk::env(const YAML::Node &node, const std::string &path)
+{
+    schema::EnvVars vars;
+    if (node.IsNull()) {
+        return Value(std::move(vars));
+    }
+    if (!node.IsMap()) {
+        return doc_.error(node, path,
+                          describe(node) + " is not valid here (expected " +
+                              std::string(schema::env_expected) + ")");
+    }
+    for (const auto &entry : node) {
+        const YAML::Node &key_node = entry.first;
+        if (!key_node.IsScalar()) {
+            return doc_.error(key_node, path,
+                              describe(key_node) + " is not a valid variable name (expected a string)");
+        }
+        const std::string key = detail::join(path, key_node.Scalar());
+        doc_.remember_key(key, key_node.Mark());
+        const std::string name = upper(key_node.Scalar());
+        if (name.empty() || name.find_first_of("=\0", 0, 2) != std::string::npos) {
+            return doc_.error(key_node, key,
+                              quote(key_node.Scalar()) + " is not a valid variable name (expected no \"=\")");
+        }
+        std::string value;
+        if (!entry.second.IsNull()) {
+            Result<Document::Text> t = doc_.text(entry.second, key, "a string");
+            if (!t) {
+                return t.error();
+            }
+            value = std::move(t->value);
+        }
+        const auto existing =
+            std::find_if(vars.begin(), vars.end(), [&](const auto &kv) { return kv.first == name; });
+        if (existing != vars.end()) {
+            doc_.warn(key_node.Mark(), key,
+                      "environment variable " + quote(name) + " is set twice; the last one wins");
+            existing->second = std::move(value);
+        } else {
+            vars.emplace_back(name, std::move(value));
+        }
+    }
+    return Value(std::move(vars));
+}
+
+// ---- reading a section ----------------------------------------------------------------------------
+
+Result<> Walk::key(const YAML::Node &node, const std::string &path, const Key &key, void *object)
+{
+    if (key.kind == Kind::section) {
+        return section(&node, path, *key.section, key.enter(object), {});
+    }
+    std::string shown;
+    Result<Value> value = key.kind == Kind::list  ? list(node, path, key)
+                          : key.kind == Kind::env ? env(node, path)
+                                                  : scalar(node, path, key, shown);
+    if (!value) {
+        return value.error();
+    }
+    if (key.check != nullptr) {
+        if (const std::optional<schema::Problem> problem = key.check(*value, shown)) {
+            if (problem->item && node.IsSequence()) {
+                return doc_.error(node[*problem->item], path + "[" + std::to_string(*problem->item) + "]",
+                                  problem->message);
+            }
+            return doc_.error(node, path, problem->message);
+        }
+    }
+    key.store(object, std::move(*value));
+    return {};
+}
+
+Result<> Walk::missing(const YAML::Node *section_node, const std::string &section_path, const Key &key,
+                       void *object, const std::vector<std::string_view> &absent)
+{
+    const std::string path = detail::join(section_path, key.name);
+    if (key.kind == Kind::section) {
+        std::vector<std::string_view> chain = absent;
+        chain.push_back(key.name);
+        return section(nullptr, path, *key.section, key.enter(object), std::move(chain));
+    }
+    // Said of the section the key belongs in; of the file itself for a top-level key.
+    const YAML::Mark mark =
+        section_node != nullptr && !section_path.empty() ? section_node->Mark() : YAML::Mark::null_mark();
+    switch (key.if_missing) {
+    case IfMissing::keep_default:
+        return {};
+    case IfMissing::warn: {
+        YAML::Emitter shown;
+        emit(shown, key, key.fetch(object));
+        doc_.warn(mark, section_path,
+                  "no " + quote(path) + " key; assuming " + std::string(key.name) + ": " + shown.c_str());
+        return {};
+    }
+    case IfMissing::fail: {
+        // An example of the whole missing part: "server: {command: ...}" when "server" is missing too.
+        std::string example(key.example);
+        if (!absent.empty()) {
+            example = std::string(key.name) + ": " + example;
+            for (auto it = absent.rbegin(); it != absent.rend(); ++it) {
+                example = std::string(*it) + ": {" + example + "}";
+            }
+        }
+        return doc_.error_at(doc_.where(mark, section_path), path,
+                             "missing (expected " + std::string(key.required) + ", e.g. " + example + ")");
+    }
+    }
+    throw std::logic_error("schema: unknown IfMissing of " + path);
+}
+
+void Walk::unknown(const Section &section, const YAML::Node &key_node, const std::string &path,
+                   const std::string &full)
+{
+    const std::string &key = key_node.Scalar();
+    if (std::find(section.unsupported.begin(), section.unsupported.end(), key) != section.unsupported.end()) {
+        doc_.warn(key_node.Mark(), full,
+                  "key " + quote(full) + " is recognised but not supported yet; ignored");
+        return;
+    }
+    std::string message = "unknown key " + quote(full) + " (ignored)";
+    if (const std::string_view best = closest(section, key); !best.empty()) {
+        message += "; did you mean " + quote(detail::join(path, best)) + "?";
+    }
+    doc_.warn(key_node.Mark(), full, message);
+}
+
+Result<> Walk::section(const YAML::Node *node, const std::string &path, const Section &section, void *object,
+                       std::vector<std::string_view> absent)
+{
+    std::vector<bool> seen(section.keys.size());
+    if (node != nullptr && !node->IsNull()) { // "http:" with nothing under it keeps the defaults
+        if (!node->IsMap()) {
+            return doc_.error(*node, path,
+                              describe(*node) + " is not valid here (expected " +
+                                  (path.empty() ? "a map of keys" : "a map") + ")");
+        }
+        std::map<std::string, int, std::less<>> lines; // key -> line
+        for (const auto &entry : *node) {
+            const YAML::Node &key_node = entry.first;
+            if (!key_node.IsScalar()) {
+                return doc_.error(key_node, path,
+                                  describe(key_node) + " is not a valid key (expected a string)");
+            }
+            const std::string &name = key_node.Scalar();
+            const std::string full = detail::join(path, name);
+            const auto [it, inserted] = lines.emplace(name, key_node.Mark().line + 1);
+            if (!inserted) {
+                return doc_.error(key_node, full,
+                                  "duplicate key (first defined on line " + std::to_string(it->second) + ")");
+            }
+            doc_.remember_key(full, key_node.Mark());
+            const auto known = std::find_if(section.keys.begin(), section.keys.end(),
+                                            [&](const Key &k) { return k.name == name; });
+            if (known == section.keys.end()) {
+                unknown(section, key_node, path, full);
+                continue;
+            }
+            seen[static_cast<std::size_t>(known - section.keys.begin())] = true;
+            if (Result<> read = key(entry.second, full, *known, object); !read) {
+                return read;
+            }
+        }
+    }
+    for (std::size_t i = 0; i < section.keys.size(); ++i) {
+        if (seen[i]) {
+            continue;
+        }
+        if (Result<> defaulted = missing(node, path, section.keys[i], object, absent); !defaulted) {
+            return defaulted;
+        }
+    }
+    if (section.resolve) {
+        section.resolve(object);
+    }
+    return {};
+}
+
+} // namespace
+
+Result<> detail::read_document(Document &doc, const YAML::Node &root, const Section &section, void *object)
+{
+    return Walk(doc).section(&root, "", section, object, {});
+}
+
+std::string schema::dump(const Section &section, const void *object, std::string_view comment)
+{
+    YAML::Emitter out;
+    out << YAML::Comment(std::string(comment));
+    emit(out, section, object);
+    return std::string(out.c_str()) + "\n";
+}
+
+} // namespace ferry::conf

@@ -1,0 +1,277 @@
+// The configuration schema: every key is declared once, in the table of its section, with the member it
+// fills. A table drives reading and validating its section, what a missing key means, the warnings for
+// unknown keys (with "did you mean") and for RoadRunner keys Ferry does not support yet, the values resolved
+// after reading, and the dump (`ferry config`). The defaults are the member initializers of the structs the
+// tables fill. The walk over the YAML tree and the dump are in schema.cpp, the YAML document (marks, ${VAR},
+// -o) in loader.cpp, the tables of Ferry's sections in keys_*.cpp. No yaml-cpp here.
+//
+// A table for a struct S, e.g. in a test:
+//     const Table<S> &s_keys()
+//     {
+//         static const Table<S> table{{integer("workers", &S::workers, "a positive integer", 1),
+//                                      duration("timeout", &S::timeout),
+//                                      section("limits", &S::limits, limits_keys())},
+//                                     {"a_roadrunner_key_we_lack"}};
+//         return table;
+//     }
+//     S s;
+//     Result<std::vector<std::string>> warnings = schema::load(s_keys(), s, yaml, "file.yaml", {}, env);
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/conf/result.hpp"
+
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ferry::conf::schema {
+
+enum class Kind {
+    boolean,  // true or false
+    integer,  // a decimal number within [min, max]
+    size,     // bytes, "64KB", "1MB"; a bare number counts in `unit`; never 0
+    duration, // "60s", "500ms", "1m30s"; a bare number is seconds
+    string,   // any text
+    list,     // a list of strings, or one string split on blanks; at least `min` items
+    env,      // a map NAME: value of environment variables, names upper-cased
+    address,  // host:port
+    section,  // a nested map with its own table
+};
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+// A value once read, whatever the member it fills. Every string in it has its ${VAR} expanded.
+using Value =
+    std::variant<bool, std::uint64_t, Duration, std::string, std::vector<std::string>, EnvVars, Address>;
+
+enum class IfMissing {
+    keep_default, // the member keeps its initializer
+    warn,         // a warning names the key and the default assumed
+    fail,         // a config error: the key is required
+};
+
+// What a check found wrong: the message after "key.path: ", and for a list the item it is about.
+struct Problem {
+    std::string message;
+    std::optional<std::size_t> item;
+};
+// A check beyond the kind's own (e.g. one of a few strings). `shown` is the value as messages show it (a
+// scalar: quoted, with what it was expanded from). nullopt: valid.
+using Check = std::optional<Problem> (*)(const Value &value, const std::string &shown);
+
+inline constexpr std::string_view duration_expected =
+    "a duration such as \"60s\", \"500ms\" or \"1m30s\"; a bare number is seconds";
+inline constexpr std::string_view address_expected = "host:port, e.g. \"127.0.0.1:8080\" or \":8080\"";
+inline constexpr std::string_view env_expected = "a map of NAME: value";
+
+struct Section;
+
+// One key. The factories below fill it; the walk only reads it.
+struct Key {
+    std::string_view name;
+    Kind kind = Kind::string;
+    std::string_view expected;      // what a valid value is: "... (expected <this>)"
+    std::uint64_t min = 0, max = 0; // integer: the bounds; list: the fewest items
+    std::uint64_t unit = 1;         // size: what a bare number counts; other than bytes: dumped as "<n>B"
+    IfMissing if_missing = IfMissing::keep_default;
+    std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
+    std::string_view example;  // IfMissing::fail: a value to show, e.g. "\"php worker.php\""
+    Check check = nullptr;
+    const Section *section = nullptr;            // Kind::section: the nested keys
+    std::function<void(void *, Value &&)> store; // sets the member in the object the table fills
+    std::function<Value(const void *)> fetch;    // reads it back, for the dump
+    std::function<void *(void *)> enter;         // Kind::section: the object the nested table fills
+    std::function<const void *(const void *)> enter_const;
+};
+
+struct Section {
+    std::vector<Key> keys;                     // in dump order
+    std::vector<std::string_view> unsupported; // RoadRunner keys Ferry lacks: a warning, not an error
+    std::function<void(void *)> resolve;       // after reading (present or not): derived values
+};
+
+// A key of a table for struct S (the type keeps a key from landing in another struct's table).
+template <typename S> struct Field : Key {
+    Field required_as(std::string_view what, std::string_view example_value) &&
+    {
+        if_missing = IfMissing::fail;
+        required = what;
+        example = example_value;
+        return std::move(*this);
+    }
+    Field warn_if_missing() &&
+    {
+        if_missing = IfMissing::warn;
+        return std::move(*this);
+    }
+    Field checked(Check c) &&
+    {
+        check = c;
+        return std::move(*this);
+    }
+};
+
+// The keys of a section filling struct S, the RoadRunner keys it lacks, and what it resolves after reading.
+template <typename S> class Table {
+public:
+    Table(std::initializer_list<Field<S>> keys, std::initializer_list<std::string_view> unsupported = {},
+          void (*resolve)(S &) = nullptr)
+    {
+        section_.keys.assign(keys.begin(), keys.end());
+        section_.unsupported.assign(unsupported.begin(), unsupported.end());
+        if (resolve != nullptr) {
+            section_.resolve = [resolve](void *object) { resolve(*static_cast<S *>(object)); };
+        }
+    }
+    const Section &section() const { return section_; }
+
+private:
+    Section section_;
+};
+
+namespace detail {
+// A key of `kind` whose member (of type M) holds a Value alternative V.
+template <typename V, typename S, typename M>
+Field<S> member_key(std::string_view name, Kind kind, M S::*member)
+{
+    Field<S> f;
+    f.name = name;
+    f.kind = kind;
+    f.store = [member](void *object, Value &&value) {
+        static_cast<S *>(object)->*member = static_cast<M>(std::get<V>(std::move(value)));
+    };
+    f.fetch = [member](const void *object) -> Value {
+        return static_cast<V>(static_cast<const S *>(object)->*member);
+    };
+    return f;
+}
+} // namespace detail
+
+template <typename S> Field<S> boolean(std::string_view name, bool S::*member)
+{
+    Field<S> f = detail::member_key<bool>(name, Kind::boolean, member);
+    f.expected = "true or false";
+    return f;
+}
+
+// Bounds beyond what T holds are clamped to it.
+template <typename S, std::integral T>
+Field<S> integer(std::string_view name, T S::*member, std::string_view expected, std::uint64_t min = 0,
+                 std::uint64_t max = std::numeric_limits<std::uint64_t>::max())
+{
+    Field<S> f = detail::member_key<std::uint64_t>(name, Kind::integer, member);
+    f.expected = expected;
+    f.min = min;
+    f.max = std::min<std::uint64_t>(max, static_cast<std::uint64_t>(std::numeric_limits<T>::max()));
+    return f;
+}
+
+template <typename S>
+Field<S> size(std::string_view name, std::uint64_t S::*member, std::uint64_t bare_unit,
+              std::string_view expected)
+{
+    Field<S> f = detail::member_key<std::uint64_t>(name, Kind::size, member);
+    f.unit = bare_unit;
+    f.expected = expected;
+    return f;
+}
+
+template <typename S>
+Field<S> duration(std::string_view name, Duration S::*member, std::string_view expected = duration_expected)
+{
+    Field<S> f = detail::member_key<Duration>(name, Kind::duration, member);
+    f.expected = expected;
+    return f;
+}
+
+template <typename S>
+Field<S> string(std::string_view name, std::string S::*member, std::string_view expected)
+{
+    Field<S> f = detail::member_key<std::string>(name, Kind::string, member);
+    f.expected = expected;
+    return f;
+}
+
+template <typename S>
+Field<S> list(std::string_view name, std::vector<std::string> S::*member, std::string_view expected,
+              std::uint64_t min_items = 0)
+{
+    Field<S> f = detail::member_key<std::vector<std::string>>(name, Kind::list, member);
+    f.expected = expected;
+    f.min = min_items;
+    return f;
+}
+
+template <typename S> Field<S> env(std::string_view name, EnvVars S::*member)
+{
+    Field<S> f = detail::member_key<EnvVars>(name, Kind::env, member);
+    f.expected = env_expected;
+    return f;
+}
+
+template <typename S>
+Field<S> address(std::string_view name, Address S::*member, std::string_view expected = address_expected)
+{
+    Field<S> f = detail::member_key<Address>(name, Kind::address, member);
+    f.expected = expected;
+    return f;
+}
+
+// A nested map whose keys fill the member `member` (a struct C).
+template <typename S, typename C> Field<S> section(std::string_view name, C S::*member, const Table<C> &table)
+{
+    Field<S> f;
+    f.name = name;
+    f.kind = Kind::section;
+    f.section = &table.section();
+    f.enter = [member](void *object) -> void * { return &(static_cast<S *>(object)->*member); };
+    f.enter_const = [member](const void *object) -> const void * {
+        return &(static_cast<const S *>(object)->*member);
+    };
+    return f;
+}
+
+// A nested map whose keys fill the same struct as its parent (http.limits fills HttpConfig).
+template <typename S> Field<S> group(std::string_view name, const Table<S> &table)
+{
+    Field<S> f;
+    f.name = name;
+    f.kind = Kind::section;
+    f.section = &table.section();
+    f.enter = [](void *object) { return object; };
+    f.enter_const = [](const void *object) { return object; };
+    return f;
+}
+
+// Reads the YAML text `yaml` (called `name` in messages) into `object` following `section`, after applying
+// the -o `overrides` ("key.path=value"), ${VAR} expanded through `env`: the warnings, or the config error
+// (loader.cpp).
+Result<std::vector<std::string>> load(const Section &section, void *object, const std::string &yaml,
+                                      const std::string &name, const std::vector<std::string> &overrides,
+                                      const EnvLookup &env);
+// `object` as YAML, keys in table order, after a comment line (schema.cpp).
+std::string dump(const Section &section, const void *object, std::string_view comment);
+
+template <typename S>
+Result<std::vector<std::string>> load(const Table<S> &table, S &object, const std::string &yaml,
+                                      const std::string &name, const std::vector<std::string> &overrides,
+                                      const EnvLookup &env)
+{
+    return load(table.section(), &object, yaml, name, overrides, env);
+}
+
+template <typename S> std::string dump(const Table<S> &table, const S &object, std::string_view comment)
+{
+    return dump(table.section(), &object, comment);
+}
+
+} // namespace ferry::conf::schema

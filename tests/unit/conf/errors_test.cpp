@@ -1,0 +1,146 @@
+// Config errors (file:line:col: key.path: value ... (expected ...)) and warnings (unknown, unsupported keys).
+#include "conf_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace conf_test;
+using ferry::conf::Config;
+using ferry::conf::Duration;
+using ferry::conf::EnvLookup;
+using ferry::conf::LoadResult;
+
+// ---- errors --------------------------------------------------------------------------------------
+
+struct ErrorCase {
+    std::string yaml;
+    std::vector<std::string> expected; // substrings of the message
+};
+
+TEST(ConfErrors, EachKindNamesFileLineKeyAndValue)
+{
+    const std::string h = minimal + "http:\n"; // "http:" is line 4
+    const std::string p = h + "  pool:\n";     // "pool:" is line 5
+    const std::vector<ErrorCase> cases{
+        {"version: \"3\"\nserver:\n  command: php w.php\nhttp:\n  pool: {num_workers: many}\n",
+         {".rr.yaml:5:23: http.pool.num_workers: \"many\" is not a valid value (expected a non-negative "
+          "integer)"}},
+        {p + "    num_workers: many\n",
+         {".rr.yaml:6:18:", "http.pool.num_workers", "\"many\"", "expected a non-negative integer"}},
+        {p + "    num_workers: -1\n", {".rr.yaml:6:18:", "http.pool.num_workers", "\"-1\""}},
+        {p + "    num_workers: 4294967296\n", {":6:18:", "http.pool.num_workers", "out of range"}},
+        {p + "    num_workers: [1, 2]\n", {":6:18:", "http.pool.num_workers: a list is not a valid value"}},
+        {p + "    max_jobs: 1.5\n", {":6:15:", "http.pool.max_jobs", "\"1.5\""}},
+        {p + "    max_jobs: 99999999999999999999999\n", {":6:15:", "http.pool.max_jobs", "out of range"}},
+        {p + "    allocate_timeout: fast\n",
+         {":6:23:", "http.pool.allocate_timeout", "\"fast\"", "duration"}},
+        {p + "    destroy_timeout: -5s\n", {":6:22:", "http.pool.destroy_timeout", "\"-5s\"", "negative"}},
+        {h + "  internal_error_code: 700\n", {":5:24:", "http.internal_error_code", "\"700\"", "400 to 599"}},
+        {h + "  internal_error_code: abc\n", {":5:24:", "http.internal_error_code", "\"abc\""}},
+        {h + "  address: localhost\n", {":5:12:", "http.address", "\"localhost\"", "host:port"}},
+        {h + "  address: \"127.0.0.1:70000\"\n", {":5:12:", "http.address", "\"127.0.0.1:70000\"", "65535"}},
+        {h + "  address: \"127.0.0.1:http\"\n", {":5:12:", "http.address", "\"127.0.0.1:http\""}},
+        {h + "  address: \"::1:80\"\n", {":5:12:", "http.address", "brackets"}},
+        {h + "  max_request_size: 10XB\n",
+         {":5:21:", "http.max_request_size", "\"10XB\"", "unknown size unit"}},
+        {h + "  max_request_size: 0\n", {":5:21:", "http.max_request_size", "\"0\"", "out of range"}},
+        {h + "  max_request_size: 99999999999999GB\n", {":5:21:", "http.max_request_size", "too large"}},
+        {h + "  limits:\n    max_header_size: 0\n", {":6:22:", "http.limits.max_header_size", "\"0\""}},
+        {h + "  limits:\n    max_pipelined: 0\n",
+         {":6:20:", "http.limits.max_pipelined", "\"0\"", "positive"}},
+        {h + "  timeouts:\n    idle: 10 sec\n", {":6:11:", "http.timeouts.idle", "\"10 sec\""}},
+        {h + "  timeouts:\n    write: \n", {":6:", "http.timeouts.write: no value given"}},
+        {h + "  pool:\n    - num_workers: 1\n",
+         {":6:5:", "http.pool: a list is not valid here (expected a map)"}},
+        {h + "  pool: 4\n", {":5:9:", "http.pool: \"4\" is not valid here"}},
+        {minimal + "http: [a]\n", {":4:7:", "http: a list is not valid here"}},
+        {minimal + "  env: [A=1]\n", {":4:8:", "server.env: a list is not valid here"}},
+        {minimal + "  env:\n    A: [1]\n", {":5:8:", "server.env.A: a list is not a valid value"}},
+        {minimal + "  relay: tcp://127.0.0.1:7000\n",
+         {":4:10:", "server.relay", "\"tcp://127.0.0.1:7000\"", "only \"pipes\" is supported"}},
+        {"version: \"2\"\nserver:\n  command: php w.php\n", {":1:10:", "version", "\"2\"", "\"3\""}},
+        {"- a\n- b\n", {".rr.yaml:1:1:", "a list is not valid here (expected a map of keys)"}},
+        {minimal + "http:\n  address: :1\n  address: :2\n",
+         {":6:3:", "http.address: duplicate key", "line 5"}},
+    };
+    for (const ErrorCase &c : cases) {
+        const std::string e = error_of(c.yaml);
+        for (const std::string &part : c.expected) {
+            EXPECT_TRUE(contains(e, part)) << "message: " << e << "\nmissing: " << part << "\nyaml:\n"
+                                           << c.yaml;
+        }
+    }
+}
+
+TEST(ConfErrors, ExpandedValueShowsBoth)
+{
+    const std::string e =
+        error_of(minimal + "http:\n  pool:\n    num_workers: ${W}\n", {}, fake_env({{"W", "lots"}}));
+    EXPECT_TRUE(contains(e, ".rr.yaml:6:18: http.pool.num_workers: \"lots\" (expanded from \"${W}\")")) << e;
+}
+
+TEST(ConfErrors, YamlSyntaxErrorLine)
+{
+    const std::string e =
+        error_of("version: \"3\"\nserver:\n  command: php w.php\nhttp:\n  address: [1, 2\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:")) << e;
+    EXPECT_TRUE(contains(e, "YAML syntax error")) << e;
+    EXPECT_TRUE(contains(e, ".rr.yaml:6:")) << e; // the flow list is still open at the end of line 5
+
+    const std::string tab = error_of("version: \"3\"\nserver:\n\tcommand: php\n");
+    EXPECT_TRUE(contains(tab, ".rr.yaml:3:")) << tab;
+
+    const std::string map = error_of("version: \"3\"\nserver:\n  command: php: w.php\n");
+    EXPECT_TRUE(contains(map, ".rr.yaml:3:") && contains(map, "YAML syntax error")) << map;
+}
+
+// ---- warnings -----------------------------------------------------------------------------------
+
+TEST(ConfWarnings, UnknownKeyWithLineAndPath)
+{
+    const LoadResult r = load(minimal + "http:\n  pool:\n    num_wrokers: 4\n    bogus: 1\nextra: 1\n");
+    ASSERT_EQ(r.warnings.size(), 3u);
+    EXPECT_TRUE(contains(r.warnings[0], ".rr.yaml:6:5: unknown key \"http.pool.num_wrokers\" (ignored)"))
+        << r.warnings[0];
+    EXPECT_TRUE(contains(r.warnings[0], "did you mean \"http.pool.num_workers\"")) << r.warnings[0];
+    EXPECT_TRUE(contains(r.warnings[1], ".rr.yaml:7:5: unknown key \"http.pool.bogus\" (ignored)"))
+        << r.warnings[1];
+    EXPECT_FALSE(contains(r.warnings[1], "did you mean")) << r.warnings[1];
+    EXPECT_TRUE(contains(r.warnings[2], ".rr.yaml:8:1: unknown key \"extra\"")) << r.warnings[2];
+    EXPECT_EQ(r.config.http.pool.num_workers, cpus()); // the misspelt key is ignored
+}
+
+TEST(ConfWarnings, RecognisedButUnsupported)
+{
+    const std::string yaml = minimal + R"(rpc:
+  listen: tcp://127.0.0.1:6001
+logs:
+  level: debug
+http:
+  middleware: [static, gzip]
+  static:
+    dir: public
+  pool:
+    supervisor:
+      max_worker_memory: 128
+    debug: true
+)";
+    const LoadResult r = load(yaml);
+    ASSERT_EQ(r.warnings.size(), 6u);
+    const std::vector<std::pair<std::string, std::string>> expected{
+        {".rr.yaml:4:1:", "\"rpc\""},
+        {".rr.yaml:6:1:", "\"logs\""},
+        {".rr.yaml:9:3:", "\"http.middleware\""},
+        {".rr.yaml:10:3:", "\"http.static\""},
+        {".rr.yaml:14:7:", "\"http.pool.supervisor.max_worker_memory\""},
+        {".rr.yaml:15:5:", "\"http.pool.debug\""},
+    };
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_TRUE(contains(r.warnings[i], expected[i].first)) << r.warnings[i];
+        EXPECT_TRUE(contains(r.warnings[i], expected[i].second)) << r.warnings[i];
+        EXPECT_TRUE(contains(r.warnings[i], "recognised but not supported yet; ignored")) << r.warnings[i];
+    }
+}

@@ -1,0 +1,212 @@
+// Ferry's key tables (conf/src/keys*.cpp) as a whole, key by key: every key is dumped, its default dumps and
+// loads back to the same config, a value of the wrong type names the key and its line, a misspelt key gets a
+// "did you mean" naming it. A key added to a table is covered here without a new test.
+#include "conf_test_util.hpp"
+#include "keys.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace conf_test;
+using ferry::conf::Config;
+namespace schema = ferry::conf::schema;
+
+namespace {
+
+struct Leaf {
+    std::vector<std::string> path; // "http", "pool", "num_workers"
+    schema::Kind kind;
+    std::string dotted() const
+    {
+        std::string out;
+        for (const std::string &segment : path) {
+            out += (out.empty() ? "" : ".") + segment;
+        }
+        return out;
+    }
+};
+
+void collect(const schema::Section &section, std::vector<std::string> prefix, std::vector<Leaf> &out)
+{
+    for (const schema::Key &key : section.keys) {
+        std::vector<std::string> path = prefix;
+        path.emplace_back(key.name);
+        if (key.kind == schema::Kind::section) {
+            collect(*key.section, path, out);
+        } else {
+            out.push_back(Leaf{std::move(path), key.kind});
+        }
+    }
+}
+
+// Every key that holds a value, in table (and dump) order.
+std::vector<Leaf> leaves()
+{
+    std::vector<Leaf> out;
+    collect(ferry::conf::keys::config().section(), {}, out);
+    return out;
+}
+
+// A document setting `path` to `value` (on the path's last line, `path.size()`), nested as the path says.
+std::string nested(const std::vector<std::string> &path, const std::string &value)
+{
+    std::string yaml;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        yaml += std::string(2 * i, ' ') + path[i] + ":" + (i + 1 == path.size() ? " " + value : "") + "\n";
+    }
+    return yaml;
+}
+
+// server.command comes from -o unless it is the key under test, so that the document has nothing else.
+std::vector<std::string> command_unless(const Leaf &leaf)
+{
+    if (leaf.dotted().starts_with("server.command")) {
+        return {};
+    }
+    return {"server.command=php worker.php"};
+}
+
+} // namespace
+
+TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
+{
+    // The keys read before the tables existed, in dump order; a new key may come anywhere among them.
+    const std::vector<Leaf> all = leaves();
+    std::vector<std::string> names;
+    for (const Leaf &leaf : all) {
+        names.push_back(leaf.dotted());
+    }
+    const std::vector<std::string> expected{
+        "version",
+        "server.command",
+        "server.env",
+        "server.relay",
+        "http.address",
+        "http.max_request_size",
+        "http.internal_error_code",
+        "http.uploads.dir",
+        "http.limits.max_request_line",
+        "http.limits.max_header_size",
+        "http.limits.body_buffer_size",
+        "http.limits.max_body_memory",
+        "http.limits.max_pipelined",
+        "http.timeouts.read_header",
+        "http.timeouts.read_body",
+        "http.timeouts.write",
+        "http.timeouts.idle",
+        "http.pool.num_workers",
+        "http.pool.max_jobs",
+        "http.pool.allocate_timeout",
+        "http.pool.destroy_timeout",
+        "http.pool.supervisor.exec_ttl",
+        "http.pool.supervisor.exec_warn",
+    };
+    auto next = names.begin();
+    for (const std::string &key : expected) {
+        next = std::find(next, names.end(), key);
+        ASSERT_NE(next, names.end()) << key << " is missing or out of order";
+    }
+}
+
+TEST(ConfKeys, EveryKeyIsDumpedInTableOrder)
+{
+    const std::string text = ferry::conf::dump(load(minimal).config);
+    std::istringstream lines(text);
+    std::string line;
+    std::vector<std::string> at; // the sections the current line is in
+    std::vector<std::string> dumped;
+    while (std::getline(lines, line)) {
+        const std::size_t indent = line.find_first_not_of(' ');
+        const std::size_t colon = line.find(':');
+        if (line.starts_with("#") || indent == std::string::npos || colon == std::string::npos ||
+            line[indent] == '-' || line[indent] == '"' || indent % 2 != 0 || indent / 2 > at.size()) {
+            continue; // the comment, a list item, an env variable
+        }
+        at.resize(indent / 2);
+        at.push_back(line.substr(indent, colon - indent));
+        dumped.push_back(Leaf{at, schema::Kind::string}.dotted());
+    }
+    for (const Leaf &leaf : leaves()) {
+        const auto it = std::find(dumped.begin(), dumped.end(), leaf.dotted());
+        EXPECT_NE(it, dumped.end()) << leaf.dotted() << " not in\n" << text;
+        dumped.erase(dumped.begin(), it == dumped.end() ? it : it + 1); // and after the previous key
+    }
+}
+
+TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
+{
+    // Every key at its default (num_workers resolved), apart from the one required key.
+    const LoadResult defaults = load("server:\n  command: php worker.php\n");
+    Config expected;
+    expected.version = "3";
+    expected.source = ".rr.yaml";
+    expected.server.command = {"php", "worker.php"};
+    expected.http.pool.num_workers = cpus();
+    EXPECT_EQ(defaults.config, expected);
+
+    const std::string text = ferry::conf::dump(defaults.config);
+    const auto again = ferry::conf::load_string(text, ".rr.yaml", {}, fake_env());
+    ASSERT_TRUE(again) << again.error().message << "\n" << text;
+    EXPECT_TRUE(again->warnings.empty()) << again->warnings.front();
+    EXPECT_EQ(again->config, defaults.config) << text;
+    EXPECT_EQ(ferry::conf::dump(again->config), text);
+}
+
+TEST(ConfKeys, WrongTypeNamesKeyAndLine)
+{
+    for (const Leaf &leaf : leaves()) {
+        // A map is no valid value of any kind but env, which takes a map and refuses a list.
+        const bool is_env = leaf.kind == schema::Kind::env;
+        const std::string value = is_env ? "[x]" : "{x: 1}";
+        const std::string yaml = nested(leaf.path, value);
+        const std::string e = error_of(yaml, command_unless(leaf));
+        const std::string line = ".rr.yaml:" + std::to_string(leaf.path.size()) + ":";
+        EXPECT_TRUE(e.starts_with(line)) << e << "\nfor:\n" << yaml;
+        const std::string what = is_env ? "a list is not valid here" : "a map is not a valid value";
+        EXPECT_TRUE(contains(e, leaf.dotted() + ": " + what)) << e << "\nfor:\n" << yaml;
+        EXPECT_TRUE(contains(e, "(expected ")) << e;
+    }
+}
+
+TEST(ConfKeys, MisspeltKeyWarnsWithTheRightSuggestion)
+{
+    for (const Leaf &leaf : leaves()) {
+        std::vector<std::string> typo = leaf.path;
+        std::string &name = typo.back();
+        std::size_t i = name.size() - 2; // the last two different letters swapped: "num_workesr", "addrses"
+        while (name[i] == name[i + 1]) {
+            --i;
+        }
+        std::swap(name[i], name[i + 1]);
+        std::vector<std::string> overrides = command_unless(leaf);
+        if (overrides.empty()) {
+            overrides = {"server.command=php worker.php"}; // the misspelt command is not the command
+        }
+        const LoadResult r = load(nested(typo, "1"), overrides);
+        const std::string unknown = Leaf{typo, leaf.kind}.dotted();
+        std::string warning;
+        for (const std::string &w : r.warnings) {
+            if (contains(w, "unknown key \"" + unknown + "\"")) {
+                warning = w;
+            }
+        }
+        EXPECT_TRUE(warning.starts_with(".rr.yaml:" + std::to_string(leaf.path.size()) + ":")) << warning;
+        EXPECT_TRUE(contains(warning, "did you mean \"" + leaf.dotted() + "\"?"))
+            << unknown << ": " << warning;
+    }
+}
+
+TEST(ConfKeys, NumWorkersIsResolvedOnceInConf)
+{
+    // 0, absent, from -o: the config holds the number of CPUs, and so does the dump.
+    for (const LoadResult &r : {load(minimal), load(minimal + "http:\n  pool:\n    num_workers: 0\n"),
+                                load(minimal, {"http.pool.num_workers=0"})}) {
+        EXPECT_EQ(r.config.http.pool.num_workers, cpus());
+        EXPECT_TRUE(contains(ferry::conf::dump(r.config), "num_workers: " + std::to_string(cpus()) + "\n"));
+    }
+    EXPECT_EQ(load(minimal, {"http.pool.num_workers=1"}).config.http.pool.num_workers, 1u);
+}

@@ -1,0 +1,269 @@
+// Loading: every key, the defaults, the value forms; server.command and server.env.
+#include "conf_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace conf_test;
+using ferry::conf::Config;
+using ferry::conf::Duration;
+using ferry::conf::EnvLookup;
+using ferry::conf::LoadResult;
+
+// ---- every key --------------------------------------------------------------------------------------
+
+TEST(ConfLoad, EveryKeyParsed)
+{
+    const LoadResult r = load(full);
+    EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+    const Config &c = r.config;
+    EXPECT_EQ(c.version, "3");
+    EXPECT_EQ(c.source, ".rr.yaml");
+    EXPECT_EQ(c.server.command, (std::vector<std::string>{"php", "-d", "memory_limit=256M", "worker.php"}));
+    const std::vector<std::pair<std::string, std::string>> env{{"APP_ENV", "production"},
+                                                               {"MIXED_CASE", "1"}};
+    EXPECT_EQ(c.server.env, env);
+    EXPECT_EQ(c.server.relay, "pipes");
+    EXPECT_EQ(c.http.address.to_string(), "0.0.0.0:9000");
+    EXPECT_EQ(c.http.address.host, "0.0.0.0");
+    EXPECT_EQ(c.http.address.port, 9000u);
+    EXPECT_EQ(c.http.max_request_size, 16u * 1024 * 1024);
+    EXPECT_EQ(c.http.internal_error_code, 502);
+    EXPECT_EQ(c.http.max_request_line, 4u * 1024);
+    EXPECT_EQ(c.http.max_header_size, 32u * 1024);
+    EXPECT_EQ(c.http.max_pipelined, 4u);
+    EXPECT_EQ(c.http.read_header_timeout, 5s);
+    EXPECT_EQ(c.http.read_body_timeout, 90s);
+    EXPECT_EQ(c.http.write_timeout, 120s);
+    EXPECT_EQ(c.http.idle_timeout, 500ms);
+    EXPECT_EQ(c.http.pool.num_workers, 3u);
+    EXPECT_EQ(c.http.pool.max_jobs, 1000u);
+    EXPECT_EQ(c.http.pool.allocate_timeout, 1500ms);
+    EXPECT_EQ(c.http.pool.destroy_timeout, 3600s);
+    EXPECT_EQ(c.http.pool.exec_ttl, 120s);
+    EXPECT_EQ(c.http.pool.exec_warn, 10s);
+}
+
+TEST(ConfLoad, Defaults)
+{
+    const LoadResult r = load(minimal);
+    EXPECT_TRUE(r.warnings.empty());
+    const Config &c = r.config;
+    EXPECT_EQ(c.version, "3");
+    EXPECT_EQ(c.server.command, (std::vector<std::string>{"php", "worker.php"}));
+    EXPECT_TRUE(c.server.env.empty());
+    EXPECT_EQ(c.server.relay, "pipes");
+    EXPECT_EQ(c.http.address.to_string(), "127.0.0.1:8080");
+    EXPECT_EQ(c.http.address.host, "127.0.0.1");
+    EXPECT_EQ(c.http.address.port, 8080u);
+    EXPECT_EQ(c.http.max_request_size, 1ull << 30);
+    EXPECT_EQ(c.http.internal_error_code, 500);
+    EXPECT_EQ(c.http.max_request_line, 8192u);
+    EXPECT_EQ(c.http.max_header_size, 65536u);
+    EXPECT_EQ(c.http.max_pipelined, 16u);
+    EXPECT_EQ(c.http.read_header_timeout, 10s);
+    EXPECT_EQ(c.http.read_body_timeout, 60s);
+    EXPECT_EQ(c.http.write_timeout, 60s);
+    EXPECT_EQ(c.http.idle_timeout, 75s);
+    EXPECT_EQ(c.http.pool.num_workers, cpus());
+    EXPECT_EQ(c.http.pool.max_jobs, 0u);
+    EXPECT_EQ(c.http.pool.allocate_timeout, 60s);
+    EXPECT_EQ(c.http.pool.destroy_timeout, 60s);
+}
+
+TEST(ConfLoad, EmptySectionsKeepDefaults)
+{
+    const LoadResult r = load(minimal + "http:\n  pool:\n  limits:\n");
+    EXPECT_TRUE(r.warnings.empty());
+    EXPECT_EQ(r.config.http.address.to_string(), "127.0.0.1:8080");
+    EXPECT_EQ(r.config.http.pool.num_workers, cpus());
+}
+
+TEST(ConfLoad, NumWorkersZeroMeansCpus)
+{
+    EXPECT_EQ(load(minimal + "http:\n  pool:\n    num_workers: 0\n").config.http.pool.num_workers, cpus());
+    EXPECT_EQ(load(minimal + "http:\n  pool:\n    num_workers: 7\n").config.http.pool.num_workers, 7u);
+}
+
+TEST(ConfLoad, Version27AcceptedAndMissingVersionWarns)
+{
+    EXPECT_EQ(load("version: '2.7'\nserver:\n  command: php w.php\n").config.version, "2.7");
+    const LoadResult r = load("server:\n  command: php w.php\n");
+    EXPECT_EQ(r.config.version, "3");
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_TRUE(contains(r.warnings[0], "version")) << r.warnings[0];
+}
+
+TEST(ConfLoad, AddressForms)
+{
+    const auto address = [](const std::string &value) {
+        return load(minimal + "http:\n  address: \"" + value + "\"\n").config.http.address;
+    };
+    EXPECT_EQ(address(":8080").to_string(), "0.0.0.0:8080");
+    EXPECT_EQ(address("localhost:0").to_string(), "localhost:0");
+    EXPECT_EQ(address("[::1]:65535").to_string(), "[::1]:65535");
+    EXPECT_EQ(address("127.0.0.1:80").to_string(), "127.0.0.1:80");
+    // Resolved: the host as the resolver takes it (IPv6 without brackets), the port as a number.
+    EXPECT_EQ(address(":8080"), (ferry::conf::Address{"0.0.0.0", 8080}));
+    EXPECT_EQ(address("localhost:0"), (ferry::conf::Address{"localhost", 0}));
+    EXPECT_EQ(address("[::1]:65535"), (ferry::conf::Address{"::1", 65535}));
+    EXPECT_EQ(address("127.0.0.1:080"), (ferry::conf::Address{"127.0.0.1", 80}));
+}
+
+TEST(ConfLoad, Sizes)
+{
+    const auto request = [](const std::string &value) {
+        return load(minimal + "http:\n  max_request_size: " + value + "\n").config.http.max_request_size;
+    };
+    EXPECT_EQ(request("1"), 1u << 20);
+    EXPECT_EQ(request("10MB"), 10u << 20);
+    EXPECT_EQ(request("512KB"), 512u << 10);
+    EXPECT_EQ(request("1GB"), 1u << 30);
+    EXPECT_EQ(request("2gb"), 2ull << 30);
+    EXPECT_EQ(request("100B"), 100u);
+    EXPECT_EQ(request("\"10 MB\""), 10u << 20);
+    const auto header = [](const std::string &value) {
+        return load(minimal + "http:\n  limits:\n    max_header_size: " + value + "\n")
+            .config.http.max_header_size;
+    };
+    EXPECT_EQ(header("8192"), 8192u);
+    EXPECT_EQ(header("64KB"), 65536u);
+    EXPECT_EQ(header("1MB"), 1u << 20);
+}
+
+// ---- server.command -----------------------------------------------------------------------------
+
+TEST(ConfCommand, StringSplitOnSpaces)
+{
+    const LoadResult r = load("version: '3'\nserver:\n  command: \"  php   -f\tworker.php \"\n");
+    EXPECT_EQ(r.config.server.command, (std::vector<std::string>{"php", "-f", "worker.php"}));
+}
+
+TEST(ConfCommand, ListKeepsArgumentsWhole)
+{
+    const LoadResult r = load("version: '3'\nserver:\n  command: [php, \"my worker.php\", \"\"]\n");
+    EXPECT_EQ(r.config.server.command, (std::vector<std::string>{"php", "my worker.php", ""}));
+    const LoadResult block = load("version: '3'\nserver:\n  command:\n    - php\n    - w.php\n");
+    EXPECT_EQ(block.config.server.command, (std::vector<std::string>{"php", "w.php"}));
+}
+
+TEST(ConfCommand, Errors)
+{
+    std::string e = error_of("version: '3'\nhttp:\n  address: :80\n");
+    EXPECT_TRUE(contains(e, "server.command")) << e;
+    EXPECT_TRUE(contains(e, "missing")) << e;
+
+    e = error_of("version: '3'\nserver:\n  relay: pipes\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:3:3: server.command: missing")) << e;
+
+    e = error_of("version: '3'\nserver:\n  command: \"   \"\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:3:12: server.command: \"   \" is not a valid value")) << e;
+
+    e = error_of("version: '3'\nserver:\n  command: []\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:3:12: server.command: an empty list")) << e;
+
+    e = error_of("version: '3'\nserver:\n  command:\n    - php\n    - {a: b}\n");
+    EXPECT_TRUE(
+        contains(e, ".rr.yaml:5:7: server.command[1]: a map is not a valid value (expected a string)"))
+        << e;
+
+    e = error_of("version: '3'\nserver:\n  command:\n");
+    EXPECT_TRUE(contains(e, ":3:") && contains(e, "server.command: no value given")) << e;
+}
+
+// ---- server.env and ${VAR} expansion ------------------------------------------------------------
+
+TEST(ConfEnv, KeysUpperCasedValuesExpanded)
+{
+    const LoadResult r = load(minimal + "  env:\n    db_host: ${DB_HOST}\n    Port: ${DB_PORT:-5432}\n"
+                                        "    empty: ${NOPE}\n    nothing:\n    literal: $HOME\n",
+                              {}, fake_env({{"DB_HOST", "db.local"}}));
+    const std::vector<std::pair<std::string, std::string>> env{
+        {"DB_HOST", "db.local"}, {"PORT", "5432"}, {"EMPTY", ""}, {"NOTHING", ""}, {"LITERAL", "$HOME"}};
+    EXPECT_EQ(r.config.server.env, env);
+}
+
+TEST(ConfEnv, DuplicateAfterUpperCasingWarns)
+{
+    const LoadResult r = load(minimal + "  env:\n    a: 1\n    A: 2\n");
+    const std::vector<std::pair<std::string, std::string>> env{{"A", "2"}};
+    EXPECT_EQ(r.config.server.env, env);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_TRUE(contains(r.warnings[0], ".rr.yaml:6:5:")) << r.warnings[0];
+    EXPECT_TRUE(contains(r.warnings[0], "\"A\" is set twice")) << r.warnings[0];
+}
+
+TEST(ConfEnv, ExpansionInNestedListsAndMaps)
+{
+    const std::string yaml = R"(version: "${VERSION:-3}"
+server:
+  command:
+    - ${PHP:-php}
+    - "${APP_DIR:-/srv}/worker.php"
+    - --mode=${MODE:-${FALLBACK_MODE:-prod}}
+  env:
+    greeting: "hello ${USER_NAME:-nobody}"
+http:
+  address: "${HOST:-127.0.0.1}:${PORT}"
+  pool:
+    num_workers: ${WORKERS:-2}
+    allocate_timeout: ${ALLOC:-3s}
+)";
+    const LoadResult r =
+        load(yaml, {}, fake_env({{"PHP", "/usr/bin/php8.2"}, {"PORT", "8181"}, {"MODE", ""}}));
+    EXPECT_EQ(r.config.version, "3");
+    EXPECT_EQ(r.config.server.command,
+              (std::vector<std::string>{"/usr/bin/php8.2", "/srv/worker.php", "--mode=prod"}));
+    const std::vector<std::pair<std::string, std::string>> env{{"GREETING", "hello nobody"}};
+    EXPECT_EQ(r.config.server.env, env);
+    EXPECT_EQ(r.config.http.address.to_string(), "127.0.0.1:8181");
+    EXPECT_EQ(r.config.http.pool.num_workers, 2u);
+    EXPECT_EQ(r.config.http.pool.allocate_timeout, 3s);
+
+    const LoadResult set = load(yaml, {}, fake_env({{"PORT", "1"}, {"WORKERS", "9"}, {"MODE", "dev"}}));
+    EXPECT_EQ(set.config.http.pool.num_workers, 9u);
+    EXPECT_EQ(set.config.server.command.back(), "--mode=dev");
+}
+
+TEST(ConfEnv, ExpandEnvFunction)
+{
+    const EnvLookup env = fake_env({{"A", "x"}, {"EMPTY", ""}, {"B", "${A}"}});
+    struct Case {
+        std::string in, out;
+    };
+    const std::vector<Case> cases{
+        {"plain", "plain"},
+        {"${A}", "x"},
+        {"a${A}b${A}c", "axbxc"},
+        {"${UNSET}", ""},
+        {"${UNSET:-def}", "def"},
+        {"${EMPTY:-def}", "def"},
+        {"${A:-def}", "x"},
+        {"${UNSET:-}", ""},
+        {"${UNSET:-a:-b}", "a:-b"},
+        {"${UNSET:-${A}y}", "xy"},
+        {"${B}", "${A}"}, // values are not expanded again
+        {"$A $ {A} }", "$A $ {A} }"},
+        {"", ""},
+    };
+    for (const Case &c : cases) {
+        const auto expanded = ferry::conf::expand_env(c.in, env);
+        ASSERT_TRUE(expanded) << c.in << ": " << expanded.error().message;
+        EXPECT_EQ(*expanded, c.out) << c.in;
+    }
+    for (const std::string bad : {"${A", "x${", "${UNSET:-${A}", "${}", "${A B}", "${A-b}", "${1A}"}) {
+        EXPECT_FALSE(ferry::conf::expand_env(bad, env)) << bad;
+    }
+}
+
+TEST(ConfEnv, UnterminatedNamesKeyAndLine)
+{
+    const std::string e = error_of(minimal + "http:\n  address: \"${HOST:8080\"\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:5:12: http.address: \"${HOST:8080\": unterminated")) << e;
+
+    const std::string in_list = error_of("version: '3'\nserver:\n  command: [php, \"${X\"]\n");
+    EXPECT_TRUE(contains(in_list, ".rr.yaml:3:18: server.command[1]:")) << in_list;
+}
