@@ -121,8 +121,16 @@ class IdleMemoryTest(ServerTestCase):
         for s in socks:
             r = Reader(s).read_response()
             self.assertEqual(r.status, 200)
-        time.sleep(0.3)
-        return (rss_kib(pid) - base) / n
+        # Free heap memory goes back to the system about once a second (the timeouts ticker trims it): the
+        # lowest figure within 3 s, so that a loaded machine that delays the trim does not fail the test.
+        best = float("inf")
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            best = min(best, (rss_kib(pid) - base) / n)
+            if best < 16:
+                break
+        return best
 
     def test_idle_connections_after_large_responses_keep_small_buffers(self):
         per_conn = self.hold(200, b"GET /big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n" % MiB)
