@@ -401,7 +401,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
 
         SessionSink sink(st, conn, sock, out, req, http.write_timeout, st.draining);
         body_out.clear();
-        pool::Result res = co_await st.pool.exec(ctx, body.ref(), body_out, &sink);
+        pool::Reply res = co_await st.pool.exec(ctx, body.ref(), body_out, &sink);
         body.clear();
         header_deadline.reset();
         if (st.draining)

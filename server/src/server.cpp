@@ -145,7 +145,7 @@ awaitable<void> lifecycle(Runtime *rt)
 {
     auto &cfg = rt->state.config;
     asio::co_spawn(rt->io, watch_signals(rt), log_exceptions{"signals"});
-    std::string err = co_await rt->state.pool.start();
+    auto started = co_await rt->state.pool.start();
     if (rt->stop_requested) {
         co_await rt->state.pool.shutdown();
         rt->stopping = true;
@@ -155,8 +155,8 @@ awaitable<void> lifecycle(Runtime *rt)
         rt->io.stop();
         co_return;
     }
-    if (!err.empty() && rt->state.pool.serving_workers() == 0) {
-        log::error("pool", "cannot start workers: " + err);
+    if (!started && rt->state.pool.serving_workers() == 0) {
+        log::error("pool", "cannot start workers: " + started.error().message);
         rt->exit_code = 1;
         rt->stopping = true;
         co_await rt->state.pool.shutdown();
