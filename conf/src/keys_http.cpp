@@ -1,5 +1,5 @@
 // http: the front end's address, request limits, timeouts and upload spooling (the pool is in keys_pool.cpp).
-// `limits`, `timeouts` and `uploads` are Ferry's own sections apart from uploads.dir (the shared protocol.md
+// `limits`, `timeouts` and `uploads` are Ferry's own sections apart from uploads.dir (docs/protocol.md
 // lists RoadRunner's keys).
 #include "keys.hpp"
 

@@ -1,6 +1,6 @@
 // Boost.Process v2 in Boost 1.81 needs these before <boost/process/v2.hpp> with BOOST_PROCESS_USE_STD_FS
-// (design §3, trap 1); default_launcher.hpp also uses asio::detail::throw_error without including it.
-// Include this instead of Boost.Process directly.
+// (docs/architecture.md, "Workers", trap 1); default_launcher.hpp also uses asio::detail::throw_error without
+// including it. Include this instead of Boost.Process directly.
 #pragma once
 // clang-format off
 #include <boost/optional.hpp>

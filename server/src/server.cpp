@@ -141,7 +141,7 @@ awaitable<void> lifecycle(Runtime *rt)
 {
     auto &cfg = rt->state.config;
     asio::co_spawn(rt->io, watch_signals(rt), log_exceptions{"signals"});
-    std::string err = co_await rt->pool.start();
+    auto started = co_await rt->pool.start();
     if (rt->stop_requested) {
         co_await rt->pool.shutdown();
         rt->stopping = true;
@@ -151,8 +151,8 @@ awaitable<void> lifecycle(Runtime *rt)
         rt->io.stop();
         co_return;
     }
-    if (!err.empty() && rt->pool.serving_workers() == 0) {
-        log::error("pool", "cannot start workers: " + err);
+    if (!started && rt->pool.serving_workers() == 0) {
+        log::error("pool", "cannot start workers: " + started.error().message);
         rt->exit_code = 1;
         rt->stopping = true;
         co_await rt->pool.shutdown();

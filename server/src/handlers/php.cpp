@@ -224,7 +224,7 @@ public:
         build_context(ctx_, req, ex.transport.remote(), st_.default_host);
         ResponseSink sink(st_, ex);
         body_out_.clear();
-        pool::Result res = co_await pool_.exec(ctx_, body_.ref(), body_out_, &sink);
+        pool::Reply res = co_await pool_.exec(ctx_, body_.ref(), body_out_, &sink);
         body_.clear();
         // SIGTERM may have come while PHP worked: then say Connection: close.
         bool keep_alive = ex.keep_alive && !st_.draining;

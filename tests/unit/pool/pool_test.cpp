@@ -46,6 +46,20 @@ relay::RequestContext request(const std::string &path, const std::string &method
     return c;
 }
 
+// start()'s outcome for EXPECT_TRUE, with the error message when it failed.
+::testing::AssertionResult started(const Result<void> &r)
+{
+    if (r)
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << r.error().message;
+}
+
+// start()'s error message ("" when it succeeded).
+std::string error_of(const Result<void> &r)
+{
+    return r ? std::string() : r.error().message;
+}
+
 // Runs `body` as a coroutine on a fresh io_context, bounded in time.
 template <typename F> void run(asio::io_context &io, F body)
 {
@@ -63,7 +77,7 @@ template <typename F> void run(asio::io_context &io, F body)
 }
 
 struct Exec {
-    pool::Result result;
+    pool::Reply result;
     std::string body;
 };
 
@@ -85,7 +99,7 @@ TEST(Pool, ServesRequestsAndKeepsWorkersAlive)
     asio::io_context io;
     pool::Pool p(io, options("echo.php", 2));
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         EXPECT_EQ(p.workers().size(), 2u);
         auto a = co_await exec(p, "/status/201");
         EXPECT_EQ(a.result.outcome, pool::Outcome::ok);
@@ -212,7 +226,7 @@ TEST(Pool, BootFailuresAreReportedWithStderrAndExitCode)
         asio::io_context io;
         pool::Pool p(io, options(script));
         run(io, [&]() -> awaitable<void> {
-            std::string err = co_await p.start();
+            std::string err = error_of(co_await p.start());
             EXPECT_NE(err.find("failed to boot"), std::string::npos) << err;
             EXPECT_NE(err.find("exited with code"), std::string::npos) << err;
             auto e = co_await exec(p, "/");
@@ -228,7 +242,7 @@ TEST(Pool, StrayStdoutIsReportedWithItsBytes)
     asio::io_context io;
     pool::Pool p(io, options("stdout_garbage.php"));
     run(io, [&]() -> awaitable<void> {
-        std::string err = co_await p.start();
+        std::string err = error_of(co_await p.start());
         EXPECT_NE(err.find("hello from a stray echo"), std::string::npos) << err;
         co_await p.shutdown();
     });
@@ -241,7 +255,7 @@ TEST(Pool, MissingCommandIsNamed)
     o.command = {"ferry-no-such-php-xyz", "w.php"};
     pool::Pool p(io, o);
     run(io, [&]() -> awaitable<void> {
-        std::string err = co_await p.start();
+        std::string err = error_of(co_await p.start());
         EXPECT_NE(err.find("ferry-no-such-php-xyz"), std::string::npos) << err;
         EXPECT_NE(err.find("not found"), std::string::npos) << err;
     });
@@ -254,7 +268,7 @@ TEST(Pool, ShutdownEscalatesForAWorkerThatIgnoresStop)
     o.destroy_timeout = 300ms;
     pool::Pool p(io, o);
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         auto pid = p.workers().at(0).pid;
         auto start = std::chrono::steady_clock::now();
         co_await p.shutdown();
@@ -296,7 +310,7 @@ TEST(Pool, StreamsWithEarlyHintsPingAndStop)
     asio::io_context io;
     pool::Pool p(io, options("stream.php"));
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         RecordingSink sink;
         std::string body;
         auto ctx = request("/x");
@@ -343,7 +357,7 @@ TEST(Pool, AWorkerThatDiedWhileIdleDoesNotFailTheNextRequest)
     asio::io_context io;
     pool::Pool p(io, options("echo.php", 1));
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         int pid = p.workers().at(0).pid;
         ::kill(pid, SIGKILL);
         // Block the loop until the process is a zombie: its pipes are closed, but the pool has not reaped it.
@@ -367,7 +381,7 @@ TEST(Pool, RetriesForStopRequestsAreBounded)
     asio::io_context io;
     pool::Pool p(io, options("echo.php", 1));
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         auto e = co_await exec(p, "/stop-always");
         EXPECT_EQ(e.result.outcome, pool::Outcome::no_worker);
         EXPECT_NE(e.result.message.find("asked to stop"), std::string::npos) << e.result.message;
@@ -386,7 +400,7 @@ TEST(Pool, LargeBodiesAreHandedOverWithoutACopyWithinTheBudget)
     o.budget = &budget;
     pool::Pool p(io, o);
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         auto ctx = request("/big?n=2000000");
         RecordingSink sink;
         std::string copied;
@@ -405,7 +419,7 @@ TEST(Pool, LargeBodiesAreHandedOverWithoutACopyWithinTheBudget)
         EXPECT_FALSE(r2.body_frame.data);
         EXPECT_EQ(sink.wholes, 1);
         EXPECT_EQ(sink.body.size(), 2000000u);
-        r = pool::Result{};
+        r = pool::Reply{};
         EXPECT_EQ(budget.used(), 0u) << "dropping the result gives the bytes back";
         // Small answers are plain copies.
         auto small = co_await p.exec(request("/big?n=1000"), pool::BodyRef{}, copied, &sink);
@@ -428,7 +442,7 @@ TEST(Pool, ABodyInAFileReachesTheWorker)
     ::unlink(path);
     ASSERT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
     run(io, [&]() -> awaitable<void> {
-        EXPECT_EQ(co_await p.start(), "");
+        EXPECT_TRUE(started(co_await p.start()));
         pool::BodyRef body;
         body.fd = fd;
         body.size = content.size();

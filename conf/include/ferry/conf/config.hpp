@@ -1,6 +1,6 @@
 // Ferry configuration: a .rr.yaml-style file turned into typed, validated structs whose values are resolved
 // (an address as host and port, a worker count, never "0 = the number of CPUs"), so that nothing downstream
-// re-derives them. Key names follow RoadRunner's (the shared protocol.md); each key is declared once, in the
+// re-derives them. Key names follow RoadRunner's (docs/protocol.md); each key is declared once, in the
 // key table of its section (conf/src/keys_*.cpp); the defaults are the member initializers below.
 #pragma once
 

@@ -1,9 +1,14 @@
-// A supervised pool of long-running PHP worker processes (design §3, protocol.md §2).
+// A supervised pool of long-running PHP worker processes (docs/architecture.md, "Workers"; docs/protocol.md
+// §2). Inside pool/src: worker (one process), spawner (start, back-off, handshake), reaper (exits, stderr),
+// allocator (idle set, waiters), exchange (one request on one worker), supervisor (max_jobs, exec_ttl), and
+// pool.cpp wiring them with the lifecycle. A worker's frame channel is relay's (ferry/relay/channel.hpp).
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/conf/result.hpp"
 #include "ferry/pool/budget.hpp"
 #include "ferry/relay/context.hpp"
+#include "ferry/relay/frame.hpp"
+#include "ferry/relay/io.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -42,10 +47,7 @@ enum class Outcome {
 };
 
 // A frame's bytes in a heap block that can change owner without a copy.
-struct FrameBuffer {
-    std::unique_ptr<char[]> data;
-    std::size_t capacity = 0;
-};
+using relay::FrameBuffer;
 
 // A request body for exec(): in memory, or in a file (a large body spilled to disk), read from offset 0.
 struct BodyRef {
@@ -54,7 +56,8 @@ struct BodyRef {
     std::uint64_t size = 0;
 };
 
-struct Result {
+// What exec() gives: the outcome, and the response when there is one.
+struct Reply {
     Outcome outcome = Outcome::ok;
     std::string message;             // why, for logs and error bodies
     relay::ResponseContext response; // status + headers (outcome ok)
@@ -62,7 +65,7 @@ struct Result {
     bool written = false;            // the whole response went through StreamSink::write_whole
     int worker_pid = 0;
     // A large body handed over from the worker's read buffer without a copy (body_out is then empty); its
-    // bytes count against Options::budget until the Result is dropped.
+    // bytes count against Options::budget until the Reply is dropped.
     FrameBuffer body_frame;
     std::size_t body_offset = 0, body_size = 0;
     Reservation body_reservation;
@@ -103,15 +106,15 @@ public:
     Pool(const Pool &) = delete;
     Pool &operator=(const Pool &) = delete;
 
-    // Spawns the workers and waits until all are ready or one boot failed (returns its error text;
-    // "" on success). The pool keeps retrying with back-off either way.
-    awaitable<std::string> start();
+    // Spawns the workers and waits until all are ready, or one boot failed (the error is its message), or
+    // the command is missing, or a stop began. The pool keeps retrying with back-off after a boot failure.
+    awaitable<Result<void>> start();
 
     // Runs one request on a worker: allocate, send the frame, read the reply. Retries on another worker
     // when a worker asks to stop instead of answering. A non-streamed body lands in `body_out` (copied, up
-    // to copy_body_max), in Result::body_frame (handed over) or goes through sink->write_whole().
-    awaitable<Result> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                           StreamSink *sink);
+    // to copy_body_max), in Reply::body_frame (handed over) or goes through sink->write_whole().
+    awaitable<Reply> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
+                          StreamSink *sink);
 
     // Stops every worker by `deadline`: the stop frame to idle workers now and to busy ones when their
     // request is done; SIGKILL (logged per worker) for whatever still runs at the deadline.

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,6 +73,13 @@ struct DecodeResult {
 // h.size() + h.payload_size bytes; `needed` is set to that total.
 // A non-frame (e.g. a stray `echo` on stdout) is reported with its first bytes, printable-escaped.
 DecodeResult decode_header(std::string_view in, FrameHeader &h, std::size_t max_payload);
+
+// A frame's bytes in a heap block that can change owner without a copy (a large response body handed from a
+// worker's read buffer to the connection that sends it).
+struct FrameBuffer {
+    std::unique_ptr<char[]> data;
+    std::size_t capacity = 0;
+};
 
 // Escaping for log lines: ferry::printable() (ferry/conf/text.hpp).
 using ferry::printable;

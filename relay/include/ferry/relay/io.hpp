@@ -1,4 +1,5 @@
-// Asio conventions shared by pool/ and server/ (docs/architecture.md, "Concurrency"): one io_context, coroutines everywhere.
+// Asio conventions shared by pool/ and server/ (docs/architecture.md, "Concurrency"): one io_context,
+// coroutines everywhere.
 #pragma once
 
 #include <boost/asio/as_tuple.hpp>

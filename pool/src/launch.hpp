@@ -1,5 +1,8 @@
-// Starting one worker process (internal to pool/).
+// Starting one worker process with Boost.Process v2, its traps worked around (internal to pool/;
+// docs/architecture.md, "Workers"). The spawner (spawner.hpp) decides when; this only starts the process.
 #pragma once
+
+#include "ferry/conf/result.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/readable_pipe.hpp>
@@ -18,9 +21,9 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 
 // Spawns `exe args...` in its own process group with stdin/stdout/stderr on the given pipes.
 // The child dies with the server (PR_SET_PDEATHSIG), inherits no other fd, and has default signal
-// dispositions. `in` is left non-blocking. Returns the pid; throws std::system_error naming the command on
-// failure.
-int spawn(const std::string &exe, const std::vector<std::string> &args, const std::vector<std::string> &env,
-          boost::asio::writable_pipe &in, boost::asio::readable_pipe &out, boost::asio::readable_pipe &err);
+// dispositions. `in` is left non-blocking. Returns the pid, or an error naming the command.
+Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
+                   const std::vector<std::string> &env, boost::asio::writable_pipe &in,
+                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err);
 
 } // namespace ferry::pool::detail

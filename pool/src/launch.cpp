@@ -1,4 +1,4 @@
-#include "spawn.hpp"
+#include "launch.hpp"
 
 #include "process_shim.hpp"
 
@@ -9,7 +9,6 @@
 #include <map>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <system_error>
 #include <unistd.h>
 
 extern char **environ;
@@ -19,7 +18,7 @@ namespace bp = boost::process::v2;
 namespace ferry::pool::detail {
 namespace {
 
-// Runs in the child between fork and exec (design §3, traps 3 and 5).
+// Runs in the child between fork and exec (docs/architecture.md, "Workers", Boost.Process traps 3 and 5).
 struct child_setup {
     pid_t parent;
 
@@ -95,8 +94,9 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
     return out;
 }
 
-int spawn(const std::string &exe, const std::vector<std::string> &args, const std::vector<std::string> &env,
-          boost::asio::writable_pipe &in, boost::asio::readable_pipe &out, boost::asio::readable_pipe &err)
+Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
+                   const std::vector<std::string> &env, boost::asio::writable_pipe &in,
+                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err)
 {
     // The launcher calls notify_fork() on its executor's context around fork(). On the server's context that
     // means re-registering every descriptor in the child (epoll) or cancelling and restarting every pending
@@ -108,7 +108,7 @@ int spawn(const std::string &exe, const std::vector<std::string> &args, const st
                                                args, bp::process_stdio{in, out, err},
                                                bp::process_environment{env}, child_setup{::getpid()});
     if (ec)
-        throw std::system_error(ec, "cannot start " + exe);
+        return fail("cannot start " + exe + ": " + ec.message());
     int pid = proc.id();
     // The pool writes request frames with a direct writev(2) first (write_all_fast): never block the loop.
     int fd = in.native_handle();

@@ -1,0 +1,116 @@
+#include "allocator.hpp"
+
+#include <algorithm>
+
+namespace ferry::pool {
+
+namespace {
+constexpr auto recheck_client_after = std::chrono::milliseconds(10);
+} // namespace
+
+// Lives on the waiting request's frame.
+struct Allocator::Waiter {
+    Waiter(asio::io_context &io, Allocator *a) : timer(io), owner(a) {}
+    ~Waiter()
+    {
+        if (queued) // its frame ends while it waits (the loop was stopped for good)
+            owner->waiters_.erase(std::find(owner->waiters_.begin(), owner->waiters_.end(), this));
+    }
+    Waiter(const Waiter &) = delete;
+    Waiter &operator=(const Waiter &) = delete;
+
+    asio::steady_timer timer; // expires after the timeout; the hand-off cancels it
+    Allocator *owner;
+    bool queued = false; // in owner->waiters_
+    WorkerPtr worker;
+    std::string failure; // set when the pool gave up on this waiter (shutdown, boot failures)
+};
+
+Allocator::Allocator(asio::io_context &io, std::chrono::milliseconds timeout) : io_(io), timeout_(timeout) {}
+
+Allocator::~Allocator()
+{
+    for (Waiter *wt : waiters_)
+        wt->queued = false; // it wakes at its deadline without a worker, or goes with its frame
+}
+
+bool Allocator::offer(const WorkerPtr &w)
+{
+    if (!waiters_.empty()) {
+        Waiter *wt = waiters_.front();
+        waiters_.pop_front();
+        wt->queued = false;
+        wt->worker = w;
+        w->state = State::working;
+        wt->timer.cancel();
+        return true;
+    }
+    w->state = State::ready;
+    idle_.push_back(w);
+    return false;
+}
+
+WorkerPtr Allocator::take_idle()
+{
+    while (!idle_.empty()) {
+        auto it = std::find_if(idle_.rbegin(), idle_.rend(), [](const WorkerPtr &c) { return !c->retire; });
+        auto pick = it != idle_.rend() ? std::prev(it.base()) : std::prev(idle_.end());
+        WorkerPtr w = std::move(*pick);
+        idle_.erase(pick);
+        if (w->broken()) { // its stdout closed while idle (it is exiting), or it wrote what nobody asked for
+            discard(w);
+            continue;
+        }
+        w->state = State::working;
+        return w;
+    }
+    return nullptr;
+}
+
+awaitable<Allocation> Allocator::wait(StreamSink *client)
+{
+    const auto timeout = timeout_; // after a wake without a worker, nothing of the allocator is touched
+    Waiter wt(io_, this);
+    wt.timer.expires_after(timeout); // queued at expiry() - timeout
+    waiters_.push_back(&wt);
+    wt.queued = true;
+    co_await wt.timer.async_wait(nothrow);
+    if (wt.worker) {
+        if (client &&
+            std::chrono::steady_clock::now() - (wt.timer.expiry() - timeout) >= recheck_client_after &&
+            client->client_gone()) {
+            give_back(wt.worker); // to the next waiter
+            ++dropped_;
+            co_return Allocation{nullptr, Outcome::client_gone,
+                                 "the client went away while its request waited for a worker"};
+        }
+        co_return Allocation{std::move(wt.worker), Outcome::ok, {}};
+    }
+    if (wt.queued) { // timed out (fail_waiters() and offer() dequeue)
+        waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &wt));
+        wt.queued = false;
+    }
+    if (wt.failure.empty())
+        wt.failure = "no free worker within allocate_timeout (" + std::to_string(timeout.count()) + " ms)";
+    co_return Allocation{nullptr, Outcome::no_worker, std::move(wt.failure)};
+}
+
+void Allocator::fail_waiters(const std::string &why)
+{
+    while (!waiters_.empty()) {
+        Waiter *wt = waiters_.front();
+        waiters_.pop_front();
+        wt->queued = false;
+        wt->failure = why;
+        wt->timer.cancel();
+    }
+}
+
+void Allocator::remove(const WorkerPtr &w)
+{
+    auto it = std::find(idle_.begin(), idle_.end(), w);
+    if (it != idle_.end())
+        idle_.erase(it);
+}
+
+} // namespace ferry::pool

@@ -1,0 +1,207 @@
+#include "exchange.hpp"
+
+#include "ferry/relay/log.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+#include <unistd.h>
+
+namespace ferry::pool {
+
+namespace {
+constexpr std::string_view stop_request_payload = R"({"stop":true})";
+// A worker handed straight from one reply to the next request is checked for output after its reply only
+// every this many replies: the check costs a system call per request, and a worker that writes twice is
+// caught within that many replies (a worker going idle is watched anyway).
+constexpr std::uint64_t quiet_check_every = 8;
+} // namespace
+
+void Exchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRef &body,
+                       RequestFrame &out) const
+{
+    w.wbuf.clear();
+    relay::encode_request(ctx, w.codec, w.wbuf);
+    std::uint32_t ctx_len = static_cast<std::uint32_t>(w.wbuf.size());
+    std::size_t head_len = relay::encode_header(out.head, relay::codec_flag(w.codec), 0,
+                                                static_cast<std::uint32_t>(w.wbuf.size() + body.size),
+                                                std::span<const std::uint32_t>(&ctx_len, 1));
+    out.buffers = {asio::buffer(out.head, head_len), asio::buffer(w.wbuf),
+                   asio::buffer(body.memory.data(), body.memory.size())};
+    out.count = body.fd < 0 ? 3 : 2;
+    w.channel->begin_exchange();
+}
+
+awaitable<error_code> Exchange::write_file(asio::writable_pipe &pipe, int fd, std::uint64_t size)
+{
+    constexpr std::size_t piece = 256 * 1024;
+    std::unique_ptr<char[]> buf(new char[piece]);
+    for (std::uint64_t off = 0; off < size;) {
+        std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(piece, size - off));
+        ssize_t n = ::pread(fd, buf.get(), want, static_cast<off_t>(off));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            co_return error_code(n < 0 ? errno : EIO, boost::system::system_category());
+        std::array<asio::const_buffer, 1> b{asio::buffer(buf.get(), static_cast<std::size_t>(n))};
+        if (error_code ec = co_await write_all_fast(pipe, b))
+            co_return ec;
+        off += static_cast<std::uint64_t>(n);
+    }
+    co_return error_code{};
+}
+
+After Exchange::crashed(Worker &w, Reply &res, const std::string &why)
+{
+    res.outcome = Outcome::worker_crashed;
+    res.message = w.tag() + ": " + why;
+    log::error("pool", res.message);
+    return After::kill;
+}
+
+// The last frame of a reply is handled: close the exchange, or retire the worker when it wrote more than one
+// reply (those bytes go to nobody).
+After Exchange::finish(Worker &w)
+{
+    bool check = ++w.replies % quiet_check_every == 0;
+    if (auto end = w.channel->end_exchange(check); !end) {
+        log::error("pool", w.tag() + " wrote " + end.error().message + "; retiring it");
+        return After::kill;
+    }
+    return After::release;
+}
+
+awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body_out, StreamSink *sink)
+{
+    relay::Channel &ch = *w->channel;
+    bool head_set = false;
+    for (;;) {
+        auto frame = co_await ch.next_frame();
+        if (!frame) {
+            if (ch.error_kind() == relay::ChannelError::timed_out) {
+                // The supervisor failed the exchange (exec_ttl): the client gets its 504 first.
+                res.outcome = Outcome::timed_out;
+                res.message = w->tag() + ": " + frame.error().message;
+                co_return After::kill_later;
+            }
+            co_return crashed(*w, res, frame.error().message);
+        }
+        const relay::FrameHeader &h = frame->header;
+        std::string_view payload = frame->payload;
+        if (h.flags & relay::flag::error) {
+            res.outcome = Outcome::worker_error;
+            res.message = std::string(payload);
+            log::error("pool", w->tag() + " answered with an error: " + res.message);
+            co_return finish(*w);
+        }
+        if (h.option_count != 1 || h.options[0] > h.payload_size) {
+            res.outcome = Outcome::worker_error;
+            res.message = w->tag() + ": protocol error: response frame with " +
+                          std::to_string(h.option_count) + " option(s) and a " +
+                          std::to_string(h.payload_size) +
+                          "-byte payload (expected one option, the context length)";
+            log::error("pool", res.message);
+            co_return After::kill;
+        }
+        std::string_view ctx = payload.substr(0, h.options[0]);
+        std::string_view body = payload.substr(h.options[0]);
+        bool more = (h.stream & relay::stream::more) != 0;
+        if (!more && !head_set && ctx == stop_request_payload && body.empty()) {
+            log::debug("pool", w->tag() + " asked to stop; the request goes to another worker");
+            if (auto end = ch.end_exchange(); !end) {
+                log::error("pool", w->tag() + " wrote " + end.error().message + "; retiring it");
+                co_return After::kill_retry;
+            }
+            co_return After::stop_retry;
+        }
+        if (!head_set) {
+            relay::ResponseContext rc;
+            if (auto decoded = relay::decode_response(ctx, w->codec, rc); !decoded) {
+                res.outcome = Outcome::worker_error;
+                res.message = w->tag() + ": bad response context: " + decoded.error().message;
+                log::error("pool", res.message);
+                // With more to come, the rest of its stream would be read as the next reply.
+                co_return more ? After::kill : finish(*w);
+            }
+            if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
+                ch.consume_frame(); // 1xx (103 Early Hints), then the real response (docs/protocol.md §4)
+                if (sink && !co_await sink->on_informational(rc))
+                    co_return co_await cancel_stream(w, res);
+                continue;
+            }
+            res.response = std::move(rc);
+            head_set = true;
+            if (!more) { // the whole response in one frame: the common case
+                res.outcome = Outcome::ok;
+                if (body.size() <= opt_.copy_body_max || !sink) {
+                    body_out.assign(body.data(), body.size());
+                } else if (opt_.budget && res.body_reservation.grow(*opt_.budget, body.size())) {
+                    // Handed over without a copy (the payload keeps its address): the worker goes on with a
+                    // fresh buffer.
+                    res.body_frame = ch.take_frame();
+                    if (res.body_frame.data) {
+                        res.body_offset = static_cast<std::size_t>(body.data() - res.body_frame.data.get());
+                        res.body_size = body.size();
+                    } else { // the buffer holds more than this frame: copy after all
+                        res.body_reservation.reset();
+                        body_out.assign(body.data(), body.size());
+                    }
+                } else {
+                    // Over the body budget: the client gets it from the worker's buffer while it waits.
+                    res.written = true;
+                    if (!co_await sink->write_whole(res.response, body))
+                        res.outcome = Outcome::cancelled;
+                }
+                co_return finish(*w);
+            }
+            res.streamed = sink != nullptr;
+        }
+        bool keep_going = true;
+        if (sink) {
+            keep_going = co_await sink->on_chunk(res.response, body, !more);
+        } else {
+            body_out.append(body.data(), body.size());
+        }
+        if (!more) {
+            res.outcome = Outcome::ok;
+            co_return finish(*w);
+        }
+        const bool ping = (h.stream & relay::stream::ping) != 0;
+        ch.consume_frame();
+        if (!keep_going) // STOP answers a pending PING too: the worker reads exactly one frame per PING
+            co_return co_await cancel_stream(w, res);
+        if (ping) {
+            static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
+            if (!co_await ch.send(pong))
+                co_return crashed(*w, res, "writing PONG failed");
+        }
+    }
+}
+
+// The client is gone mid-stream: send STOP and drain until the final frame (docs/protocol.md §4).
+awaitable<After> Exchange::cancel_stream(WorkerPtr w, Reply &res)
+{
+    relay::Channel &ch = *w->channel;
+    res.outcome = Outcome::cancelled;
+    res.message = "client went away during a streamed response";
+    static const std::string stop = relay::encode_frame(0, relay::stream::stop, {}, {});
+    if (!co_await ch.send(stop))
+        co_return After::kill;
+    ch.arm(opt_.destroy_timeout);
+    for (;;) {
+        auto frame = co_await ch.next_frame();
+        if (!frame) {
+            ch.disarm();
+            log::warn("pool", w->tag() + " did not end its stream after STOP: " + frame.error().message);
+            co_return After::kill;
+        }
+        // No PONG after STOP: the worker takes STOP as the answer to its next PING and ends the stream.
+        if (!(frame->header.stream & relay::stream::more)) {
+            ch.disarm();
+            co_return finish(*w);
+        }
+        ch.consume_frame();
+    }
+}
+
+} // namespace ferry::pool

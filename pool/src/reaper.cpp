@@ -1,0 +1,78 @@
+#include "reaper.hpp"
+
+#include "ferry/relay/log.hpp"
+
+#include <csignal>
+#include <string>
+#include <string_view>
+#include <sys/wait.h>
+
+namespace ferry::pool {
+
+namespace {
+constexpr std::size_t stderr_tail_max = 2048;
+constexpr std::size_t stderr_line_max = 16 * 1024; // a longer line is logged in pieces
+} // namespace
+
+Reaper::Reaper(asio::io_context &io, std::function<void(int pid, int status)> on_exit)
+    : sigchld_(io, SIGCHLD), on_exit_(std::move(on_exit))
+{
+}
+
+awaitable<void> Reaper::run(std::shared_ptr<Reaper> self)
+{
+    for (;;) {
+        auto [ec, sig] = co_await self->sigchld_.async_wait(nothrow);
+        if (ec == asio::error::operation_aborted)
+            co_return;
+        for (;;) {
+            int status = 0;
+            pid_t pid = ::waitpid(-1, &status, WNOHANG);
+            if (pid <= 0)
+                break;
+            self->on_exit_(pid, status);
+        }
+    }
+}
+
+void Reaper::stop()
+{
+    error_code ignored;
+    sigchld_.cancel(ignored);
+}
+
+awaitable<void> forward_stderr(WorkerPtr w)
+{
+    std::string pending;
+    char buf[4096];
+    const std::string prefix = "pid " + std::to_string(w->pid) + ": ";
+    for (;;) {
+        auto [ec, n] = co_await w->err.async_read_some(asio::buffer(buf), nothrow);
+        if (ec)
+            break;
+        pending.append(buf, n);
+        w->stderr_tail.append(buf, n);
+        if (w->stderr_tail.size() > stderr_tail_max)
+            w->stderr_tail.erase(0, w->stderr_tail.size() - stderr_tail_max);
+        std::size_t start = 0;
+        for (;;) {
+            std::size_t nl = pending.find('\n', start);
+            if (nl == std::string::npos)
+                break;
+            std::string_view line(pending.data() + start, nl - start);
+            if (!line.empty() && line.back() == '\r')
+                line.remove_suffix(1);
+            log::info("worker", prefix + std::string(line));
+            start = nl + 1;
+        }
+        pending.erase(0, start);
+        if (pending.size() > stderr_line_max) {
+            log::info("worker", prefix + pending);
+            pending.clear();
+        }
+    }
+    if (!pending.empty())
+        log::info("worker", prefix + pending);
+}
+
+} // namespace ferry::pool

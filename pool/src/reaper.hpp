@@ -1,0 +1,34 @@
+// Watching worker processes (internal to pool/): one SIGCHLD handler reaps every child with
+// waitpid(-1, WNOHANG) (nginx-style; no pidfd, no per-process wait), and one coroutine per worker forwards
+// its stderr to the log line by line, tagged with its pid.
+#pragma once
+
+#include "ferry/relay/io.hpp"
+#include "worker.hpp"
+
+#include <boost/asio/signal_set.hpp>
+
+#include <functional>
+#include <memory>
+
+namespace ferry::pool {
+
+class Reaper {
+public:
+    // `on_exit(pid, wait_status)` runs for every child reaped.
+    Reaper(asio::io_context &io, std::function<void(int pid, int status)> on_exit);
+
+    // Reaps until stop(). `self` keeps its owner alive (an aliasing pointer into it).
+    static awaitable<void> run(std::shared_ptr<Reaper> self);
+    void stop();
+
+private:
+    asio::signal_set sigchld_;
+    std::function<void(int, int)> on_exit_;
+};
+
+// Logs each line the worker writes to stderr ("pid 123: ..."), keeping the last 2 KiB in w->stderr_tail for
+// boot error messages; returns at EOF.
+awaitable<void> forward_stderr(WorkerPtr w);
+
+} // namespace ferry::pool

@@ -1,0 +1,105 @@
+#include "spawner.hpp"
+
+#include "ferry/relay/frame.hpp"
+#include "ferry/version.hpp"
+#include "launch.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <unistd.h>
+
+namespace ferry::pool {
+
+Spawner::Spawner(asio::io_context &io, const Options &opt, const Flag &stopping)
+    : io_(io), opt_(opt), stopping_(stopping)
+{
+}
+
+Result<void> Spawner::prepare()
+{
+    std::string name = opt_.command.empty() ? std::string() : opt_.command[0];
+    exe_ = detail::find_executable(name);
+    if (exe_.empty())
+        return fail("server.command: \"" + name + "\" not found in PATH");
+    args_.assign(opt_.command.begin() + 1, opt_.command.end());
+    std::vector<std::string> extra = {"RR_RELAY=pipes", "RR_MODE=" + opt_.mode, "RR_VERSION=2023.3.0",
+                                      std::string("FERRY_VERSION=") + ferry::version};
+    extra.insert(extra.end(), opt_.env.begin(), opt_.env.end());
+    env_ = detail::build_environment(extra);
+    return {};
+}
+
+awaitable<void> Spawner::back_off()
+{
+    if (failures_ == 0)
+        co_return;
+    unsigned shift = std::min(failures_ - 1, 7u);
+    auto delay = std::chrono::milliseconds(100) * (1u << shift);             // 100 ms .. 12.8 s
+    co_await stopping_.wait_until(std::chrono::steady_clock::now() + delay); // a stop does not wait for it
+}
+
+Result<WorkerPtr> Spawner::launch()
+{
+    auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload);
+    auto pid = detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err);
+    if (!pid)
+        return pid.error();
+    w->pid = *pid;
+    return w;
+}
+
+awaitable<Result<void>> Spawner::handshake(WorkerPtr w)
+{
+    relay::Channel &ch = *w->channel;
+    ch.begin_exchange();
+    ch.arm(opt_.boot_timeout);
+    std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
+                                            "{\"pid\":" + std::to_string(::getpid()) + "}");
+    if (!co_await ch.send(hello)) {
+        ch.disarm();
+        co_return fail("it closed its stdin before the handshake");
+    }
+    auto frame = co_await ch.next_frame();
+    ch.disarm();
+    if (!frame) {
+        if (ch.error_kind() == relay::ChannelError::timed_out)
+            co_return fail("no PID handshake within " + std::to_string(opt_.boot_timeout.count()) + " ms");
+        co_return frame.error();
+    }
+    const relay::FrameHeader h = frame->header;
+    std::string reply(frame->payload);
+    if (auto end = ch.end_exchange(); !end)
+        co_return fail("it wrote more than the handshake reply: " + end.error().message);
+    if (h.flags & relay::flag::error)
+        co_return fail("it answered the handshake with an error: " + reply);
+    if (!(h.flags & relay::flag::control))
+        co_return fail("its first frame was not a control frame (flags " + std::to_string(h.flags) + ")");
+    error_code ec;
+    auto v = boost::json::parse(reply, ec);
+    if (ec || !v.is_object() || !v.as_object().contains("pid"))
+        co_return fail("bad PID handshake reply: \"" + relay::printable(reply) + "\"");
+    const auto &obj = v.as_object();
+    const auto &pidv = obj.at("pid");
+    if (!pidv.is_int64() || pidv.as_int64() <= 0)
+        co_return fail("bad PID handshake reply: \"" + relay::printable(reply) + "\"");
+    if (auto c = obj.if_contains("codec"); c && c->is_string() && c->as_string() == "msgpack")
+        w->codec = relay::Codec::msgpack;
+    co_return Result<void>{};
+}
+
+std::string Spawner::boot_failure(const Worker &w, const std::string &error)
+{
+    std::string msg = w.tag() + " failed to boot: " + error;
+    if (w.exited)
+        msg += " (" + describe_status(w.wait_status) + ")";
+    std::string tail = w.stderr_tail;
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r'))
+        tail.pop_back();
+    if (!tail.empty())
+        msg += "; its stderr: " + tail;
+    return msg;
+}
+
+} // namespace ferry::pool

@@ -1,0 +1,52 @@
+// Starting workers (internal to pool/): the command and environment, the back-off after boot failures (a
+// crash storm must not become a spawn storm), launching one process, the PID handshake, and the message that
+// says why a worker failed to boot. The pool decides how many workers to start and when.
+#pragma once
+
+#include "event.hpp"
+#include "ferry/conf/result.hpp"
+#include "ferry/pool/pool.hpp"
+#include "worker.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace ferry::pool {
+
+class Spawner {
+public:
+    // `stopping` cuts a back-off short.
+    Spawner(asio::io_context &io, const Options &opt, const Flag &stopping);
+
+    // Resolves the command in PATH and builds the workers' environment; the error names a missing command.
+    Result<void> prepare();
+
+    // Waits before the next spawn after consecutive boot failures: 100 ms, doubling up to 12.8 s; nothing
+    // after a success. Returns early when the pool stops.
+    awaitable<void> back_off();
+    // Starts one process (state spawning) on a fresh worker; its channel is not read yet.
+    Result<WorkerPtr> launch();
+    // The PID handshake (docs/protocol.md §2): our pid, the worker's pid back (and its context codec), within
+    // Options::boot_timeout. The error says what went wrong, in words for the log.
+    awaitable<Result<void>> handshake(WorkerPtr w);
+    // The log line for a worker that failed to boot: the error, how the process ended, its last stderr.
+    static std::string boot_failure(const Worker &w, const std::string &error);
+
+    // Consecutive boot failures; the last one's message.
+    void booted() { failures_ = 0, last_error_.clear(); }
+    void boot_failed(std::string message) { ++failures_, last_error_ = std::move(message); }
+    unsigned failures() const { return failures_; }
+    const std::string &last_error() const { return last_error_; }
+
+private:
+    asio::io_context &io_;
+    const Options &opt_;
+    const Flag &stopping_;
+    std::string exe_;
+    std::vector<std::string> args_, env_;
+    unsigned failures_ = 0;
+    std::string last_error_;
+};
+
+} // namespace ferry::pool

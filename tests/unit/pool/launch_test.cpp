@@ -1,0 +1,171 @@
+#include "launch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <climits>
+#include <cstdlib>
+#include <fcntl.h>
+#include <map>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+using namespace ferry::pool::detail;
+
+namespace {
+
+// fd → target of a process, from /proc/PID/fd.
+std::map<int, std::string> open_fds(const std::string &proc_fd_dir)
+{
+    std::map<int, std::string> out;
+    for (int fd = 0; fd < 1024; ++fd) {
+        char target[512];
+        std::string link = proc_fd_dir + "/" + std::to_string(fd);
+        ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+        if (n > 0)
+            out[fd] = std::string(target, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+
+std::string target_of(int fd)
+{
+    return open_fds("/proc/self/fd").at(fd);
+}
+
+bool inheritable(int fd)
+{
+    return (::fcntl(fd, F_GETFD) & FD_CLOEXEC) == 0;
+}
+
+// Reads `fd` until `marker` arrives, EOF, or 10 s without a byte.
+std::string read_until(int fd, const std::string &marker)
+{
+    std::string got;
+    char buf[4096];
+    while (got.find(marker) == std::string::npos) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 10000) <= 0)
+            break;
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+}
+
+} // namespace
+
+TEST(Launch, FindsExecutablesInPath)
+{
+    std::string php = find_executable("php");
+    ASSERT_FALSE(php.empty());
+    EXPECT_EQ(php.front(), '/');
+    EXPECT_EQ(find_executable("/bin/sh"), "/bin/sh");
+    EXPECT_EQ(find_executable("ferry-no-such-program-xyz"), "");
+    EXPECT_EQ(find_executable(""), "");
+}
+
+TEST(Launch, EnvironmentEntriesReplaceInheritedOnes)
+{
+    ::setenv("FERRY_SPAWN_TEST", "old", 1);
+    auto env = build_environment({"FERRY_SPAWN_TEST=new", "RR_MODE=http"});
+    EXPECT_EQ(std::count(env.begin(), env.end(), "FERRY_SPAWN_TEST=new"), 1);
+    EXPECT_EQ(std::count(env.begin(), env.end(), "FERRY_SPAWN_TEST=old"), 0);
+    EXPECT_EQ(std::count(env.begin(), env.end(), "RR_MODE=http"), 1);
+    EXPECT_NE(
+        std::find_if(env.begin(), env.end(), [](const std::string &s) { return s.rfind("PATH=", 0) == 0; }),
+        env.end());
+}
+
+// A worker holds no descriptor of the server's beyond its stdin, stdout and stderr (docs/architecture.md,
+// "Workers", Boost.Process trap 3): not the listening socket (a stopped server's port would stay taken), not
+// a client connection (it would stay open), not another worker's pipes (EOF-based stop would break), not a
+// file.
+TEST(Launch, AWorkerInheritsNoDescriptorBeyondItsStdio)
+{
+    // What a server holds, all without O_CLOEXEC so that only the launch code can keep them from the child:
+    // a listening socket, a connected socket pair, a pipe, a regular file, and one at a high number.
+    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(listener, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listener, 8), 0);
+    int conn[2], pipe_fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, conn), 0);
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    char file_name[] = "/tmp/ferry-launch-test-XXXXXX";
+    int file = ::mkstemp(file_name);
+    ASSERT_GE(file, 0);
+    int high = ::fcntl(pipe_fds[1], F_DUPFD, 200);
+    ASSERT_GE(high, 200);
+    const std::vector<int> held = {listener, conn[0], conn[1], pipe_fds[0], pipe_fds[1], file, high};
+    std::map<std::string, int> server_targets; // "socket:[123]" → fd
+    for (int fd : held) {
+        ASSERT_TRUE(inheritable(fd)) << "fd " << fd;
+        server_targets[target_of(fd)] = fd;
+    }
+
+    // fds.php reports what it has open on stderr, then waits for EOF on stdin.
+    const std::string script = std::string(FERRY_SOURCE_DIR) + "/tests/php/fds.php";
+    char resolved[PATH_MAX];
+    ASSERT_NE(::realpath(script.c_str(), resolved), nullptr);
+    boost::asio::io_context io;
+    boost::asio::writable_pipe in(io);
+    boost::asio::readable_pipe out(io), err(io);
+    auto pid = launch(find_executable("php"), {script}, build_environment({}), in, out, err);
+    ASSERT_TRUE(pid) << pid.error().message;
+    std::string report = read_until(err.native_handle(), "end\n");
+    auto outside = open_fds("/proc/" + std::to_string(*pid) + "/fd"); // while it waits on stdin
+    in.close();                                                       // EOF: it exits
+    int status = 0;
+    ASSERT_EQ(::waitpid(*pid, &status, 0), *pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    for (int fd : held)
+        ::close(fd);
+    ::unlink(file_name);
+
+    ASSERT_NE(report.find("end\n"), std::string::npos) << report;
+    std::map<int, std::string> inside;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = report.find('\n', start)) != std::string::npos; start = nl + 1) {
+        std::string line = report.substr(start, nl - start);
+        if (auto sp = line.find(' '); sp != std::string::npos)
+            inside[std::stoi(line.substr(0, sp))] = line.substr(sp + 1);
+    }
+    // Beyond 0-2, only what PHP opens itself may be there:
+    //  - the script it runs (the CLI keeps it open while it runs);
+    //  - OPcache's lock file, an unlinked /tmp/.ZendSem.XXXXXX, when opcache.enable_cli is on;
+    //  - in its own listing only, the directory handle scandir() read /proc/self/fd through, already closed
+    //    when the script reads the targets (readlink fails: "?").
+    auto own = [&](const std::string &target, bool listing) {
+        return target == resolved || target.find("/.ZendSem.") != std::string::npos ||
+               (listing && target == "?");
+    };
+    for (const auto &[fds, listing] : {std::pair{&inside, true}, std::pair{&outside, false}}) {
+        const char *view = listing ? "the worker's own listing" : "/proc/PID/fd";
+        for (int fd : {0, 1, 2}) {
+            ASSERT_TRUE(fds->count(fd)) << view << ": fd " << fd << " missing";
+            EXPECT_EQ(fds->at(fd).rfind("pipe:", 0), 0u) << view << ": fd " << fd << " is " << fds->at(fd);
+            EXPECT_FALSE(server_targets.count(fds->at(fd))) << view << ": fd " << fd << " is the server's";
+        }
+        for (const auto &[fd, target] : *fds) {
+            if (fd <= 2)
+                continue;
+            EXPECT_FALSE(server_targets.count(target)) << view << ": fd " << fd << " is the server's fd "
+                                                       << server_targets[target] << " (" << target << ")";
+            EXPECT_TRUE(own(target, listing)) << view << ": fd " << fd << " inherited: " << target;
+        }
+    }
+    EXPECT_LE(std::count_if(inside.begin(), inside.end(), [](const auto &e) { return e.second == "?"; }), 1);
+}
