@@ -154,13 +154,20 @@ Field<S> member_key(std::string_view name, Kind kind, M S::*member)
     };
     return f;
 }
+
+// member_key() for a member of the Value alternative's own type, with what a valid value is.
+template <typename M, typename S>
+Field<S> plain_key(std::string_view name, Kind kind, M S::*member, std::string_view expected)
+{
+    Field<S> f = member_key<M>(name, kind, member);
+    f.expected = expected;
+    return f;
+}
 } // namespace detail
 
 template <typename S> Field<S> boolean(std::string_view name, bool S::*member)
 {
-    Field<S> f = detail::member_key<bool>(name, Kind::boolean, member);
-    f.expected = "true or false";
-    return f;
+    return detail::plain_key(name, Kind::boolean, member, "true or false");
 }
 
 // Bounds beyond what T holds are clamped to it.
@@ -179,51 +186,41 @@ template <typename S>
 Field<S> size(std::string_view name, std::uint64_t S::*member, std::uint64_t bare_unit,
               std::string_view expected)
 {
-    Field<S> f = detail::member_key<std::uint64_t>(name, Kind::size, member);
+    Field<S> f = detail::plain_key(name, Kind::size, member, expected);
     f.unit = bare_unit;
-    f.expected = expected;
     return f;
 }
 
 template <typename S>
 Field<S> duration(std::string_view name, Duration S::*member, std::string_view expected = duration_expected)
 {
-    Field<S> f = detail::member_key<Duration>(name, Kind::duration, member);
-    f.expected = expected;
-    return f;
+    return detail::plain_key(name, Kind::duration, member, expected);
 }
 
 template <typename S>
 Field<S> string(std::string_view name, std::string S::*member, std::string_view expected)
 {
-    Field<S> f = detail::member_key<std::string>(name, Kind::string, member);
-    f.expected = expected;
-    return f;
+    return detail::plain_key(name, Kind::string, member, expected);
 }
 
 template <typename S>
 Field<S> list(std::string_view name, std::vector<std::string> S::*member, std::string_view expected,
               std::uint64_t min_items = 0)
 {
-    Field<S> f = detail::member_key<std::vector<std::string>>(name, Kind::list, member);
-    f.expected = expected;
+    Field<S> f = detail::plain_key(name, Kind::list, member, expected);
     f.min = min_items;
     return f;
 }
 
 template <typename S> Field<S> env(std::string_view name, EnvVars S::*member)
 {
-    Field<S> f = detail::member_key<EnvVars>(name, Kind::env, member);
-    f.expected = env_expected;
-    return f;
+    return detail::plain_key(name, Kind::env, member, env_expected);
 }
 
 template <typename S>
 Field<S> address(std::string_view name, Address S::*member, std::string_view expected = address_expected)
 {
-    Field<S> f = detail::member_key<Address>(name, Kind::address, member);
-    f.expected = expected;
-    return f;
+    return detail::plain_key(name, Kind::address, member, expected);
 }
 
 // A nested map whose keys fill the member `member` (a struct C).
