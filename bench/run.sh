@@ -433,11 +433,20 @@ vs_before() {  # a b -> "1.012× (+1.2 %)": ferry's median over ferry-before's; 
     printf "%.3f× (%s%.1f %%)", r, (d >= 0 ? "+" : "−"), (d >= 0 ? d : -d) }'
 }
 
+paired() {  # "a1 a2 ..." "b1 b2 ..." -> the median of the per-round ratios a_i / b_i, as vs_before shows it
+  local r
+  r=$(awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) if (y[i] > 0) print x[i] / y[i] }' | sort -g |
+      awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+  [[ -n "$r" ]] || { echo "n/a"; return; }
+  vs_before "$r" 1
+}
+
 table=$(
   head="| target | c1 req/s | c1 p99 | c64 req/s | c64 p99 | ratio to nginx+php-fpm at c64 | CPU µs/req (server / PHP) |"
   rule="|---|---:|---:|---:|---:|---:|---:|"
   if [[ -n "${WANT[ferry-before]:-}" ]]; then
-    head+=" ferry ÷ ferry-before (c1 / c64) |"; rule+="---:|"
+    head+=" ferry ÷ ferry-before (c1 / c64) | same, median of per-round ratios (c1 / c64) |"; rule+="---:|---:|"
   fi
   echo "$head"; echo "$rule"
   for t in "${ORDER[@]}"; do
@@ -451,10 +460,11 @@ table=$(
     if [[ -n "${WANT[ferry-before]:-}" ]]; then
       if [[ "$t" == ferry-before && -n "${R1[ferry]:-}" ]]; then
         printf ' %s / %s |' "$(vs_before "${R1[ferry]}" "${R1[$t]}")" "$(vs_before "${R64[ferry]}" "${R64[$t]}")"
+        printf ' %s / %s |' "$(paired "${RR1[ferry]}" "${RR1[$t]}")" "$(paired "${RR64[ferry]}" "${RR64[$t]}")"
       elif [[ "$t" == ferry-before ]]; then
-        printf ' n/a (no ferry target) |'
+        printf ' n/a (no ferry target) | n/a |'
       else
-        printf ' — |'
+        printf ' — | — |'
       fi
     fi
     printf '\n'

@@ -2,6 +2,7 @@
 
 #include "chunked_decoder.hpp"
 #include "ferry/conf/text.hpp"
+#include "head_rules.hpp"
 #include "head_scanner.hpp"
 
 #include <llhttp.h>
@@ -107,84 +108,6 @@ struct HttpParser::Callbacks {
         return count_head(s, len);
     }
 
-    // Host, target form, Content-Length and Transfer-Encoding rules (RFC 9112 §3.2, §6.1, §6.3).
-    static int check_head(HttpParser &s, llhttp_t *p)
-    {
-        auto &r = s.req_;
-        int hosts = 0, lengths = 0;
-        std::string_view host;
-        bool te = false, te_chunked_last = false;
-        int chunked_seen = 0;
-        std::string_view other_coding;
-        for (const auto &[name, value] : r.headers) {
-            if (iequals(name, "Host")) {
-                ++hosts;
-                host = value;
-            } else if (iequals(name, "Content-Length")) {
-                ++lengths;
-            } else if (iequals(name, "Transfer-Encoding")) {
-                te = true;
-                std::string_view rest = value;
-                while (!rest.empty()) {
-                    auto comma = rest.find(',');
-                    std::string_view item = rest.substr(0, comma);
-                    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-                    while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
-                        item.remove_prefix(1);
-                    while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
-                        item.remove_suffix(1);
-                    if (item.empty())
-                        continue; // empty list elements are allowed (RFC 9110 §5.6.1)
-                    te_chunked_last = iequals(item, "chunked");
-                    if (te_chunked_last)
-                        ++chunked_seen;
-                    else if (other_coding.empty())
-                        other_coding = item;
-                }
-            }
-        }
-        if (hosts > 1)
-            return s.fail(400, "more than one Host header");
-        if (p->http_minor >= 1 && hosts == 0)
-            return s.fail(400, "missing required Host header");
-        if (hosts == 1 && host != s.valid_host_) { // a connection's requests usually repeat their Host
-            if (!valid_host(host))
-                return s.fail(400, "invalid Host header \"" + printable(host) + "\"");
-            s.valid_host_.assign(host);
-        }
-        if (lengths > 1)
-            return s.fail(400, "more than one Content-Length header");
-        if (te) {
-            if (lengths > 0)
-                return s.fail(400, "both Content-Length and Transfer-Encoding");
-            if (p->http_minor == 0)
-                return s.fail(400, "Transfer-Encoding in an HTTP/1.0 request");
-            if (!te_chunked_last || chunked_seen != 1)
-                return s.fail(400, "Transfer-Encoding must end with a single \"chunked\"");
-            if (!other_coding.empty())
-                return s.fail(501, "unsupported transfer coding \"" + printable(other_coding) + "\"");
-        }
-        if (p->method == HTTP_CONNECT)
-            return s.fail(405, "CONNECT is not supported");
-        Target t = classify_target(r.target);
-        switch (t.form) {
-        case TargetForm::origin:
-            break;
-        case TargetForm::absolute:
-            r.authority.assign(t.authority);
-            break;
-        case TargetForm::asterisk:
-            if (p->method != HTTP_OPTIONS)
-                return s.fail(400, "request target \"*\" is only valid with OPTIONS");
-            break;
-        case TargetForm::authority:
-        case TargetForm::invalid:
-            return s.fail(400, "invalid request target \"" + printable(r.target) + "\"");
-        }
-        r.form = t.form;
-        return 0;
-    }
-
     static int on_headers_complete(llhttp_t *p)
     {
         auto &s = self(p);
@@ -212,10 +135,10 @@ struct HttpParser::Callbacks {
         r.keep_alive = llhttp_should_keep_alive(p) != 0;
         r.upgrade = p->upgrade != 0;
         if (r.upgrade)
-            r.keep_alive = false; // no protocol switch yet: answer, then close
+            r.keep_alive = false; // after the answer, unless a handler takes the connection over
         r.chunked = (p->flags & F_CHUNKED) != 0;
-        if (int st = check_head(s, p); st != 0)
-            return st;
+        if (auto checked = detail::check_head(r, s.valid_host_); !checked)
+            return s.fail(checked.error().status, std::move(checked.error().message));
         if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s.limits_.max_body_size)
             return s.fail(413, "request body of " + std::to_string(p->content_length) +
                                    " bytes is larger than max_request_size (" +

@@ -1,0 +1,206 @@
+// The parser against hostile input: request smuggling, bare CR/LF, control bytes, odd versions, targets.
+#include "ferry/server/http_parser.hpp"
+
+#include "parser_feed.hpp"
+
+using namespace parser_test;
+
+// ---- hostile input (issue 5): each case fed whole, byte by byte and in 7-byte pieces ---------------------
+
+namespace {
+
+struct Case {
+    const char *name;
+    std::string bytes;
+    int status;       // 0 = accepted
+    int requests = 1; // complete requests expected before the error (or in all, when accepted)
+};
+
+std::string chunked_head(const std::string &te = "chunked")
+{
+    return "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: " + te + "\r\n\r\n";
+}
+
+void run_cases(const std::vector<Case> &cases, Limits limits = {})
+{
+    for (const auto &c : cases) {
+        for (std::size_t step : {std::size_t(1), std::size_t(7), c.bytes.size()}) {
+            auto o = feed(c.bytes, step, limits);
+            EXPECT_EQ(o.error, c.status) << c.name << " (step " << step << "): " << o.error_message;
+            if (c.status != 0) {
+                EXPECT_FALSE(o.error_message.empty()) << c.name;
+            }
+            int want = c.status == 0 ? c.requests : c.requests - 1;
+            EXPECT_EQ(static_cast<int>(o.requests.size()), want) << c.name << " (step " << step << ")";
+            for (const auto &r : o.requests)
+                EXPECT_EQ(r.target.find("smuggled"), std::string::npos) << c.name;
+        }
+    }
+}
+
+} // namespace
+
+TEST(HttpParser, BareCrAndBareLfAreRejected)
+{
+    run_cases({
+        {"bare CR then smuggled request (CVE-2023-30589)",
+         "GET /cr HTTP/1.1\r\nHost: a\r\n\rXGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"bare CR inside a header value",
+         "GET / HTTP/1.1\r\nHost: a\r\nX-Abc: \rxTransfer-Encoding: chunked\r\n\r\n", 400},
+        {"bare CR in the request line", "GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"bare CR ending the request line", "GET / HTTP/1.1\rHost: a\r\n\r\n", 400},
+        {"bare LF line endings", "GET / HTTP/1.1\nHost: a\n\n", 400},
+        {"one header ending in bare LF", "GET / HTTP/1.1\r\nHost: a\nX: y\r\n\r\n", 400},
+        {"bare LF ending the head", "GET / HTTP/1.1\r\nHost: a\r\n\n", 400},
+        {"HTTP/0.9-style line with headers", "GET /x\nHost: a\r\n\r\n", 400},
+        {"bare CR in chunk size line", chunked_head() + "5\r\rhello\r\n0\r\n\r\n", 400},
+        {"bare CR after chunk data", chunked_head() + "5\r\nhello\rX0\r\n\r\n", 400},
+        {"bare LF after chunk data", chunked_head() + "5\r\nhello\n0\r\n\r\n", 400},
+        {"bare LF after chunk size", chunked_head() + "5\nhello\r\n0\r\n\r\n", 400},
+        {"bare CR in a trailer", chunked_head() + "0\r\nX-T: a\rGET /smuggled HTTP/1.1\r\n\r\n", 400},
+        {"bare CR in a chunk extension", chunked_head() + "5;a=\rb\r\nhello\r\n0\r\n\r\n", 400},
+        {"good request, then bare CR",
+         "GET /ok HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\nX: \ry\r\n\r\n", 400, 2},
+    });
+}
+
+TEST(HttpParser, ControlBytesAndFoldingAreRejected)
+{
+    using namespace std::string_literals;
+    run_cases({
+        {"NUL in target", "GET /a\0b HTTP/1.1\r\nHost: a\r\n\r\n"s, 400},
+        {"NUL in header value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n"s, 400},
+        {"0x01 in header name", "GET / HTTP/1.1\r\nHost: a\r\nX\x01Y: b\r\n\r\n", 400},
+        {"DEL in header value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\x7f\r\n\r\n", 400},
+        {"0x1f in target", "GET /\x1f HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"obs-fold with space", "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400},
+        {"obs-fold with tab", "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n", 400},
+        {"first header line folded", "GET / HTTP/1.1\r\n Host: a\r\n\r\n", 400},
+        {"tab inside a value is fine", "GET / HTTP/1.1\r\nHost: a\r\nX: a\tb\r\n\r\n", 0},
+        {"obs-text in a value is fine", "GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n", 0},
+    });
+}
+
+TEST(HttpParser, RequestLineAndVersions)
+{
+    Limits l;
+    l.max_request_line = 64;
+    run_cases(
+        {
+            {"HTTP/2.0", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+            {"HTTP/1.2", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", 505},
+            {"HTTP/0.9", "GET / HTTP/0.9\r\n\r\n", 505},
+            {"RTSP/1.0", "GET / RTSP/1.0\r\nHost: a\r\n\r\n", 400},
+            {"ICE/1.0", "GET / ICE/1.0\r\nHost: a\r\n\r\n", 400},
+            {"lowercase version", "GET / http/1.1\r\nHost: a\r\n\r\n", 400},
+            {"HTTP/11", "GET / HTTP/11\r\nHost: a\r\n\r\n", 400},
+            {"HTTP/1.1x", "GET / HTTP/1.1x\r\nHost: a\r\n\r\n", 400},
+            {"no version", "GET /\r\n\r\n", 400},
+            {"two spaces", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+            {"tab separator", "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+            {"trailing space", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", 400},
+            {"bad method byte", "G@T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+            {"long request line", "GET /" + std::string(100, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n", 414},
+            {"long unfinished request line", "GET /" + std::string(100, 'a'), 414},
+            {"leading empty line is ignored", "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+            {"HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n", 0},
+        },
+        l);
+}
+
+TEST(HttpParser, TargetsAndHost)
+{
+    run_cases({
+        {"origin form without slash", "GET x HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"asterisk with GET", "GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"asterisk with OPTIONS", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+        {"fragment", "GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"absolute form", "GET http://example.com/p?q=1 HTTP/1.1\r\nHost: other\r\n\r\n", 0},
+        {"absolute form, bad port", "GET http://a:xyz/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"absolute form with userinfo", "GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"other scheme", "GET ftp://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"CONNECT", "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 405},
+        {"Host with path", "GET /admin HTTP/1.1\r\nHost: shop.example/public/?\r\n\r\n", 400},
+        {"Host with fragment", "GET / HTTP/1.1\r\nHost: evil.com#\r\n\r\n", 400},
+        {"Host with query", "GET / HTTP/1.1\r\nHost: a?x=1\r\n\r\n", 400},
+        {"Host with bad port", "GET / HTTP/1.1\r\nHost: a:xyz\r\n\r\n", 400},
+        {"Host with big port", "GET / HTTP/1.1\r\nHost: a:123456\r\n\r\n", 400},
+        {"Host with space", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+        {"Host with userinfo", "GET / HTTP/1.1\r\nHost: user@a\r\n\r\n", 400},
+        {"Host unclosed IPv6", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},
+        {"Host IPv6", "GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 0},
+        {"Host reg-name chars", "GET / HTTP/1.1\r\nHost: a_b~c-d.example:8080\r\n\r\n", 0},
+        {"empty Host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 0},
+    });
+    auto o = feed("GET http://example.com/p?q=1 HTTP/1.1\r\nHost: other\r\n\r\n", 5);
+    ASSERT_EQ(o.requests.size(), 1u);
+    EXPECT_EQ(o.requests[0].form, ferry::server::TargetForm::absolute);
+    EXPECT_EQ(o.requests[0].authority, "example.com");
+}
+
+TEST(HttpParser, ContentLengthAndTransferEncoding)
+{
+    Limits l;
+    l.max_body_size = 1000;
+    run_cases(
+        {
+            {"CL.TE",
+             "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+             400},
+            {"TE.CL",
+             "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+             400},
+            {"same CL twice", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+             400},
+            {"CL list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\nx", 400},
+            {"CL plus sign", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\nx", 400},
+            {"CL hex", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x1\r\n\r\nx", 400},
+            {"CL empty", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", 400},
+            {"CL overflow", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1234567890123456789012345\r\n\r\n",
+             400},
+            {"CL too big", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413},
+            {"chunked", chunked_head() + "5\r\nhello\r\n0\r\n\r\n", 0},
+            {"Chunked (case)", chunked_head("Chunked") + "5\r\nhello\r\n0\r\n\r\n", 0},
+            {"gzip, chunked", chunked_head("gzip, chunked") + "5\r\nhello\r\n0\r\n\r\n", 501},
+            {"chunked, gzip", chunked_head("chunked, gzip") + "5\r\nhello\r\n0\r\n\r\n", 400},
+            {"xchunked", chunked_head("xchunked") + "5\r\nhello\r\n0\r\n\r\n", 400},
+            {"chunked with parameter", chunked_head("chunked;x=1") + "0\r\n\r\n", 400},
+            {"quoted chunked", chunked_head("\"chunked\"") + "0\r\n\r\n", 400},
+            {"identity", chunked_head("identity") + "0\r\n\r\n", 400},
+            {"chunked twice",
+             "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+             "chunked\r\n\r\n0\r\n\r\n",
+             400},
+            {"space before colon",
+             "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 400},
+            {"TE in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+            {"chunk size overflow", chunked_head() + "fffffffffffffffffff\r\n", 400},
+            {"chunk larger than the limit", chunked_head() + "7fffffff\r\n", 413},
+            {"chunks adding up over the limit",
+             chunked_head() + "3e8\r\n" + std::string(1000, 'x') + "\r\n1\r\n", 413},
+            {"non-hex chunk size", chunked_head() + "zz\r\nhello\r\n0\r\n\r\n", 400},
+            {"chunk extension", chunked_head() + "5;foo=bar;baz=\"q\"\r\nhello\r\n0\r\n\r\n", 0},
+            {"missing CRLF after data", chunked_head() + "5\r\nhelloX\r\n0\r\n\r\n", 400},
+            {"trailers", chunked_head() + "5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 0},
+        },
+        l);
+    auto o = feed(chunked_head() +
+                      "5;foo=bar;baz=\"q\"\r\nhello\r\n0\r\nX-T: 1\r\n\r\nGET /n HTTP/1.1\r\nHost: a\r\n\r\n",
+                  3);
+    ASSERT_EQ(o.error, 0) << o.error_message;
+    ASSERT_EQ(o.requests.size(), 2u);
+    EXPECT_EQ(o.requests[0].body, "hello");
+    EXPECT_EQ(o.requests[0].header("X-T"), ""); // trailers are dropped
+    EXPECT_EQ(o.requests[1].target, "/n");
+}
+
+TEST(HttpGrammar, Hosts)
+{
+    using ferry::server::valid_host;
+    for (const char *ok : {"", "a", "a.example", "a:80", "a:", "10.0.0.1:8080", "[::1]", "[::1]:443",
+                           "[2001:db8::1]", "a%41b", "x!$&'()*+,;=y", "a_b~c"})
+        EXPECT_TRUE(valid_host(ok)) << ok;
+    for (const char *bad : {"a/b", "a?b", "a#", "a b", "u@a", "a:xyz", "a:123456", "a:1:2", "[::1", "[::1]x",
+                            "[zz]", "a%4", "a%zz", "a\\b", "a\"b"})
+        EXPECT_FALSE(valid_host(bad)) << bad;
+}
