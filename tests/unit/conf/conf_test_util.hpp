@@ -14,6 +14,10 @@
 
 namespace conf_test {
 
+// What every conf test file uses (`using namespace conf_test;` brings them in).
+using namespace std::chrono_literals;
+using ferry::conf::Config;
+using ferry::conf::Duration;
 using ferry::conf::EnvLookup;
 using ferry::conf::LoadResult;
 

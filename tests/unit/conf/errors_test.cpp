@@ -6,12 +6,7 @@
 #include <string>
 #include <vector>
 
-using namespace std::chrono_literals;
 using namespace conf_test;
-using ferry::conf::Config;
-using ferry::conf::Duration;
-using ferry::conf::EnvLookup;
-using ferry::conf::LoadResult;
 
 // ---- errors --------------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@
 #include <vector>
 
 using namespace conf_test;
-using ferry::conf::Config;
 namespace schema = ferry::conf::schema;
 
 namespace {

@@ -11,13 +11,8 @@
 #include <unistd.h>
 #include <vector>
 
-using namespace std::chrono_literals;
 using namespace conf_test;
-using ferry::conf::Config;
-using ferry::conf::Duration;
-using ferry::conf::EnvLookup;
 using ferry::conf::load_file;
-using ferry::conf::LoadResult;
 
 // ---- overrides ----------------------------------------------------------------------------------
 
