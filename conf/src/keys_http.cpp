@@ -32,6 +32,10 @@ const schema::Table<HttpConfig> &limits()
         size("max_body_memory", &HttpConfig::max_body_memory, 1,
              "a positive number of bytes, or a size such as \"256MB\""),
         integer("max_pipelined", &HttpConfig::max_pipelined, "a positive integer", 1),
+        size("max_form_size", &HttpConfig::max_form_size, 1,
+             "a positive number of bytes, or a size such as \"8MB\""),
+        integer("max_form_fields", &HttpConfig::max_form_fields, "a positive integer", 1),
+        integer("max_form_depth", &HttpConfig::max_form_depth, "a positive integer", 1),
     }};
     return table;
 }
@@ -60,13 +64,14 @@ const schema::Table<HttpConfig> &http()
                  "a positive number of megabytes, or a size such as \"10MB\""),
             integer("internal_error_code", &HttpConfig::internal_error_code,
                     "an HTTP status code from 400 to 599", 400, 599),
+            boolean("raw_body", &HttpConfig::raw_body),
             group("uploads", uploads()),
             group("limits", limits()),
             group("timeouts", timeouts()),
             section("pool", &HttpConfig::pool, pool()),
         },
-        {"middleware", "static", "raw_body", "access_logs", "trusted_subnets", "headers", "gzip", "ssl",
-         "fcgi", "http2", "http3", "new_relic", "cache"},
+        {"middleware", "static", "access_logs", "trusted_subnets", "headers", "gzip", "ssl", "fcgi", "http2",
+         "http3", "new_relic", "cache"},
     };
     return table;
 }

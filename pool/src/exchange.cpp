@@ -23,6 +23,8 @@ void Exchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRe
     w.wbuf.clear();
     relay::encode_request(ctx, w.codec, w.wbuf);
     std::uint32_t ctx_len = static_cast<std::uint32_t>(w.wbuf.size());
+    if (body.form) // the parsed form is the body, in this worker's codec, after the context
+        relay::encode_form(*body.form, w.codec, w.wbuf);
     std::size_t head_len = relay::encode_header(out.head, relay::codec_flag(w.codec), 0,
                                                 static_cast<std::uint32_t>(w.wbuf.size() + body.size),
                                                 std::span<const std::uint32_t>(&ctx_len, 1));

@@ -3,6 +3,7 @@
 
 #include "ferry/conf/result.hpp"
 #include "ferry/relay/context.hpp"
+#include "ferry/relay/form.hpp"
 
 #include <string>
 #include <string_view>
@@ -13,5 +14,7 @@ void encode_json(const RequestContext &c, std::string &out);
 void encode_msgpack(const RequestContext &c, std::string &out);
 Result<void> decode_json(std::string_view in, ResponseContext &out);
 Result<void> decode_msgpack(std::string_view in, ResponseContext &out);
+void encode_form_json(const FormNode &array, std::string &out);
+void encode_form_msgpack(const FormNode &array, std::string &out);
 
 } // namespace ferry::relay::detail

@@ -134,6 +134,27 @@ struct JsonAdapter {
 
 } // namespace
 
+void encode_form_json(const FormNode &array, std::string &out)
+{
+    const bool list = array.is_list() && !array.items.empty(); // an empty form is {} (docs/protocol.md §3)
+    out += list ? '[' : '{';
+    bool first = true;
+    for (const auto &[key, node] : array.items) {
+        if (!first)
+            out += ',';
+        first = false;
+        if (!list) {
+            append_json_string(out, key);
+            out += ':';
+        }
+        if (node.array)
+            encode_form_json(node, out);
+        else
+            append_json_string(out, node.value);
+    }
+    out += list ? ']' : '}';
+}
+
 void encode_json(const RequestContext &c, std::string &out)
 {
     out += "{\"remoteAddr\":";

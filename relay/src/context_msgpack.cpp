@@ -32,6 +32,32 @@ void pack_str(Packer &pk, std::string_view s)
 
 } // namespace
 
+namespace {
+void pack_form(Packer &pk, const FormNode &array)
+{
+    const bool list = array.is_list() && !array.items.empty(); // an empty form is a map, as in JSON
+    if (list)
+        pk.pack_array(size32(array.items.size()));
+    else
+        pk.pack_map(size32(array.items.size()));
+    for (const auto &[key, node] : array.items) {
+        if (!list)
+            pack_str(pk, key);
+        if (node.array)
+            pack_form(pk, node);
+        else
+            pack_str(pk, node.value);
+    }
+}
+} // namespace
+
+void encode_form_msgpack(const FormNode &array, std::string &out)
+{
+    StringSink sink{out};
+    Packer pk(sink);
+    pack_form(pk, array);
+}
+
 void encode_msgpack(const RequestContext &c, std::string &out)
 {
     StringSink sink{out};

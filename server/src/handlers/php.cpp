@@ -2,6 +2,8 @@
 
 #include "ferry/relay/log.hpp"
 #include "ferry/server/http_grammar.hpp"
+#include "forms/form_body.hpp"
+#include "forms/urlencoded.hpp"
 #include "http/body_stream.hpp"
 #include "http/response.hpp"
 #include "request_body.hpp"
@@ -194,6 +196,16 @@ private:
     bool failed_ = false;
 };
 
+relay::FormLimits form_limits(const conf::HttpConfig &http)
+{
+    relay::FormLimits l;
+    l.max_fields = http.max_form_fields;
+    l.max_depth = http.max_form_depth;
+    l.fields_key = "http.limits.max_form_fields";
+    l.depth_key = "http.limits.max_form_depth";
+    return l;
+}
+
 // "<client> <method> <target>" for a log line.
 std::string describe(const Exchange &ex)
 {
@@ -203,11 +215,21 @@ std::string describe(const Exchange &ex)
 class PhpConnection final : public Handler::Connection {
 public:
     PhpConnection(SharedState &st, pool::Pool &pool)
-        : st_(st), pool_(pool), body_(st.budget, st.config.http.body_buffer_size, st.temp_dir)
+        : st_(st), pool_(pool), body_(st.budget, st.config.http.body_buffer_size, st.temp_dir),
+          form_body_(st.budget, st.config.http.max_form_size), form_(form_limits(st.config.http))
     {
     }
 
-    BodySink *body_sink(const Request &) override { return &body_; }
+    // A urlencoded form is parsed by the server (docs/protocol.md §3) unless http.raw_body; RoadRunner
+    // parses it for every method but HEAD and OPTIONS.
+    BodySink *body_sink(const Request &req) override
+    {
+        is_form_ = !st_.config.http.raw_body && req.method != "HEAD" && req.method != "OPTIONS" &&
+                   is_urlencoded(req.header("Content-Type"));
+        if (is_form_)
+            return &form_body_;
+        return &body_;
+    }
 
     void release_idle_memory(bool large_head) override
     {
@@ -222,10 +244,26 @@ public:
         const auto &http = st_.config.http;
         const Request &req = ex.request;
         build_context(ctx_, req, ex.transport.remote(), st_.default_host);
+        pool::BodyRef body = body_.ref();
+        if (is_form_) {
+            auto parsed = parse_urlencoded(form_body_.text(), form_);
+            form_body_.clear();
+            if (!parsed) {
+                log::info("http", describe(ex) + ": 400 " + parsed.error().message);
+                form_.clear();
+                append_error(ex.out, 400, parsed.error().message, ex.keep_alive, false);
+                co_return ex.keep_alive ? After::keep_alive : After::close;
+            }
+            ctx_.parsed = true;
+            body = pool::BodyRef{};
+            body.form = &form_;
+        }
         ResponseSink sink(st_, ex);
         body_out_.clear();
-        pool::Reply res = co_await pool_.exec(ctx_, body_.ref(), body_out_, &sink);
+        pool::Reply res = co_await pool_.exec(ctx_, body, body_out_, &sink);
         body_.clear();
+        if (is_form_)
+            form_.clear();
         // SIGTERM may have come while PHP worked: then say Connection: close.
         bool keep_alive = ex.keep_alive && !st_.draining;
         const bool head_request = req.method == "HEAD";
@@ -284,6 +322,9 @@ private:
     SharedState &st_;
     pool::Pool &pool_;
     RequestBody body_;
+    FormBody form_body_;
+    relay::FormTree form_;
+    bool is_form_ = false; // the request being served is a form the server parses
     relay::RequestContext ctx_;
     std::string body_out_;
 };

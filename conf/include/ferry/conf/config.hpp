@@ -61,6 +61,11 @@ struct HttpConfig {
     std::uint64_t max_body_memory = 256ull * 1024 * 1024; // http.limits.max_body_memory: all bodies in memory
     std::string uploads_dir;     // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
     unsigned max_pipelined = 16; // http.limits.max_pipelined
+    bool raw_body = false;       // http.raw_body: forms reach PHP unparsed
+    std::uint64_t max_form_size =
+        8 * 1024 * 1024;             // http.limits.max_form_size: a urlencoded form (413 beyond)
+    unsigned max_form_fields = 1000; // http.limits.max_form_fields (400 beyond), as max_input_vars
+    unsigned max_form_depth = 64;    // http.limits.max_form_depth (400 beyond), as max_input_nesting_level
     Duration read_header_timeout = std::chrono::seconds(10); // http.timeouts.read_header
     Duration read_body_timeout = std::chrono::seconds(60);   // http.timeouts.read_body (between body reads)
     Duration write_timeout = std::chrono::seconds(60);       // http.timeouts.write

@@ -7,6 +7,7 @@
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/budget.hpp"
 #include "ferry/relay/context.hpp"
+#include "ferry/relay/form.hpp"
 #include "ferry/relay/frame.hpp"
 #include "ferry/relay/io.hpp"
 
@@ -54,6 +55,8 @@ struct BodyRef {
     std::string_view memory; // when fd < 0
     int fd = -1;
     std::uint64_t size = 0;
+    // A form the server parsed: sent instead, encoded in the worker's codec (the context says parsed).
+    const relay::FormTree *form = nullptr;
 };
 
 // What exec() gives: the outcome, and the response when there is one.

@@ -1,0 +1,120 @@
+#include "ferry/relay/form.hpp"
+
+#include "context_codec.hpp"
+
+#include <charconv>
+
+namespace ferry::relay {
+namespace {
+
+// PHP's integer-like array keys: "0", "-3", "42", not "05", "+1", "1.0", " 1" or beyond int64.
+bool integer_key(std::string_view k, std::int64_t &n)
+{
+    if (k.empty() || k.size() > 20)
+        return false;
+    std::string_view digits = k.front() == '-' ? k.substr(1) : k;
+    if (digits.empty() || (digits.size() > 1 && digits.front() == '0') || (k.front() == '-' && digits == "0"))
+        return false;
+    auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), n);
+    return ec == std::errc() && p == k.data() + k.size();
+}
+
+FormNode &child(FormNode &parent, std::string_view key)
+{
+    if (!parent.array) { // a leaf (or nothing) where an array is needed: PHP replaces it
+        parent = FormNode{};
+        parent.array = true;
+    }
+    std::string name;
+    if (key.data() == nullptr) { // "[]": the next integer key
+        name = std::to_string(parent.next_index++);
+    } else {
+        std::int64_t n = 0;
+        if (integer_key(key, n) && n >= parent.next_index)
+            parent.next_index = n == INT64_MAX ? n : n + 1;
+        name.assign(key);
+        for (auto &[k, node] : parent.items)
+            if (k == name)
+                return node;
+    }
+    parent.items.emplace_back(std::move(name), FormNode{});
+    return parent.items.back().second;
+}
+
+} // namespace
+
+bool FormNode::is_list() const
+{
+    std::size_t i = 0;
+    for (const auto &[k, v] : items) {
+        (void)v;
+        if (k != std::to_string(i++))
+            return false;
+    }
+    return true;
+}
+
+void FormTree::clear()
+{
+    root_ = FormNode{};
+    root_.array = true;
+    fields_ = 0;
+}
+
+Result<void> FormTree::add(std::string_view name, std::string_view value)
+{
+    if (fields_ >= limits_.max_fields)
+        return fail("more than " + std::to_string(limits_.max_fields) + " form fields (the limit is " +
+                    std::string(limits_.fields_key) + ")");
+    ++fields_;
+    while (!name.empty() && name.front() == ' ')
+        name.remove_prefix(1);
+    // The base name, up to the first "[" that has a "]" after it.
+    std::size_t open = name.find('[');
+    std::string base;
+    std::string_view rest;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        char c = name[i];
+        if (c == '[' && i == open) {
+            if (name.find(']', i) != std::string_view::npos) {
+                rest = name.substr(i);
+                break;
+            }
+            base += '_'; // an unclosed "[": PHP keeps the rest as part of the name
+            base.append(name.substr(i + 1));
+            break;
+        }
+        base += (c == ' ' || c == '.') ? '_' : c;
+    }
+    if (base.empty())
+        return {};
+    FormNode *node = &child(root_, base);
+    std::size_t depth = 0;
+    while (!rest.empty() && rest.front() == '[') {
+        std::size_t close = rest.find(']');
+        if (close == std::string_view::npos)
+            break; // an unclosed "[" after a closed one: the rest is ignored
+        if (++depth > limits_.max_depth)
+            return fail("form field name nested deeper than " + std::to_string(limits_.max_depth) +
+                        " levels (the limit is " + std::string(limits_.depth_key) + ")");
+        // "[]" and "[ ]" append; any other key is kept whole, its leading whitespace too (as PHP does).
+        std::string_view key = rest.substr(1, close - 1);
+        if (key.find_first_not_of(" \t\r\n") == std::string_view::npos)
+            key = std::string_view();
+        node = &child(*node, key);
+        rest = rest.substr(close + 1);
+    }
+    *node = FormNode{};
+    node->value.assign(value);
+    return {};
+}
+
+void encode_form(const FormTree &form, Codec codec, std::string &out)
+{
+    if (codec == Codec::json)
+        detail::encode_form_json(form.root(), out);
+    else
+        detail::encode_form_msgpack(form.root(), out);
+}
+
+} // namespace ferry::relay

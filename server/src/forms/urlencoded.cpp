@@ -1,0 +1,56 @@
+#include "urlencoded.hpp"
+
+#include "ferry/server/http_grammar.hpp"
+
+#include <string>
+
+namespace ferry::server::detail {
+namespace {
+
+void decode(std::string_view in, std::string &out)
+{
+    out.clear();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        char c = in[i];
+        if (c == '+') {
+            out += ' ';
+        } else if (c == '%' && i + 2 < in.size() && hex_value(in[i + 1]) >= 0 && hex_value(in[i + 2]) >= 0) {
+            out += static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2]));
+            i += 2;
+        } else {
+            out += c;
+        }
+    }
+}
+
+} // namespace
+
+Result<void> parse_urlencoded(std::string_view body, relay::FormTree &form)
+{
+    std::string name, value;
+    while (!body.empty()) {
+        std::size_t amp = body.find('&');
+        std::string_view pair = body.substr(0, amp);
+        body = amp == std::string_view::npos ? std::string_view() : body.substr(amp + 1);
+        if (pair.empty())
+            continue;
+        std::size_t eq = pair.find('=');
+        decode(pair.substr(0, eq), name);
+        decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), value);
+        if (auto r = form.add(name, value); !r)
+            return r;
+    }
+    return {};
+}
+
+bool is_urlencoded(std::string_view content_type)
+{
+    std::string_view type = content_type.substr(0, content_type.find(';'));
+    while (!type.empty() && (type.back() == ' ' || type.back() == '\t'))
+        type.remove_suffix(1);
+    while (!type.empty() && (type.front() == ' ' || type.front() == '\t'))
+        type.remove_prefix(1);
+    return iequals(type, "application/x-www-form-urlencoded");
+}
+
+} // namespace ferry::server::detail
