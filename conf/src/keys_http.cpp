@@ -1,13 +1,44 @@
 // http: the front end's address, request limits, timeouts and upload spooling (the pool is in keys_pool.cpp).
 // `limits`, `timeouts` and `uploads` are Ferry's own sections apart from uploads.dir (docs/protocol.md
 // lists RoadRunner's keys).
+#include "ferry/conf/text.hpp"
 #include "keys.hpp"
+
+#include <arpa/inet.h>
+#include <optional>
 
 namespace ferry::conf::keys {
 
 namespace {
 
 constexpr std::uint64_t megabyte = 1ull << 20;
+
+// "10.0.0.0/8", "fd00::/8", or one address (all of its bits).
+std::optional<schema::Problem> subnets(const schema::Value &value, const std::string &)
+{
+    const auto &list = std::get<std::vector<std::string>>(value);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string &item = list[i];
+        auto slash = item.find('/');
+        std::string addr = item.substr(0, slash);
+        unsigned char buf[16];
+        int bits = ::inet_pton(AF_INET, addr.c_str(), buf) == 1    ? 32
+                   : ::inet_pton(AF_INET6, addr.c_str(), buf) == 1 ? 128
+                                                                   : -1;
+        bool ok = bits > 0;
+        if (ok && slash != std::string::npos) {
+            std::string prefix = item.substr(slash + 1);
+            ok = !prefix.empty() && prefix.size() <= 3 &&
+                 prefix.find_first_not_of("0123456789") == std::string::npos && std::stoi(prefix) <= bits;
+        }
+        if (!ok)
+            return schema::Problem{quote(item) +
+                                       " is not a subnet (expected an address with an optional /prefix, "
+                                       "e.g. \"10.0.0.0/8\" or \"::1\")",
+                                   i};
+    }
+    return std::nullopt;
+}
 
 const schema::Table<HttpConfig> &uploads()
 {
@@ -65,13 +96,15 @@ const schema::Table<HttpConfig> &http()
             integer("internal_error_code", &HttpConfig::internal_error_code,
                     "an HTTP status code from 400 to 599", 400, 599),
             boolean("raw_body", &HttpConfig::raw_body),
+            list("trusted_subnets", &HttpConfig::trusted_subnets, "a list of subnets such as \"10.0.0.0/8\"")
+                .checked(subnets),
             group("uploads", uploads()),
             group("limits", limits()),
             group("timeouts", timeouts()),
             section("pool", &HttpConfig::pool, pool()),
         },
-        {"middleware", "static", "access_logs", "trusted_subnets", "headers", "gzip", "ssl", "fcgi", "http2",
-         "http3", "new_relic", "cache"},
+        {"middleware", "static", "access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3",
+         "new_relic", "cache"},
     };
     return table;
 }

@@ -6,6 +6,7 @@
 #include "forms/urlencoded.hpp"
 #include "http/body_stream.hpp"
 #include "http/response.hpp"
+#include "proxies.hpp"
 #include "request_body.hpp"
 #include "shared_state.hpp"
 
@@ -214,9 +215,10 @@ std::string describe(const Exchange &ex)
 
 class PhpConnection final : public Handler::Connection {
 public:
-    PhpConnection(SharedState &st, pool::Pool &pool)
+    PhpConnection(SharedState &st, pool::Pool &pool, const TrustedProxies &proxies)
         : st_(st), pool_(pool), body_(st.budget, st.config.http.body_buffer_size, st.temp_dir),
-          form_body_(st.budget, st.config.http.max_form_size), form_(form_limits(st.config.http))
+          form_body_(st.budget, st.config.http.max_form_size), form_(form_limits(st.config.http)),
+          proxies_(proxies)
     {
     }
 
@@ -244,6 +246,8 @@ public:
         const auto &http = st_.config.http;
         const Request &req = ex.request;
         build_context(ctx_, req, ex.transport.remote(), st_.default_host);
+        if (!proxies_.empty())
+            proxies_.apply(req, ctx_);
         pool::BodyRef body = body_.ref();
         if (is_form_) {
             auto parsed = parse_urlencoded(form_body_.text(), form_);
@@ -325,15 +329,21 @@ private:
     FormBody form_body_;
     relay::FormTree form_;
     bool is_form_ = false; // the request being served is a form the server parses
+    const TrustedProxies &proxies_;
     relay::RequestContext ctx_;
     std::string body_out_;
 };
 
 } // namespace
 
+PhpHandler::PhpHandler(SharedState &state, pool::Pool &pool)
+    : state_(state), pool_(pool), proxies_(state.config.http.trusted_subnets)
+{
+}
+
 std::unique_ptr<Handler::Connection> PhpHandler::connect()
 {
-    return std::make_unique<PhpConnection>(state_, pool_);
+    return std::make_unique<PhpConnection>(state_, pool_, proxies_);
 }
 
 } // namespace ferry::server::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "handler.hpp"
+#include "proxies.hpp"
 
 #include "ferry/pool/pool.hpp"
 
@@ -12,7 +13,7 @@ struct SharedState;
 
 class PhpHandler final : public Handler {
 public:
-    PhpHandler(SharedState &state, pool::Pool &pool) : state_(state), pool_(pool) {}
+    PhpHandler(SharedState &state, pool::Pool &pool);
     std::string_view name() const override { return "php"; }
     bool accepts(const Request &) const override { return true; }
     std::unique_ptr<Connection> connect() override;
@@ -20,6 +21,7 @@ public:
 private:
     SharedState &state_;
     pool::Pool &pool_;
+    TrustedProxies proxies_; // http.trusted_subnets, parsed once per loop
 };
 
 } // namespace ferry::server::detail

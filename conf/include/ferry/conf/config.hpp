@@ -62,6 +62,9 @@ struct HttpConfig {
     std::string uploads_dir;     // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
     unsigned max_pipelined = 16; // http.limits.max_pipelined
     bool raw_body = false;       // http.raw_body: forms reach PHP unparsed
+    // http.trusted_subnets: peers whose X-Forwarded-For & co. are believed ("10.0.0.0/8", "::1"); none
+    // by default (RoadRunner trusts private ranges when its proxy_ip_parser middleware is on).
+    std::vector<std::string> trusted_subnets;
     std::uint64_t max_form_size =
         8 * 1024 * 1024;             // http.limits.max_form_size: a urlencoded form (413 beyond)
     unsigned max_form_fields = 1000; // http.limits.max_form_fields (400 beyond), as max_input_vars
