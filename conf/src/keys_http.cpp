@@ -44,8 +44,13 @@ const schema::Table<HttpConfig> &uploads()
 {
     using namespace schema;
     static const Table<HttpConfig> table{
-        {string("dir", &HttpConfig::uploads_dir, "a directory for temp files")},
-        {"forbid", "allow"},
+        {
+            string("dir", &HttpConfig::uploads_dir, "a directory for temp files"),
+            list("forbid", &HttpConfig::uploads_forbid, "a list of file extensions such as \".php\""),
+            list("allow", &HttpConfig::uploads_allow, "a list of file extensions such as \".jpg\""),
+            size("max_file_size", &HttpConfig::uploads_max_file_size, 1,
+                 "a number of bytes, or a size such as \"20MB\" (0 = no limit)", 0),
+        },
     };
     return table;
 }

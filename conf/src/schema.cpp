@@ -208,7 +208,7 @@ Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, cons
         if (!bytes) {
             return reject(node, path, t, key, bytes.error());
         }
-        if (*bytes == 0) {
+        if (*bytes < key.min) {
             return doc_.out_of_range(node, path, t, key.expected);
         }
         return Value(*bytes);

@@ -80,7 +80,7 @@ struct Key {
     std::string_view name;
     Kind kind = Kind::string;
     std::string_view expected;      // what a valid value is: "... (expected <this>)"
-    std::uint64_t min = 0, max = 0; // integer: the bounds; list: the fewest items
+    std::uint64_t min = 0, max = 0; // integer: the bounds; size: the least; list: the fewest items
     std::uint64_t unit = 1;         // size: what a bare number counts; other than bytes: dumped as "<n>B"
     IfMissing if_missing = IfMissing::keep_default;
     std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
@@ -184,10 +184,11 @@ Field<S> integer(std::string_view name, T S::*member, std::string_view expected,
 
 template <typename S>
 Field<S> size(std::string_view name, std::uint64_t S::*member, std::uint64_t bare_unit,
-              std::string_view expected)
+              std::string_view expected, std::uint64_t min = 1)
 {
     Field<S> f = detail::plain_key(name, Kind::size, member, expected);
     f.unit = bare_unit;
+    f.min = min;
     return f;
 }
 

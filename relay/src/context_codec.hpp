@@ -14,7 +14,7 @@ void encode_json(const RequestContext &c, std::string &out);
 void encode_msgpack(const RequestContext &c, std::string &out);
 Result<void> decode_json(std::string_view in, ResponseContext &out);
 Result<void> decode_msgpack(std::string_view in, ResponseContext &out);
-void encode_form_json(const FormNode &array, std::string &out);
-void encode_form_msgpack(const FormNode &array, std::string &out);
+void encode_form_json(const FormTree &form, std::string &out);
+void encode_form_msgpack(const FormTree &form, std::string &out);
 
 } // namespace ferry::relay::detail

@@ -134,7 +134,8 @@ struct JsonAdapter {
 
 } // namespace
 
-void encode_form_json(const FormNode &array, std::string &out)
+namespace {
+void json_form_array(const FormTree &form, const FormNode &array, std::string &out)
 {
     const bool list = array.is_list() && !array.items.empty(); // an empty form is {} (docs/protocol.md §3)
     out += list ? '[' : '{';
@@ -147,12 +148,29 @@ void encode_form_json(const FormNode &array, std::string &out)
             append_json_string(out, key);
             out += ':';
         }
-        if (node.array)
-            encode_form_json(node, out);
-        else
+        if (node.array) {
+            json_form_array(form, node, out);
+        } else if (node.file >= 0) {
+            const UploadedFile &f = form.files()[static_cast<std::size_t>(node.file)];
+            out += "{\"name\":";
+            append_json_string(out, f.name);
+            out += ",\"mime\":";
+            append_json_string(out, f.mime);
+            out += ",\"size\":" + std::to_string(f.size) + ",\"error\":" + std::to_string(f.error) +
+                   ",\"tmpName\":";
+            append_json_string(out, f.tmp_name);
+            out += '}';
+        } else {
             append_json_string(out, node.value);
+        }
     }
     out += list ? ']' : '}';
+}
+} // namespace
+
+void encode_form_json(const FormTree &form, std::string &out)
+{
+    json_form_array(form, form.root(), out);
 }
 
 void encode_json(const RequestContext &c, std::string &out)
@@ -193,7 +211,12 @@ void encode_json(const RequestContext &c, std::string &out)
     out += "},\"rawQuery\":";
     append_json_string(out, c.raw_query);
     out += c.parsed ? ",\"parsed\":true" : ",\"parsed\":false";
-    out += ",\"uploads\":null,\"attributes\":{}}";
+    out += ",\"uploads\":";
+    if (c.uploads)
+        encode_form_json(*c.uploads, out);
+    else
+        out += "null";
+    out += ",\"attributes\":{}}";
 }
 
 Result<void> decode_json(std::string_view in, ResponseContext &out)

@@ -33,7 +33,7 @@ void pack_str(Packer &pk, std::string_view s)
 } // namespace
 
 namespace {
-void pack_form(Packer &pk, const FormNode &array)
+void pack_form(Packer &pk, const FormTree &form, const FormNode &array)
 {
     const bool list = array.is_list() && !array.items.empty(); // an empty form is a map, as in JSON
     if (list)
@@ -43,19 +43,33 @@ void pack_form(Packer &pk, const FormNode &array)
     for (const auto &[key, node] : array.items) {
         if (!list)
             pack_str(pk, key);
-        if (node.array)
-            pack_form(pk, node);
-        else
+        if (node.array) {
+            pack_form(pk, form, node);
+        } else if (node.file >= 0) {
+            const UploadedFile &f = form.files()[static_cast<std::size_t>(node.file)];
+            pk.pack_map(5);
+            pack_str(pk, "name");
+            pack_str(pk, f.name);
+            pack_str(pk, "mime");
+            pack_str(pk, f.mime);
+            pack_str(pk, "size");
+            pk.pack_uint64(f.size);
+            pack_str(pk, "error");
+            pk.pack_int(f.error);
+            pack_str(pk, "tmpName");
+            pack_str(pk, f.tmp_name);
+        } else {
             pack_str(pk, node.value);
+        }
     }
 }
 } // namespace
 
-void encode_form_msgpack(const FormNode &array, std::string &out)
+void encode_form_msgpack(const FormTree &form, std::string &out)
 {
     StringSink sink{out};
     Packer pk(sink);
-    pack_form(pk, array);
+    pack_form(pk, form, form.root());
 }
 
 void encode_msgpack(const RequestContext &c, std::string &out)
@@ -93,7 +107,10 @@ void encode_msgpack(const RequestContext &c, std::string &out)
     else
         pk.pack_false();
     pack_str(pk, "uploads");
-    pk.pack_nil();
+    if (c.uploads)
+        pack_form(pk, *c.uploads, c.uploads->root());
+    else
+        pk.pack_nil();
     pack_str(pk, "attributes");
     pk.pack_map(0);
 }

@@ -59,9 +59,32 @@ void FormTree::clear()
     root_ = FormNode{};
     root_.array = true;
     fields_ = 0;
+    files_.clear();
 }
 
 Result<void> FormTree::add(std::string_view name, std::string_view value)
+{
+    auto node = leaf(name);
+    if (!node)
+        return node.error();
+    if (*node)
+        (*node)->value.assign(value);
+    return {};
+}
+
+Result<void> FormTree::add_file(std::string_view name, UploadedFile file)
+{
+    auto node = leaf(name);
+    if (!node)
+        return node.error();
+    if (*node) {
+        (*node)->file = static_cast<int>(files_.size());
+        files_.push_back(std::move(file));
+    }
+    return {};
+}
+
+Result<FormNode *> FormTree::leaf(std::string_view name)
 {
     if (fields_ >= limits_.max_fields)
         return fail("more than " + std::to_string(limits_.max_fields) + " form fields (the limit is " +
@@ -87,7 +110,7 @@ Result<void> FormTree::add(std::string_view name, std::string_view value)
         base += (c == ' ' || c == '.') ? '_' : c;
     }
     if (base.empty())
-        return {};
+        return static_cast<FormNode *>(nullptr); // ignored, as PHP does
     FormNode *node = &child(root_, base);
     std::size_t depth = 0;
     while (!rest.empty() && rest.front() == '[') {
@@ -105,16 +128,15 @@ Result<void> FormTree::add(std::string_view name, std::string_view value)
         rest = rest.substr(close + 1);
     }
     *node = FormNode{};
-    node->value.assign(value);
-    return {};
+    return node;
 }
 
 void encode_form(const FormTree &form, Codec codec, std::string &out)
 {
     if (codec == Codec::json)
-        detail::encode_form_json(form.root(), out);
+        detail::encode_form_json(form, out);
     else
-        detail::encode_form_msgpack(form.root(), out);
+        detail::encode_form_msgpack(form, out);
 }
 
 } // namespace ferry::relay

@@ -24,6 +24,16 @@ $worker->serve(static function (ServerRequestInterface $request) use ($psr17): R
         'query' => (object) $request->getQueryParams(),
         'cookies' => (object) $request->getCookieParams(),
         'parsedBody' => $request->getParsedBody(),
+        'files' => array_map(
+            static fn ($f) => [
+                'name' => $f->getClientFilename(),
+                'type' => $f->getClientMediaType(),
+                'size' => $f->getSize(),
+                'error' => $f->getError(),
+                'md5' => $f->getError() === UPLOAD_ERR_OK ? md5((string) $f->getStream()) : null,
+            ],
+            array_filter($request->getUploadedFiles(), static fn ($f) => $f instanceof Psr\Http\Message\UploadedFileInterface),
+        ),
         'body' => (string) $request->getBody(),
         'remoteAddr' => $server['REMOTE_ADDR'] ?? null,
         'requestUri' => $server['REQUEST_URI'] ?? null,

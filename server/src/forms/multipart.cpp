@@ -80,13 +80,15 @@ std::optional<std::string> MultipartParser::boundary_of(std::string_view content
 }
 
 MultipartParser::MultipartParser(std::string_view boundary, Limits limits, MultipartHandler &handler)
-    : delimiter_("\r\n--" + std::string(boundary)), limits_(limits), handler_(handler)
+    : limits_(limits), handler_(handler)
 {
-    reset();
+    reset(boundary);
 }
 
-void MultipartParser::reset()
+void MultipartParser::reset(std::string_view boundary)
 {
+    delimiter_ = "\r\n--";
+    delimiter_.append(boundary);
     state_ = State::preamble;
     buf_ = "\r\n"; // the first boundary may open the body: a virtual CRLF makes it a delimiter too
     parts_ = 0;

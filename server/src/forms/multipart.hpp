@@ -40,7 +40,8 @@ public:
     static bool is_multipart(std::string_view content_type);
 
     MultipartParser(std::string_view boundary, Limits limits, MultipartHandler &handler);
-    void reset();
+    // A new body with this boundary.
+    void reset(std::string_view boundary);
 
     // The next bytes of the body. A failure (malformed body, a limit, or the handler's) is final.
     HttpResult<void> feed(std::string_view bytes);

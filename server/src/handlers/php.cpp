@@ -3,6 +3,7 @@
 #include "ferry/relay/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "forms/form_body.hpp"
+#include "forms/multipart_body.hpp"
 #include "forms/urlencoded.hpp"
 #include "http/body_stream.hpp"
 #include "http/response.hpp"
@@ -226,10 +227,27 @@ public:
     // parses it for every method but HEAD and OPTIONS.
     BodySink *body_sink(const Request &req) override
     {
-        is_form_ = !st_.config.http.raw_body && req.method != "HEAD" && req.method != "OPTIONS" &&
-                   is_urlencoded(req.header("Content-Type"));
+        const auto &http = st_.config.http;
+        const bool parse = !http.raw_body && req.method != "HEAD" && req.method != "OPTIONS";
+        std::string_view type = req.header("Content-Type");
+        is_form_ = parse && is_urlencoded(type);
+        is_multipart_ = parse && !is_form_ && MultipartParser::is_multipart(type);
         if (is_form_)
             return &form_body_;
+        if (is_multipart_) {
+            if (!multipart_) {
+                UploadRules rules;
+                rules.dir = st_.temp_dir;
+                rules.forbid = http.uploads_forbid;
+                rules.allow = http.uploads_allow;
+                rules.max_file_size = http.uploads_max_file_size;
+                rules.max_fields_size = http.max_form_size;
+                rules.limits = form_limits(http);
+                multipart_.emplace(std::move(rules));
+            }
+            multipart_->start(type);
+            return &*multipart_;
+        }
         return &body_;
     }
 
@@ -261,6 +279,18 @@ public:
             ctx_.parsed = true;
             body = pool::BodyRef{};
             body.form = &form_;
+        } else if (is_multipart_) {
+            if (auto done = multipart_->finish(); !done) {
+                log::info("http", describe(ex) + ": 400 " + done.error().message);
+                multipart_->clear();
+                append_error(ex.out, 400, done.error().message, ex.keep_alive, false);
+                co_return ex.keep_alive ? After::keep_alive : After::close;
+            }
+            ctx_.parsed = true;
+            body = pool::BodyRef{};
+            body.form = &multipart_->fields();
+            if (!multipart_->files().empty())
+                ctx_.uploads = &multipart_->files();
         }
         ResponseSink sink(st_, ex);
         body_out_.clear();
@@ -268,6 +298,9 @@ public:
         body_.clear();
         if (is_form_)
             form_.clear();
+        if (is_multipart_)
+            multipart_->clear(); // the temp files go, whatever PHP did with them
+        ctx_.uploads = nullptr;
         // SIGTERM may have come while PHP worked: then say Connection: close.
         bool keep_alive = ex.keep_alive && !st_.draining;
         const bool head_request = req.method == "HEAD";
@@ -328,7 +361,9 @@ private:
     RequestBody body_;
     FormBody form_body_;
     relay::FormTree form_;
-    bool is_form_ = false; // the request being served is a form the server parses
+    bool is_form_ = false;      // the request being served is a urlencoded form the server parses
+    bool is_multipart_ = false; // ... a multipart form
+    std::optional<MultipartBody> multipart_; // created at the connection's first multipart request
     const TrustedProxies &proxies_;
     relay::RequestContext ctx_;
     std::string body_out_;

@@ -59,7 +59,12 @@ struct HttpConfig {
     std::uint64_t max_header_size = 64 * 1024;    // http.limits.max_header_size (bytes or "64KB")
     std::uint64_t body_buffer_size = 1024 * 1024; // http.limits.body_buffer_size: per request in memory
     std::uint64_t max_body_memory = 256ull * 1024 * 1024; // http.limits.max_body_memory: all bodies in memory
-    std::string uploads_dir;     // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
+    std::string uploads_dir; // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
+    std::vector<std::string> uploads_forbid{".php", ".exe",
+                                            ".bat"}; // http.uploads.forbid (RoadRunner's default)
+    std::vector<std::string> uploads_allow;          // http.uploads.allow: only these when set
+    std::uint64_t uploads_max_file_size =
+        0;                       // http.uploads.max_file_size: per file, 0 = none (error 1 beyond)
     unsigned max_pipelined = 16; // http.limits.max_pipelined
     bool raw_body = false;       // http.raw_body: forms reach PHP unparsed
     // http.trusted_subnets: peers whose X-Forwarded-For & co. are believed ("10.0.0.0/8", "::1"); none

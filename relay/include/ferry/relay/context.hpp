@@ -13,6 +13,8 @@ namespace ferry::relay {
 
 enum class Codec : std::uint8_t { json, msgpack };
 
+class FormTree;
+
 // Frame flag for a codec (0x08 JSON, 0x10 msgpack).
 std::uint8_t codec_flag(Codec c);
 
@@ -30,7 +32,7 @@ struct RequestContext {
     std::vector<std::pair<std::string, std::string>> cookies; // URL-decoded values
     std::string raw_query;
     bool parsed = false;
-    // uploads: always null for now; attributes: always {}.
+    const FormTree *uploads = nullptr; // a multipart form's files (null: none); attributes: always {}
 };
 
 // Appends the encoded context to `out`.

@@ -15,8 +15,18 @@
 
 namespace ferry::relay {
 
+// An uploaded file as PHP's $_FILES describes it (docs/protocol.md §3).
+struct UploadedFile {
+    std::string name; // the client's file name (base name only)
+    std::string mime; // the part's Content-Type
+    std::uint64_t size = 0;
+    int error = 0;        // UPLOAD_ERR_*: 0 ok, 1 too large, 4 no file, 7 cannot write, 8 extension forbidden
+    std::string tmp_name; // the temp file ("" unless error is 0)
+};
+
 struct FormNode {
     bool array = false;
+    int file = -1;                                       // a file leaf: index in FormTree::files()
     std::string value;                                   // a leaf's value
     std::vector<std::pair<std::string, FormNode>> items; // an array's entries, in insertion order
     std::int64_t next_index = 0;                         // the key `name[]` appends with
@@ -42,16 +52,21 @@ public:
     // empty base name is ignored, as PHP does. Beyond the limits: an error naming the limit (PHP would drop
     // the field silently).
     Result<void> add(std::string_view name, std::string_view value);
+    // The same, for an uploaded file (the uploads tree of a multipart form).
+    Result<void> add_file(std::string_view name, UploadedFile file);
 
     const FormNode &root() const { return root_; }
+    const std::vector<UploadedFile> &files() const { return files_; }
     std::size_t fields() const { return fields_; }
     bool empty() const { return root_.items.empty(); }
     void clear();
 
 private:
     FormLimits limits_;
+    Result<FormNode *> leaf(std::string_view name); // the node `name` designates, made a fresh leaf
     FormNode root_;
     std::size_t fields_ = 0;
+    std::vector<UploadedFile> files_;
 };
 
 // Appends the tree in the codec: JSON ({} when empty) or msgpack. Arrays with keys 0..n-1 in order are
