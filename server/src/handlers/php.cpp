@@ -124,10 +124,7 @@ public:
 
     awaitable<bool> on_informational(const relay::ResponseContext &head) override
     {
-        Head h;
-        h.status = head.status;
-        h.worker = &head;
-        co_return co_await stream_.informational(h);
+        co_return co_await stream_.informational(head.status, &head);
     }
 
     awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body, bool last) override

@@ -12,10 +12,13 @@ BodyStream::BodyStream(Transport &transport, std::string &out, const Request &re
 {
 }
 
-awaitable<bool> BodyStream::informational(Head head)
+awaitable<bool> BodyStream::informational(int status, const relay::ResponseContext *headers)
 {
     if (http10_ || started_)
         co_return true; // no 1xx for HTTP/1.0 clients
+    Head head;
+    head.status = status;
+    head.worker = headers;
     head.framing = Framing::none;
     append_head(out_, head);
     if (!co_await transport_.flush(out_))

@@ -19,8 +19,9 @@ public:
     // `out`: the connection's pending output, written before the first piece.
     BodyStream(Transport &transport, std::string &out, const Request &req);
 
-    // A 1xx response before the final one (dropped for HTTP/1.0 clients, and once the final one started).
-    awaitable<bool> informational(Head head);
+    // A 1xx response before the final one (dropped for HTTP/1.0 clients, and once the final one started),
+    // with the worker's headers. Scalars only: GCC 12 miscompiles a coroutine taking Head by value.
+    awaitable<bool> informational(int status, const relay::ResponseContext *headers);
     // The final response's head: framing none for statuses without a body, until-close for HTTP/1.0 (which
     // then cannot keep the connection), chunked otherwise. Goes out with the first write().
     void start(Head head);
