@@ -10,15 +10,6 @@
 namespace ferry::server::detail {
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
 HttpError malformed(std::string why)
 {
     return HttpError{400, "malformed multipart body: " + std::move(why)};
@@ -33,7 +24,7 @@ template <typename F> void each_param(std::string_view value, F &&f)
         std::size_t eq = value.find('=', i);
         if (eq == std::string_view::npos)
             return;
-        std::string_view key = trim(value.substr(i, eq - i));
+        std::string_view key = trim_ows(value.substr(i, eq - i));
         std::size_t j = eq + 1;
         while (j < value.size() && (value[j] == ' ' || value[j] == '\t'))
             ++j;
@@ -47,7 +38,7 @@ template <typename F> void each_param(std::string_view value, F &&f)
             i = value.find(';', j);
         } else {
             std::size_t end = value.find(';', j);
-            v = std::string(trim(value.substr(j, end == std::string_view::npos ? end : end - j)));
+            v = std::string(trim_ows(value.substr(j, end == std::string_view::npos ? end : end - j)));
             i = end;
         }
         f(key, std::move(v));
@@ -58,7 +49,7 @@ template <typename F> void each_param(std::string_view value, F &&f)
 
 bool MultipartParser::is_multipart(std::string_view content_type)
 {
-    return iequals(trim(content_type.substr(0, content_type.find(';'))), "multipart/form-data");
+    return iequals(trim_ows(content_type.substr(0, content_type.find(';'))), "multipart/form-data");
 }
 
 std::optional<std::string> MultipartParser::boundary_of(std::string_view content_type)
@@ -105,9 +96,9 @@ HttpResult<void> MultipartParser::parse_headers(std::string_view block)
         std::size_t colon = line.find(':');
         if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
             return malformed("part header line \"" + printable(line) + "\"");
-        std::string_view name = line.substr(0, colon), value = trim(line.substr(colon + 1));
+        std::string_view name = line.substr(0, colon), value = trim_ows(line.substr(colon + 1));
         if (iequals(name, "Content-Disposition")) {
-            if (!iequals(trim(value.substr(0, value.find(';'))), "form-data"))
+            if (!iequals(trim_ows(value.substr(0, value.find(';'))), "form-data"))
                 return malformed("a part's Content-Disposition is not form-data");
             disposition = true;
             each_param(value, [&](std::string_view key, std::string v) {

@@ -45,12 +45,8 @@ Result<void> parse_urlencoded(std::string_view body, relay::FormTree &form)
 
 bool is_urlencoded(std::string_view content_type)
 {
-    std::string_view type = content_type.substr(0, content_type.find(';'));
-    while (!type.empty() && (type.back() == ' ' || type.back() == '\t'))
-        type.remove_suffix(1);
-    while (!type.empty() && (type.front() == ' ' || type.front() == '\t'))
-        type.remove_prefix(1);
-    return iequals(type, "application/x-www-form-urlencoded");
+    return iequals(trim_ows(content_type.substr(0, content_type.find(';'))),
+                   "application/x-www-form-urlencoded");
 }
 
 } // namespace ferry::server::detail

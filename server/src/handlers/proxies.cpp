@@ -9,20 +9,11 @@ namespace {
 
 namespace ip = boost::asio::ip;
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
 // The address in a header value: "203.0.113.7", "2001:db8::1", "[2001:db8::1]:4711", "\"[::1]\"" or
 // "192.0.2.1:80"; "" when it is none.
 std::string valid_ip(std::string_view v)
 {
-    v = trim(v);
+    v = trim_ows(v);
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"')
         v = v.substr(1, v.size() - 2);
     if (!v.empty() && v.front() == '[') {
@@ -44,11 +35,11 @@ std::string_view forwarded_param(std::string_view header, std::string_view key)
     std::string_view first = header.substr(0, header.find(','));
     while (!first.empty()) {
         auto semi = first.find(';');
-        std::string_view pair = trim(first.substr(0, semi));
+        std::string_view pair = trim_ows(first.substr(0, semi));
         first = semi == std::string_view::npos ? std::string_view() : first.substr(semi + 1);
         auto eq = pair.find('=');
-        if (eq != std::string_view::npos && iequals(trim(pair.substr(0, eq)), key))
-            return trim(pair.substr(eq + 1));
+        if (eq != std::string_view::npos && iequals(trim_ows(pair.substr(0, eq)), key))
+            return trim_ows(pair.substr(eq + 1));
     }
     return {};
 }
@@ -126,7 +117,7 @@ std::string_view TrustedProxies::scheme(const Request &req)
     std::string_view proto = req.header("X-Forwarded-Proto");
     if (proto.empty())
         proto = forwarded_param(req.header("Forwarded"), "proto");
-    proto = trim(proto.substr(0, proto.find(',')));
+    proto = trim_ows(proto.substr(0, proto.find(',')));
     if (iequals(proto, "https"))
         return "https";
     if (iequals(proto, "http"))

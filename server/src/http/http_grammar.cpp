@@ -59,7 +59,9 @@ bool iprefix(std::string_view s, std::string_view p)
     return true;
 }
 
-std::string_view trim(std::string_view s)
+} // namespace
+
+std::string_view trim_ows(std::string_view s)
 {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
         s.remove_prefix(1);
@@ -67,6 +69,8 @@ std::string_view trim(std::string_view s)
         s.remove_suffix(1);
     return s;
 }
+
+namespace {
 
 // %XX decoded; '+' and malformed escapes kept as they are.
 std::string url_decode(std::string_view s)
@@ -194,15 +198,15 @@ void parse_cookies(std::string_view header, std::vector<std::pair<std::string, s
         std::size_t semi = header.find(';', pos);
         if (semi == std::string_view::npos)
             semi = header.size();
-        std::string_view part = trim(header.substr(pos, semi - pos));
+        std::string_view part = trim_ows(header.substr(pos, semi - pos));
         pos = semi + 1;
         if (part.empty())
             continue;
         std::string_view name = part;
         std::string_view value;
         if (std::size_t eq = part.find('='); eq != std::string_view::npos) {
-            name = trim(part.substr(0, eq));
-            value = trim(part.substr(eq + 1));
+            name = trim_ows(part.substr(0, eq));
+            value = trim_ows(part.substr(eq + 1));
         }
         if (name.empty() || exists(name))
             continue;

@@ -33,6 +33,8 @@ inline bool is_tchar(unsigned char c)
 }
 // The value of a hex digit, or -1.
 int hex_value(char c);
+// Without leading and trailing spaces and tabs (RFC 9110 OWS).
+std::string_view trim_ows(std::string_view s);
 // ASCII case-insensitive equality (header names).
 bool iequals(std::string_view a, std::string_view b);
 // "content-type" -> "Content-Type" (as Go's CanonicalMIMEHeaderKey).
