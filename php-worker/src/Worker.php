@@ -126,6 +126,58 @@ final class Worker
         $this->send($frame);
     }
 
+    /**
+     * Sends 103 Early Hints for the current request (e.g. Link: preload headers); the final answer follows.
+     *
+     * @param array<string, string|int|list<string|int>> $headers
+     */
+    public function earlyHints(array $headers): void
+    {
+        if (!$this->pending) {
+            throw new \LogicException('earlyHints(): no request is waiting for an answer');
+        }
+        [$ctx] = $this->context(103, $headers);
+        $this->send(Frame::pack($this->codec, $ctx, [\strlen($ctx)], Frame::STREAM));
+    }
+
+    /**
+     * Answers the current request with a body sent as it is produced: each chunk goes out in its own frame
+     * (STREAM set on all but the last), every 5th with PING, as RoadRunner's packages do, answered by the
+     * server's PONG — or by STOP when the client went away: then the rest is not produced and false returned.
+     *
+     * @param array<string, string|int|list<string|int>> $headers
+     * @param iterable<string>                           $chunks
+     */
+    public function stream(int $status, array $headers, iterable $chunks): bool
+    {
+        if (!$this->pending) {
+            throw new \LogicException('stream(): no request is waiting for an answer');
+        }
+        [$ctx, $len] = $this->context($status, $headers);
+        $sent = 0;
+        $complete = true;
+        foreach ($chunks as $chunk) {
+            $ping = ++$sent % 5 === 0;
+            $this->send(Frame::pack($this->codec, $ctx . $chunk, [$len], Frame::STREAM | ($ping ? Frame::STREAM_PING : 0)));
+            if (!$ping) {
+                continue;
+            }
+            $reply = $this->receive();
+            if ($reply === null) {
+                $this->stopped = true;
+                $this->pending = false;
+                return false;
+            }
+            if (($reply->stream & Frame::STREAM_STOP) !== 0) {
+                $complete = false;
+                break;
+            }
+        }
+        $this->pending = false;
+        $this->send(Frame::pack($this->codec, $ctx, [$len]));
+        return $complete;
+    }
+
     /** Fails the current request: the server answers 500 and logs $message; the worker stays. */
     public function error(string $message): void
     {
@@ -163,6 +215,10 @@ final class Worker
             $frame = null;
             try {
                 $result = $handler($request);
+                if ($this->pending && $result instanceof StreamedResponse) {
+                    $this->stream($result->status, $result->headers, $result->chunks);
+                    continue;
+                }
                 if ($this->pending) {
                     [$status, $headers, $body] = self::result($result);
                     $frame = $this->responseFrame($status, $headers, $body);
@@ -219,6 +275,18 @@ final class Worker
      */
     private function responseFrame(int $status, array $headers, string $body): string
     {
+        [$ctx, $len] = $this->context($status, $headers);
+        return Frame::pack($this->codec, $ctx . $body, [$len]);
+    }
+
+    /**
+     * The encoded response context and its length.
+     *
+     * @param array<array-key, mixed> $headers
+     * @return array{string, int}
+     */
+    private function context(int $status, array $headers): array
+    {
         foreach ($headers as $name => $values) {
             if (!\is_array($values)) {
                 $headers[$name] = [self::headerValue($values)];
@@ -235,7 +303,7 @@ final class Worker
             }
         }
         $ctx = Codec::encodeResponse($this->codec, $status, $headers);
-        return Frame::pack($this->codec, $ctx . $body, [\strlen($ctx)]);
+        return [$ctx, \strlen($ctx)];
     }
 
     private static function headerValue(mixed $v): string

@@ -10,6 +10,7 @@ use Ferry\Worker\ProtocolException;
 use Ferry\Worker\Request;
 use Ferry\Worker\Response;
 use Ferry\Worker\StreamRelay;
+use Ferry\Worker\StreamedResponse;
 use Ferry\Worker\Tests\Support\CaptureFilter;
 use Ferry\Worker\Tests\Support\Wire;
 use Ferry\Worker\Worker;
@@ -352,6 +353,67 @@ final class WorkerTest extends TestCase
         self::assertStringContainsString('must return', $frames[1]->payload);
         self::assertSame(Frame::ERROR, $frames[2]->flags);
         self::assertStringContainsString('header values must be strings', $frames[2]->payload);
+    }
+
+    /** @dataProvider codecs */
+    public function testStreamSendsChunksWithAPingOnEveryFifth(int $codec): void
+    {
+        $pong = Frame::pack(0, '', [], Frame::STREAM_PONG);
+        $w = $this->worker(Wire::pidFrame() . Wire::request([], '', $codec) . $pong);
+        $w->waitRequest();
+        $w->earlyHints(['Link' => '</a.css>; rel=preload']);
+        $this->assertTrue($w->stream(201, ['X-A' => 'b'], ['1', '2', '3', '4', '5', '6']));
+        $frames = \array_slice($this->sent(), 1); // after the handshake reply
+        $this->assertCount(8, $frames); // 103, six chunks, the final frame
+        $hints = Codec::decode($codec, \substr($frames[0]->payload, 0, $frames[0]->options[0]));
+        $this->assertSame(103, $hints['status']);
+        $this->assertSame(Frame::STREAM, $frames[0]->stream);
+        $bodies = [];
+        foreach (\array_slice($frames, 1) as $i => $f) {
+            $ctx = Codec::decode($codec, \substr($f->payload, 0, $f->options[0]));
+            $this->assertSame(201, $ctx['status']);
+            $this->assertSame($codec, $f->flags);
+            $bodies[] = \substr($f->payload, $f->options[0]);
+            $last = $i === 6;
+            $this->assertSame($last ? 0 : Frame::STREAM | ($i === 4 ? Frame::STREAM_PING : 0), $f->stream, "frame $i");
+        }
+        $this->assertSame(['1', '2', '3', '4', '5', '6', ''], $bodies);
+    }
+
+    public function testAStopStopsTheGeneratorAndEndsTheStream(): void
+    {
+        $stop = Frame::pack(0, '', [], Frame::STREAM_STOP);
+        $w = $this->worker(Wire::pidFrame() . Wire::request() . $stop . Wire::request());
+        $w->waitRequest();
+        $produced = 0;
+        $chunks = (static function () use (&$produced): \Generator {
+            for ($i = 0; $i < 100; ++$i) {
+                ++$produced;
+                yield "c$i";
+            }
+        })();
+        $this->assertFalse($w->stream(200, [], $chunks));
+        $this->assertSame(5, $produced, 'nothing is produced after the STOP');
+        $frames = \array_slice($this->sent(), 1);
+        $this->assertSame(0, \end($frames)->stream, 'a final frame ends the stream');
+        $this->assertNotNull($w->waitRequest(), 'the worker serves the next request');
+    }
+
+    public function testServeStreamsAStreamedResponseAndSseIsFormatted(): void
+    {
+        $w = $this->worker(Wire::pidFrame() . Wire::request());
+        $w->serve(static fn (Request $r) => StreamedResponse::sse([
+            'plain',
+            ['event' => 'tick', 'id' => "7\n", 'retry' => 1000, 'data' => "a\nb"],
+        ]));
+        $frames = \array_slice($this->sent(), 1);
+        $body = '';
+        foreach ($frames as $f) {
+            $body .= \substr($f->payload, $f->options[0]);
+        }
+        $this->assertSame("data: plain\n\nevent: tick\nid: 7\nretry: 1000\ndata: a\ndata: b\n\n", $body);
+        $ctx = Codec::decode(Frame::JSON, \substr($frames[0]->payload, 0, $frames[0]->options[0]));
+        $this->assertSame(['text/event-stream'], $ctx['headers']['Content-Type']);
     }
 
     private function captureStderr(callable $fn): string

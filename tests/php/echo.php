@@ -17,7 +17,7 @@ use Ferry\Worker\Worker;
 $worker = Worker::create();
 $pid = getmypid();
 
-$worker->serve(static function (Request $req) use ($worker, $pid): ?Response {
+$worker->serve(static function (Request $req) use ($worker, $pid): Response|Ferry\Worker\StreamedResponse|null {
     $path = $req->path;
     if ($path === '/big') {
         $n = max(0, (int) ($req->query['n'] ?? 0));
@@ -33,6 +33,18 @@ $worker->serve(static function (Request $req) use ($worker, $pid): ?Response {
     }
     if (preg_match('#^/status/(\d{1,3})$#', $path, $m) === 1) {
         return new Response((int) $m[1], ['X-Worker-Pid' => (string) $pid], "status {$m[1]}\n");
+    }
+    if ($path === '/sse') {
+        $n = max(1, (int) ($req->query['n'] ?? 3));
+        return Ferry\Worker\StreamedResponse::sse((static function () use ($n): Generator {
+            for ($i = 1; $i <= $n; $i++) {
+                yield ['event' => 'tick', 'id' => (string) $i, 'data' => "line $i\nsecond line"];
+            }
+        })());
+    }
+    if ($path === '/hints') {
+        $worker->earlyHints(['Link' => ['</a.css>; rel=preload; as=style', '</b.js>; rel=preload; as=script']]);
+        return new Response(200, ['Content-Type' => 'text/plain'], "hinted\n");
     }
     if ($path === '/sleep') {
         usleep(1000 * max(0, (int) ($req->query['ms'] ?? 0)));

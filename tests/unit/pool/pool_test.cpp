@@ -319,7 +319,7 @@ TEST(Pool, StreamsWithEarlyHintsPingAndStop)
         EXPECT_TRUE(r.streamed);
         EXPECT_EQ(r.response.status, 200);
         EXPECT_EQ(sink.informational, std::vector<int>{103});
-        EXPECT_EQ(sink.body, "one\ntwo\nthree\n");
+        EXPECT_EQ(sink.body, "one\ntwo\nthree\nfour\nfive\n"); // the fifth chunk asked for a PONG
 
         RecordingSink quitter;
         quitter.stop_after = 3;
