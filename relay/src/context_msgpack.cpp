@@ -30,9 +30,13 @@ void pack_str(Packer &pk, std::string_view s)
     pk.pack_str_body(s.data(), size32(s.size()));
 }
 
-} // namespace
+// One string entry of a map: key, then value.
+void pack_entry(Packer &pk, std::string_view key, std::string_view value)
+{
+    pack_str(pk, key);
+    pack_str(pk, value);
+}
 
-namespace {
 void pack_form(Packer &pk, const FormTree &form, const FormNode &array)
 {
     const bool list = array.is_list() && !array.items.empty(); // an empty form is a map, as in JSON
@@ -48,16 +52,13 @@ void pack_form(Packer &pk, const FormTree &form, const FormNode &array)
         } else if (node.file >= 0) {
             const UploadedFile &f = form.files()[static_cast<std::size_t>(node.file)];
             pk.pack_map(5);
-            pack_str(pk, "name");
-            pack_str(pk, f.name);
-            pack_str(pk, "mime");
-            pack_str(pk, f.mime);
+            pack_entry(pk, "name", f.name);
+            pack_entry(pk, "mime", f.mime);
             pack_str(pk, "size");
             pk.pack_uint64(f.size);
             pack_str(pk, "error");
             pk.pack_int(f.error);
-            pack_str(pk, "tmpName");
-            pack_str(pk, f.tmp_name);
+            pack_entry(pk, "tmpName", f.tmp_name);
         } else {
             pack_str(pk, node.value);
         }
@@ -77,14 +78,10 @@ void encode_msgpack(const RequestContext &c, std::string &out)
     StringSink sink{out};
     Packer pk(sink);
     pk.pack_map(10);
-    pack_str(pk, "remoteAddr");
-    pack_str(pk, c.remote_addr);
-    pack_str(pk, "protocol");
-    pack_str(pk, c.protocol);
-    pack_str(pk, "method");
-    pack_str(pk, c.method);
-    pack_str(pk, "uri");
-    pack_str(pk, c.uri);
+    pack_entry(pk, "remoteAddr", c.remote_addr);
+    pack_entry(pk, "protocol", c.protocol);
+    pack_entry(pk, "method", c.method);
+    pack_entry(pk, "uri", c.uri);
     pack_str(pk, "headers");
     pk.pack_map(size32(c.headers.size()));
     for (const auto &h : c.headers) {
@@ -95,12 +92,9 @@ void encode_msgpack(const RequestContext &c, std::string &out)
     }
     pack_str(pk, "cookies");
     pk.pack_map(size32(c.cookies.size()));
-    for (const auto &[k, v] : c.cookies) {
-        pack_str(pk, k);
-        pack_str(pk, v);
-    }
-    pack_str(pk, "rawQuery");
-    pack_str(pk, c.raw_query);
+    for (const auto &[k, v] : c.cookies)
+        pack_entry(pk, k, v);
+    pack_entry(pk, "rawQuery", c.raw_query);
     pack_str(pk, "parsed");
     if (c.parsed)
         pk.pack_true();
