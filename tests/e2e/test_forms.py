@@ -92,6 +92,15 @@ class FormsTest(unittest.TestCase):
             # Within the limits the same server still answers.
             self.assertEqual(json.loads(self.post(srv, b"a[b][c]=1")[2])["form"], {"a": {"b": {"c": "1"}}})
 
+    def test_forms_count_against_the_memory_budget_for_bodies(self):
+        with Server({"http": {"limits": {"max_body_memory": "4KB"}}}) as srv:
+            status, headers, _ = self.post(srv, b"a=" + b"x" * 8000)
+            self.assertEqual(status, 503)
+            self.assertIn("Retry-After", dict(headers))
+            self.assertTrue(srv.wait_for_log("http.limits.max_body_memory"), srv.stderr())
+            # The budget came back: a small form still works.
+            self.assertEqual(json.loads(self.post(srv, b"a=1")[2])["form"], {"a": "1"})
+
 
 if __name__ == "__main__":
     unittest.main()
