@@ -46,9 +46,11 @@ FormNode &child(FormNode &parent, std::string_view key)
 bool FormNode::is_list() const
 {
     std::size_t i = 0;
+    char digits[24];
     for (const auto &[k, v] : items) {
         (void)v;
-        if (k != std::to_string(i++))
+        auto end = std::to_chars(digits, digits + sizeof digits, i++).ptr; // no allocation per key
+        if (k != std::string_view(digits, static_cast<std::size_t>(end - digits)))
             return false;
     }
     return true;

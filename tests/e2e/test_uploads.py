@@ -31,8 +31,8 @@ class UploadsTest(unittest.TestCase):
         self.files = tempfile.mkdtemp(prefix="ferry-e2e-files-")
         self.addCleanup(shutil.rmtree, self.files, True)
 
-    def server(self, uploads=None, **kw):
-        cfg = {"http": {"uploads": dict({"dir": self.dir}, **(uploads or {}))}}
+    def server(self, uploads=None, http_extra=None, **kw):
+        cfg = {"http": dict({"uploads": dict({"dir": self.dir}, **(uploads or {}))}, **(http_extra or {}))}
         for k, v in kw.items():
             cfg[k] = v
         srv = Server(cfg, **({"script": kw.pop("script")} if "script" in kw else {}))
@@ -119,6 +119,21 @@ class UploadsTest(unittest.TestCase):
             status, _, raw = srv.request("POST", "/ctx", body=body, headers={"Content-Type": ctype})
             self.assertEqual(status, 400, raw)
         self.assertEqual(self.leftovers(), [])
+
+    def test_multipart_limits_name_their_keys(self):
+        srv = self.server(http_extra={"limits": {"max_form_size": "1KB", "max_form_fields": 3}})
+        big = (b"--B\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n" + b"v" * 2000 + b"\r\n--B--\r\n")
+        status, _, raw = srv.request("POST", "/ctx", body=big,
+                                     headers={"Content-Type": "multipart/form-data; boundary=B"})
+        self.assertEqual(status, 413, raw)
+        self.assertIn(b"http.limits.max_form_size", raw)
+        many = b"".join(b"--B\r\nContent-Disposition: form-data; name=\"f%d\"; filename=\"a\"\r\n\r\nx\r\n" % i
+                        for i in range(5)) + b"--B--\r\n"
+        status, _, raw = srv.request("POST", "/ctx", body=many,
+                                     headers={"Content-Type": "multipart/form-data; boundary=B"})
+        self.assertEqual(status, 400, raw)
+        self.assertIn(b"http.limits.max_form_fields", raw)
+        self.assertTrue(wait_until(lambda: self.leftovers() == [], 5), self.leftovers())
 
     def test_client_gone_mid_upload_leaves_no_temp_file(self):
         srv = self.server()

@@ -25,7 +25,7 @@ std::string valid_ip(std::string_view v)
         v = v.substr(0, v.find(':')); // IPv4 with a port
     }
     boost::system::error_code ec;
-    auto a = ip::make_address(std::string(v), ec);
+    auto a = ip::make_address(v, ec);
     return ec ? std::string() : a.to_string();
 }
 
@@ -90,8 +90,14 @@ TrustedProxies::TrustedProxies(const std::vector<std::string> &subnets)
 
 bool TrustedProxies::trusts(std::string_view peer) const
 {
+    // Per request when subnets are set: parsed from a stack copy (make_address(string_view) allocates).
+    char text[64];
+    if (peer.size() >= sizeof text)
+        return false;
+    peer.copy(text, peer.size());
+    text[peer.size()] = '\0';
     boost::system::error_code ec;
-    auto a = ip::make_address(std::string(peer), ec);
+    auto a = ip::make_address(static_cast<const char *>(text), ec);
     if (ec)
         return false;
     for (const auto &n : nets_)
