@@ -26,19 +26,9 @@ case ",$TARGETS," in *,ferry-before,*) RESTART_FERRY=${RESTART_FERRY:-1} ;; *) R
 RESULTS_DIR="$ROOT/bench/results"
 CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
 
-PHP_OPCACHE=(-d opcache.enable=1 -d opcache.enable_cli=1)
-HELLO="Hello, World!"
-CLK_TCK=$(getconf CLK_TCK)
-
-die() { echo "bench: error: $*" >&2; exit 1; }
-log() { echo "bench: $*" >&2; }
-
-# Benchmark-only packages (nginx, php8.2-fpm, wrk) are installed on request only; quiet when present.
-bash "$ROOT/scripts/setup.sh" --bench >&2 || die "scripts/setup.sh --bench failed"
-
-for tool in wrk curl php awk getconf; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/setup.sh)"
-done
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_prepare wrk curl php awk getconf
 [[ "$DURATION" =~ ^[0-9]+$ && "$DURATION" -ge 1 ]] || die "DURATION must be a positive integer"
 [[ "$ROUNDS" =~ ^[0-9]+$ && "$ROUNDS" -ge 1 ]] || die "ROUNDS must be a positive integer"
 [[ "$WORKERS" =~ ^[0-9]+$ && "$WORKERS" -ge 1 ]] || die "WORKERS must be a positive integer"
@@ -62,84 +52,8 @@ if [[ -n "${WANT[fpm]:-}" ]]; then
   command -v php-fpm8.2 >/dev/null 2>&1 || die "php-fpm8.2 not found (run scripts/setup.sh)"
 fi
 
-# ---------------------------------------------------------------- processes and cleanup
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench.XXXXXX")
-PIDS=()      # every process we started directly (its descendants are cleaned up with it)
-
-descendants() {  # pid... -> all descendant pids, one per line
-  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots="$*" '
-    { s = $0; sub(/.*\) /, "", s); split(s, a, " "); ppid[$1] = a[2] }
-    END {
-      n = split(roots, q, " "); for (i = 1; i <= n; i++) seen[q[i]] = 1
-      changed = 1
-      while (changed) {
-        changed = 0
-        for (p in ppid) if (!(p in seen) && (ppid[p] in seen)) { seen[p] = 1; changed = 1; print p }
-      }
-    }'
-}
-
-cleanup() {
-  local rc=$? pid kids=() i
-  trap - EXIT INT TERM
-  if [[ ${#PIDS[@]} -gt 0 ]]; then
-    mapfile -t kids < <(descendants "${PIDS[@]}")
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for ((i = 0; i < 50; i++)); do
-      local alive=0
-      for pid in "${PIDS[@]}" "${kids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-      [[ $alive -eq 0 ]] && break
-      sleep 0.1
-    done
-    for pid in "${PIDS[@]}" "${kids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-  fi
-  rm -rf "$TMP"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "bench: error: command failed at line $LINENO" >&2' ERR
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  # shellcheck disable=SC2016  # PHP code, not shell
-  php -r '$s = stream_socket_server("tcp://127.0.0.1:0", $e, $m) or exit(1);
-          $n = stream_socket_get_name($s, false); echo substr($n, strrpos($n, ":") + 1);'
-}
-
-# check_hello NAME URL PID LOGFILE: wait (<=15 s) until URL answers 200 "Hello, World!"
-check_hello() {
-  local name=$1 url=$2 pid=$3 logf=$4 body code i
-  for ((i = 0; i < 150; i++)); do
-    kill -0 "$pid" 2>/dev/null || { cat "$logf" >&2 2>/dev/null || true; die "$name exited during startup (log above)"; }
-    body=$(curl -s --max-time 2 -o "$TMP/body" -w '%{http_code}' "$url" 2>/dev/null) && code=$body || code=000
-    if [[ "$code" == 200 ]] && [[ "$(cat "$TMP/body")" == "$HELLO" ]]; then return 0; fi
-    sleep 0.1
-  done
-  log "$name: last answer: HTTP $code, body: $(head -c 200 "$TMP/body" 2>/dev/null)"
-  [[ -f "$logf" ]] && tail -n 20 "$logf" >&2
-  die "$name does not answer \"$HELLO\" at $url"
-}
-
 # ---------------------------------------------------------------- targets
-declare -A URL SERVER_PIDS PHP_PIDS PHP_ROOT_IS_CHILDREN LOGS
-
-FERRY=${FERRY_BIN:-}
-if [[ -n "${WANT[ferry]:-}${WANT[ferry-psr7]:-}" ]]; then
-  if [[ -z "$FERRY" ]]; then
-    if [[ ! -f "$ROOT/build/CMakeCache.txt" ]]; then
-      log "configuring build/ (RelWithDebInfo)"
-      (cd "$ROOT" && cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$TMP/configure.log" 2>&1) \
-        || { tail -n 30 "$TMP/configure.log" >&2; die "cmake configure of build/ failed"; }
-    fi
-    log "building ferry"
-    (cd "$ROOT" && cmake --build build --target ferry -j"$(nproc)" >"$TMP/build.log" 2>&1) \
-      || { tail -n 30 "$TMP/build.log" >&2; die "ferry build failed"; }
-    FERRY="$ROOT/build/ferry"
-  fi
-  [[ -x "$FERRY" ]] || die "ferry binary $FERRY not found"
-fi
+if [[ -n "${WANT[ferry]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
 
 # ferry-before: another ferry binary (e.g. the build before a change), same worker and config as `ferry`.
 BEFORE_REV=""
@@ -152,130 +66,8 @@ if [[ -n "${WANT[ferry-before]:-}" ]]; then
   fi
 fi
 
-start_ferry() {  # name worker.php ferry-binary
-  local name=$1 script=$2 bin=$3 conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
-  cat >"$conf" <<EOF
-version: "3"
-server:
-  command: "php ${PHP_OPCACHE[*]} $script"
-http:
-  address: 127.0.0.1:0
-  pool:
-    num_workers: $WORKERS
-EOF
-  "$bin" serve -c "$conf" >"$out" 2>"$err" &
-  pid=$!; PIDS+=("$pid")
-  for ((i = 0; i < 150; i++)); do
-    port=$(sed -n 's#^listening on http://127\.0\.0\.1:\([0-9]*\).*#\1#p' "$out" | head -n1)
-    [[ -n "$port" ]] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; die "$name exited during startup"; }
-    sleep 0.1
-  done
-  [[ -n "$port" ]] || { cat "$err" >&2; die "$name did not print 'listening on' within 15 s"; }
-  URL[$name]="http://127.0.0.1:$port/"
-  SERVER_PIDS[$name]=$pid         # the ferry process itself
-  PHP_PIDS[$name]=$pid            # ... and its descendants are the PHP workers
-  PHP_ROOT_IS_CHILDREN[$name]=1
-  LOGS[$name]=$err
-  check_hello "$name" "${URL[$name]}" "$pid" "$err"
-}
-
 mkdir -p "$TMP/www"
 printf '<?php\necho "Hello, World!";\n' >"$TMP/www/index.php"
-# shellcheck disable=SC2016
-printf '<?php\n$s = function_exists("opcache_get_status") ? opcache_get_status(false) : false;\necho ($s && $s["opcache_enabled"]) ? "on" : "off";\n' >"$TMP/www/opcache.php"
-
-start_fpm() {
-  local name=fpm port user_line="" fpm_root=() pid_fpm pid_nginx i
-  port=$(free_port)
-  mkdir -p "$TMP/nginx/tmp" "$TMP/nginx/logs"
-  cat >"$TMP/php-fpm.conf" <<EOF
-[global]
-pid = $TMP/php-fpm.pid
-error_log = $TMP/php-fpm.log
-daemonize = no
-
-[bench]
-listen = $TMP/php-fpm.sock
-pm = static
-pm.max_children = $WORKERS
-EOF
-  if [[ $(id -u) -eq 0 ]]; then
-    fpm_root=(-R)           # php-fpm refuses to run pools as root without it
-    user_line="user root;"  # nginx workers must reach the socket inside our 0700 temp dir
-  fi
-  php-fpm8.2 -F "${fpm_root[@]}" -y "$TMP/php-fpm.conf" -p "$TMP" "${PHP_OPCACHE[@]}" \
-    >"$TMP/php-fpm.out" 2>&1 &
-  pid_fpm=$!; PIDS+=("$pid_fpm")
-  for ((i = 0; i < 100; i++)); do
-    [[ -S "$TMP/php-fpm.sock" ]] && break
-    kill -0 "$pid_fpm" 2>/dev/null || { cat "$TMP/php-fpm.out" "$TMP/php-fpm.log" >&2 2>/dev/null; die "php-fpm exited during startup"; }
-    sleep 0.1
-  done
-  [[ -S "$TMP/php-fpm.sock" ]] || die "php-fpm did not create its socket"
-
-  cat >"$TMP/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-$user_line
-pid $TMP/nginx.pid;
-error_log $TMP/nginx/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_timeout 65;
-  keepalive_requests 1000000;
-  client_body_temp_path $TMP/nginx/tmp/body;
-  proxy_temp_path $TMP/nginx/tmp/proxy;
-  fastcgi_temp_path $TMP/nginx/tmp/fastcgi;
-  uwsgi_temp_path $TMP/nginx/tmp/uwsgi;
-  scgi_temp_path $TMP/nginx/tmp/scgi;
-  server {
-    listen 127.0.0.1:$port;
-    root $TMP/www;
-    location = /opcache.php {
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $TMP/www/opcache.php;
-      fastcgi_pass unix:$TMP/php-fpm.sock;
-    }
-    location / {
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $TMP/www/index.php;
-      fastcgi_pass unix:$TMP/php-fpm.sock;
-    }
-  }
-}
-EOF
-  nginx -p "$TMP/nginx" -e "$TMP/nginx/logs/error.log" -c "$TMP/nginx.conf" >"$TMP/nginx.out" 2>&1 &
-  pid_nginx=$!; PIDS+=("$pid_nginx")
-  URL[$name]="http://127.0.0.1:$port/"
-  SERVER_PIDS[$name]=$pid_nginx   # nginx master + its workers
-  PHP_PIDS[$name]=$pid_fpm        # fpm master + its children
-  PHP_ROOT_IS_CHILDREN[$name]=0
-  LOGS[$name]="$TMP/nginx/logs/error.log"
-  check_hello "$name" "${URL[$name]}" "$pid_nginx" "$TMP/nginx/logs/error.log"
-  # opcache must be on in the FPM children: ask each of them (a few requests spread over the pool).
-  local oc
-  for ((i = 0; i < 2 * WORKERS; i++)); do
-    oc=$(curl -s --max-time 2 "http://127.0.0.1:$port/opcache.php" || true)
-    [[ "$oc" == on ]] || die "opcache is not enabled in php-fpm (answer: '$oc')"
-  done
-}
-
-start_phps() {
-  local name=php-s port pid
-  port=$(free_port)
-  (cd "$TMP/www" && exec php "${PHP_OPCACHE[@]}" -S "127.0.0.1:$port" "$TMP/www/index.php") \
-    >"$TMP/php-s.log" 2>&1 &
-  pid=$!; PIDS+=("$pid")
-  URL[$name]="http://127.0.0.1:$port/"
-  SERVER_PIDS[$name]=""
-  PHP_PIDS[$name]=$pid            # one process does everything
-  PHP_ROOT_IS_CHILDREN[$name]=0
-  LOGS[$name]="$TMP/php-s.log"
-  check_hello "$name" "${URL[$name]}" "$pid" "$TMP/php-s.log"
-}
 
 for t in "${ORDER[@]}"; do
   log "starting $t"
@@ -290,66 +82,11 @@ done
 log "all targets answer \"$HELLO\"; benchmarking ${ORDER[*]} (${DURATION}s per run)"
 
 # ---------------------------------------------------------------- measuring
-# tree_ticks ROOT_PID INCLUDE_ROOT -> utime+stime ticks of ROOT_PID's descendants (and ROOT_PID itself
-# if INCLUDE_ROOT=1), from one snapshot of /proc.
-tree_ticks() {
-  local root=$1 incl=$2
-  [[ -z "$root" ]] && { echo 0; return; }
-  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v root="$root" -v incl="$incl" '
-    { s = $0; sub(/.*\) /, "", s); split(s, a, " "); ppid[$1] = a[2]; t[$1] = a[12] + a[13] }
-    END {
-      seen[root] = 1; sum = (incl && (root in t)) ? t[root] : 0
-      changed = 1
-      while (changed) {
-        changed = 0
-        for (p in ppid) if (!(p in seen) && (ppid[p] in seen)) { seen[p] = 1; changed = 1; sum += t[p] }
-      }
-      print sum + 0
-    }'
-}
-server_ticks() {  # name
-  local n=$1
-  if [[ "${PHP_ROOT_IS_CHILDREN[$n]}" == 1 ]]; then
-    awk '{ s = $0; sub(/.*\) /, "", s); split(s, a, " "); print a[12] + a[13] }' "/proc/${SERVER_PIDS[$n]}/stat"
-  else
-    tree_ticks "${SERVER_PIDS[$n]}" 1
-  fi
-}
-php_ticks() {  # name
-  local n=$1
-  if [[ "${PHP_ROOT_IS_CHILDREN[$n]}" == 1 ]]; then tree_ticks "${PHP_PIDS[$n]}" 0
-  else tree_ticks "${PHP_PIDS[$n]}" 1; fi
-}
 
-to_ms() {  # wrk latency like 512.00us / 1.23ms / 1.05s -> ms
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.2f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.2f", v }
-    else if (v ~ /m$/) { sub(/m$/, "", v); printf "%.0f", v * 60000 }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.0f", v * 1000 }
-    else printf "?" }'
-}
 
 declare -A R1 P1 R64 P64 CPU_S CPU_P NOTES
 mkdir -p "$RESULTS_DIR/raw"
 
-# parse_wrk FILE -> sets W_RPS W_P99 W_REQS W_ERR (empty when clean)
-parse_wrk() {
-  local f=$1 non2xx sock
-  W_RPS=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$f")
-  W_P99=$(to_ms "$(awk '$1 == "99%" { print $2 }' "$f")")
-  W_REQS=$(awk '/ requests in / { print $1 }' "$f")
-  non2xx=$(awk -F': *' '/Non-2xx or 3xx responses/ { print $2 }' "$f")
-  sock=$(awk '/Socket errors:/ { sub(/^ *Socket errors: */, ""); print }' "$f")
-  W_ERR=""
-  [[ -n "$non2xx" ]] && W_ERR+="non-2xx: $non2xx; "
-  [[ -n "$sock" ]] && W_ERR+="socket errors: $sock; "
-  [[ -n "$W_RPS" && -n "$W_REQS" ]] || die "could not parse wrk output $f"
-}
-
-median() {  # numbers... -> the median (the lower middle for an even count)
-  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-}
 
 for t in "${ORDER[@]}"; do
   log "$t: warm-up"
@@ -404,8 +141,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     s1=$(server_ticks "$t"); p1=$(php_ticks "$t")
     parse_wrk "$RESULTS_DIR/raw/$t-c64-r$r.txt"
     RR64[$t]+="$W_RPS "; PP64[$t]+="$W_P99 "; NOTES[$t]+=${W_ERR:+round $r c64 $W_ERR}
-    CS[$t]+="$(awk -v d=$((s1 - s0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }') "
-    CP[$t]+="$(awk -v d=$((p1 - p0)) -v hz="$CLK_TCK" -v n="$W_REQS" 'BEGIN { printf "%.1f", d / hz * 1e6 / n }') "
+    CS[$t]+="$(per_request_us $((s1 - s0)) "$W_REQS") "; CP[$t]+="$(per_request_us $((p1 - p0)) "$W_REQS") "
   done
 done
 for t in "${ORDER[@]}"; do

@@ -10,15 +10,26 @@ namespace {
 void decode(std::string_view in, std::string &out)
 {
     out.clear();
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        char c = in[i];
-        if (c == '+') {
+    out.reserve(in.size());
+    std::size_t i = 0;
+    while (i < in.size()) {
+        // Copy the run of plain bytes at once: most names and values have no escape at all.
+        std::size_t run = i;
+        while (run < in.size() && in[run] != '+' && in[run] != '%')
+            ++run;
+        out.append(in.data() + i, run - i);
+        if (run == in.size())
+            break;
+        i = run;
+        if (in[i] == '+') {
             out += ' ';
-        } else if (c == '%' && i + 2 < in.size() && hex_value(in[i + 1]) >= 0 && hex_value(in[i + 2]) >= 0) {
+            ++i;
+        } else if (i + 2 < in.size() && hex_value(in[i + 1]) >= 0 && hex_value(in[i + 2]) >= 0) {
             out += static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2]));
-            i += 2;
+            i += 3;
         } else {
-            out += c;
+            out += '%'; // PHP keeps a malformed escape as it is
+            ++i;
         }
     }
 }

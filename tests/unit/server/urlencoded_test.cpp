@@ -27,6 +27,8 @@ TEST(Urlencoded, DecodesAndSplitsLikePhp)
     EXPECT_EQ(parsed("&&a&=x&b=="), R"({"a":"","b":"="})") << "empty pairs and names skipped";
     EXPECT_EQ(parsed(""), "{}");
     EXPECT_EQ(parsed("n%00ul=v%00"), std::string(R"({"n)") + "\\u0000" + R"(ul":"v)" + "\\u0000" + R"("})");
+    EXPECT_EQ(parsed("a=%&b=%%41+&c=plain+%2Bx%"), R"({"a":"%","b":"%A ","c":"plain +x%"})")
+        << "malformed escapes kept as PHP keeps them, between and after runs";
 }
 
 TEST(Urlencoded, TheFormsLimitsFailTheParse)
