@@ -1,7 +1,8 @@
 <?php
 
-// A worker written without Ferry's library, speaking Goridge frames by hand the way any RoadRunner-style
-// worker can, and misbehaving on request (issue 5). JSON context only.
+// A worker that misbehaves on request (issue 5): it encodes and reads frames with the library's codec
+// (Frame, StreamRelay) but drives the protocol itself, so it can write what no correct worker writes.
+// JSON context only.
 //   /twice[?late_ms=N]   two response frames for one request, two writes (the second N ms late)
 //   /twice?together=1    the same two frames in one write
 //   /half                half a frame header on stdout, then hangs (a stuck worker)
@@ -11,65 +12,29 @@
 //   anything else        {"path": ..., "pid": ...}
 declare(strict_types=1);
 
-function frame(int $flags, string $payload, array $options = [], int $stream = 0): string
-{
-    $words = 3 + count($options);
-    $head = chr(0x10 | $words) . chr($flags) . pack('V', strlen($payload));
-    $head .= pack('V', crc32($head)) . chr($stream) . "\0";
-    foreach ($options as $o) {
-        $head .= pack('V', $o);
-    }
-    return $head . $payload;
-}
+use Ferry\Worker\Frame;
+use Ferry\Worker\StreamRelay;
 
-function read_exact(int $n): ?string
-{
-    $buf = '';
-    while (strlen($buf) < $n) {
-        $chunk = fread(STDIN, $n - strlen($buf));
-        if ($chunk === false || $chunk === '') {
-            return null;
-        }
-        $buf .= $chunk;
-    }
-    return $buf;
-}
+require __DIR__ . '/../../php-worker/autoload.php';
 
-function read_frame(): ?array
-{
-    $head = read_exact(12);
-    if ($head === null) {
-        return null;
-    }
-    $words = ord($head[0]) & 0x0f;
-    $flags = ord($head[1]);
-    $len = unpack('V', substr($head, 2, 4))[1];
-    $opts = [];
-    if ($words > 3) {
-        $raw = read_exact(4 * ($words - 3));
-        $opts = array_values(unpack('V*', $raw));
-    }
-    $payload = $len > 0 ? read_exact($len) : '';
-    return [$flags, $opts, $payload];
-}
+$relay = StreamRelay::stdio();
 
 function respond(int $status, string $body): void
 {
+    global $relay;
     $ctx = json_encode(['status' => $status, 'headers' => ['Content-Type' => ['text/plain']]]);
-    fwrite(STDOUT, frame(0, $ctx . $body, [strlen($ctx)]));
-    fflush(STDOUT);
+    $relay->send(Frame::pack(0, $ctx . $body, [strlen($ctx)]));
 }
 
 $pid = getmypid();
-while (($f = read_frame()) !== null) {
-    [$flags, $opts, $payload] = $f;
-    if ($flags & 0x01) { // control: PID handshake or stop
+while (($f = $relay->receive()) !== null) {
+    [$flags, $opts, $payload] = [$f->flags, $f->options, $f->payload];
+    if ($flags & Frame::CONTROL) { // PID handshake or stop
         $msg = json_decode($payload, true);
         if (isset($msg['stop'])) {
             exit(0);
         }
-        fwrite(STDOUT, frame(0x01, json_encode(['pid' => $pid])));
-        fflush(STDOUT);
+        $relay->send(Frame::pack(Frame::CONTROL, json_encode(['pid' => $pid])));
         continue;
     }
     $ctx = json_decode(substr($payload, 0, $opts[0] ?? 0), true);
@@ -78,10 +43,9 @@ while (($f = read_frame()) !== null) {
     parse_str($ctx['rawQuery'] ?? '', $query);
     if ($path === '/twice' && isset($query['together'])) {
         $ctx = json_encode(['status' => 200, 'headers' => []]);
-        $one = frame(0, $ctx . "first answer of /twice from $pid", [strlen($ctx)]);
-        $two = frame(0, $ctx . "second answer of /twice from $pid", [strlen($ctx)]);
-        fwrite(STDOUT, $one . $two);
-        fflush(STDOUT);
+        $one = Frame::pack(0, $ctx . "first answer of /twice from $pid", [strlen($ctx)]);
+        $two = Frame::pack(0, $ctx . "second answer of /twice from $pid", [strlen($ctx)]);
+        $relay->send($one . $two); // two frames in one write
         continue;
     }
     if ($path === '/twice') {
@@ -93,7 +57,7 @@ while (($f = read_frame()) !== null) {
         continue;
     }
     if ($path === '/half') {
-        fwrite(STDOUT, substr(frame(0, 'xxxxxxxxxxxx', [0]), 0, 6));
+        fwrite(STDOUT, substr(Frame::pack(0, 'xxxxxxxxxxxx', [0]), 0, 6)); // half a header
         fflush(STDOUT);
         sleep(60);
         continue;
