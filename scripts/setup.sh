@@ -30,7 +30,7 @@ PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
   libboost1.81-dev libyaml-cpp-dev node-llhttp libgtest-dev
   php8.2-cli php-msgpack phpunit php-nyholm-psr7
-  python3 procps
+  python3 procps media-types
 )
 BENCH_PKGS=(nginx php8.2-fpm wrk)
 [ "$BENCH" -eq 1 ] && PKGS+=("${BENCH_PKGS[@]}")

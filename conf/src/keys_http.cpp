@@ -5,6 +5,7 @@
 #include "keys.hpp"
 
 #include <arpa/inet.h>
+#include <algorithm>
 #include <optional>
 
 namespace ferry::conf::keys {
@@ -106,10 +107,16 @@ const schema::Table<HttpConfig> &http()
             group("uploads", uploads()),
             group("limits", limits()),
             group("timeouts", timeouts()),
+            list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\""),
+            section("static", &HttpConfig::static_files, static_files()),
             section("pool", &HttpConfig::pool, pool()),
         },
-        {"middleware", "static", "access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3",
+        {"access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3",
          "new_relic", "cache"},
+        [](HttpConfig &h) {
+            h.static_files.enabled =
+                std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
+        },
     };
     return table;
 }

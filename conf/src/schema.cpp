@@ -66,6 +66,23 @@ std::string_view closest(const Section &section, std::string_view key)
     return best;
 }
 
+bool iequals(std::string_view a, std::string_view b)
+{
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+        auto low = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+        return low(x) == low(y);
+    });
+}
+
+// RFC 9110 token: a header field name.
+bool is_token(std::string_view s)
+{
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+}
+
 std::string upper(std::string s)
 {
     for (char &c : s) {
@@ -112,6 +129,7 @@ void emit(YAML::Emitter &out, const Key &key, const Value &value)
         out << YAML::EndSeq;
         return;
     case Kind::env:
+    case Kind::headers:
         out << YAML::BeginMap;
         for (const auto &[name, text] : std::get<schema::EnvVars>(value)) {
             out << YAML::Key << YAML::DoubleQuoted << name << YAML::Value << YAML::DoubleQuoted << text;
@@ -160,7 +178,8 @@ private:
     // `shown` is how messages show the scalar, for a check.
     Result<Value> scalar(const YAML::Node &node, const std::string &path, const Key &key, std::string &shown);
     Result<Value> list(const YAML::Node &node, const std::string &path, const Key &key);
-    Result<Value> env(const YAML::Node &node, const std::string &path);
+    // Kind::env or Kind::headers: a map of names to strings.
+    Result<Value> env(const YAML::Node &node, const std::string &path, Kind kind);
 
     Error reject(const YAML::Node &node, const std::string &path, const Document::Text &t, const Key &key,
                  const detail::Rejection &r) const
@@ -231,6 +250,7 @@ Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, cons
         return Value(t.value);
     case Kind::list:
     case Kind::env:
+    case Kind::headers:
     case Kind::section:
         break;
     }
@@ -268,26 +288,34 @@ Result<Value> Walk::list(const YAML::Node &node, const std::string &path, const 
     return Value(std::move(items));
 }
 
-Result<Value> Walk::env(const YAML::Node &node, const std::string &path)
+Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind kind)
 {
+    const bool headers = kind == Kind::headers;
+    const std::string_view expected = headers ? schema::headers_expected : schema::env_expected;
+    const char *what = headers ? "header" : "environment variable";
     schema::EnvVars vars;
     if (node.IsNull()) {
         return Value(std::move(vars));
     }
     if (!node.IsMap()) {
         return doc_.error(node, path,
-                          describe(node) + " is not valid here (expected " +
-                              std::string(schema::env_expected) + ")");
+                          describe(node) + " is not valid here (expected " + std::string(expected) + ")");
     }
     for (const auto &entry : node) {
         const YAML::Node &key_node = entry.first;
         if (!key_node.IsScalar()) {
             return doc_.error(key_node, path,
-                              describe(key_node) + " is not a valid variable name (expected a string)");
+                              describe(key_node) + " is not a valid " + what + " name (expected a string)");
         }
         const std::string key = detail::join(path, key_node.Scalar());
         doc_.remember_key(key, key_node.Mark());
-        const std::string name = upper(key_node.Scalar());
+        const std::string name = headers ? key_node.Scalar() : upper(key_node.Scalar());
+        if (headers && !is_token(name)) {
+            return doc_.error(
+                key_node, key,
+                quote(key_node.Scalar()) +
+                    " is not a valid header name (expected letters, digits and !#$%&'*+-.^_`|~)");
+        }
         if (name.empty() || name.find_first_of("=\0", 0, 2) != std::string::npos) {
             return doc_.error(key_node, key,
                               quote(key_node.Scalar()) + " is not a valid variable name (expected no \"=\")");
@@ -300,11 +328,16 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path)
             }
             value = std::move(t->value);
         }
-        const auto existing =
-            std::find_if(vars.begin(), vars.end(), [&](const auto &kv) { return kv.first == name; });
+        if (headers && value.find_first_of("\r\n\0", 0, 3) != std::string::npos) {
+            return doc_.error(entry.second, key,
+                              quote(value) + " is not a valid header value (expected no CR, LF or NUL)");
+        }
+        const auto existing = std::find_if(vars.begin(), vars.end(), [&](const auto &kv) {
+            return headers ? iequals(kv.first, name) : kv.first == name;
+        });
         if (existing != vars.end()) {
             doc_.warn(key_node.Mark(), key,
-                      "environment variable " + quote(name) + " is set twice; the last one wins");
+                      std::string(what) + " " + quote(name) + " is set twice; the last one wins");
             existing->second = std::move(value);
         } else {
             vars.emplace_back(name, std::move(value));
@@ -321,9 +354,10 @@ Result<> Walk::key(const YAML::Node &node, const std::string &path, const Key &k
         return section(&node, path, *key.section, key.enter(object), {});
     }
     std::string shown;
-    Result<Value> value = key.kind == Kind::list  ? list(node, path, key)
-                          : key.kind == Kind::env ? env(node, path)
-                                                  : scalar(node, path, key, shown);
+    Result<Value> value = key.kind == Kind::list ? list(node, path, key)
+                          : key.kind == Kind::env || key.kind == Kind::headers
+                              ? env(node, path, key.kind)
+                              : scalar(node, path, key, shown);
     if (!value) {
         return value.error();
     }

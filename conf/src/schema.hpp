@@ -44,6 +44,7 @@ enum class Kind {
     string,   // any text
     list,     // a list of strings, or one string split on blanks; at least `min` items
     env,      // a map NAME: value of environment variables, names upper-cased
+    headers,  // a map Name: value of HTTP header fields, names as written (tokens), values without CR/LF/NUL
     address,  // host:port
     section,  // a nested map with its own table
 };
@@ -72,6 +73,7 @@ inline constexpr std::string_view duration_expected =
     "a duration such as \"60s\", \"500ms\" or \"1m30s\"; a bare number is seconds";
 inline constexpr std::string_view address_expected = "host:port, e.g. \"127.0.0.1:8080\" or \":8080\"";
 inline constexpr std::string_view env_expected = "a map of NAME: value";
+inline constexpr std::string_view headers_expected = "a map of Header-Name: value";
 
 struct Section;
 
@@ -216,6 +218,11 @@ Field<S> list(std::string_view name, std::vector<std::string> S::*member, std::s
 template <typename S> Field<S> env(std::string_view name, EnvVars S::*member)
 {
     return detail::plain_key(name, Kind::env, member, env_expected);
+}
+
+template <typename S> Field<S> headers(std::string_view name, EnvVars S::*member)
+{
+    return detail::plain_key(name, Kind::headers, member, headers_expected);
 }
 
 template <typename S>

@@ -8,6 +8,7 @@
 #include "loop.hpp"
 #include "memory.hpp"
 #include "shared_state.hpp"
+#include "static/static_handler.hpp"
 
 #include <boost/asio/signal_set.hpp>
 
@@ -27,10 +28,14 @@ using detail::tcp;
 using detail::WheelEntry;
 
 struct Runtime {
-    Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p, pool::Budget &b)
+    // `files`: the static files handler, when http.static is on; it comes before PHP.
+    Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p, pool::Budget &b,
+            detail::StaticHandler *files)
         : io(io_), pool(p), state(io_, c, b, router), php(state, p), acceptor(io_),
           signals(io_, SIGINT, SIGTERM), ticker(io_)
     {
+        if (files)
+            router.add(*files);
         router.add(php);
     }
     asio::io_context &io;
@@ -221,7 +226,41 @@ int run(const conf::Config &cfg)
     popt.budget = &budget;
     pool::Pool pool(io, popt);
 
-    Runtime rt(io, cfg, pool, budget);
+    // Static files: the directory and the MIME table are checked before anything starts.
+    std::unique_ptr<detail::MimeTypes> mime;
+    std::unique_ptr<detail::StaticHandler> files;
+    struct RootFd {
+        int fd = -1;
+        ~RootFd()
+        {
+            if (fd >= 0)
+                ::close(fd);
+        }
+    } root;
+    if (const auto &st = cfg.http.static_files; st.enabled) {
+        root.fd = detail::open_static_root(st.dir);
+        if (root.fd < 0) {
+            log::error("core", "http.static.dir: \"" + st.dir +
+                                   "\" is not a directory Ferry can open: " + std::strerror(errno));
+            return 1;
+        }
+        mime = std::make_unique<detail::MimeTypes>();
+        if (!mime->loaded())
+            log::warn("static", "cannot read /etc/mime.types (Debian package media-types): every file is "
+                                "served as application/octet-stream");
+        if (!st.request.empty())
+            log::warn("static",
+                      "http.static.request has no effect in Ferry: RoadRunner adds these headers to "
+                      "the request of a static file, which no PHP code sees");
+        files = std::make_unique<detail::StaticHandler>(st, root.fd, *mime);
+        log::info("static", "serving files from \"" + st.dir + "\" before PHP (" +
+                                std::to_string(mime->size()) + " file types known)");
+    }
+    for (const std::string &m : cfg.http.middleware)
+        if (m != "static" && m != "proxy_ip_parser")
+            log::warn("core", "http.middleware: \"" + m + "\" is not supported by Ferry and is ignored");
+
+    Runtime rt(io, cfg, pool, budget, files.get());
     rt.state.temp_dir = cfg.http.uploads_dir;
     if (rt.state.temp_dir.empty()) {
         const char *t = std::getenv("TMPDIR");

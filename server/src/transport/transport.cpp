@@ -1,6 +1,12 @@
 #include "transport.hpp"
 
 #include <array>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 
 namespace ferry::server::detail {
@@ -32,16 +38,64 @@ awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs)
     co_return !ec;
 }
 
-awaitable<bool> Transport::flush(std::string &out)
+awaitable<bool> Transport::flush(std::string &out, bool more)
 {
     if (out.empty())
         co_return true;
-    std::array<asio::const_buffer, 1> b{asio::buffer(out)};
-    bool ok = co_await write(b);
+    bool ok;
+    ssize_t w = -1;
+    if (more) {
+        do {
+            w = ::send(socket_.native_handle(), out.data(), out.size(), MSG_MORE | MSG_NOSIGNAL);
+        } while (w < 0 && errno == EINTR);
+    }
+    if (w >= 0 && static_cast<std::size_t>(w) == out.size()) {
+        ok = true;
+    } else if (w < 0 && more && errno != EAGAIN && errno != EWOULDBLOCK) {
+        ok = false;
+    } else {
+        std::size_t done = w > 0 ? static_cast<std::size_t>(w) : 0;
+        std::array<asio::const_buffer, 1> b{asio::buffer(out.data() + done, out.size() - done)};
+        ok = co_await write(b);
+    }
     out.clear();
     if (out.capacity() > 1024 * 1024)
         std::string().swap(out);
     co_return ok;
+}
+
+awaitable<Transport::Sent> Transport::send_file(int fd, std::uint64_t offset, std::uint64_t count)
+{
+    constexpr std::uint64_t per_call = 1024 * 1024; // bounds the time one call may spend reading the file
+    constexpr std::uint64_t fair_share = 4 * 1024 * 1024;
+    std::uint64_t since_yield = 0;
+    auto off = static_cast<off_t>(offset);
+    while (count > 0) {
+        ssize_t n = ::sendfile(socket_.native_handle(), fd, &off,
+                               static_cast<std::size_t>(std::min(count, per_call)));
+        if (n > 0) {
+            count -= static_cast<std::uint64_t>(n);
+            since_yield += static_cast<std::uint64_t>(n);
+            if (since_yield >= fair_share && count > 0) {
+                since_yield = 0;
+                co_await asio::post(socket_.get_executor(), asio::use_awaitable);
+            }
+            continue;
+        }
+        if (n == 0)
+            co_return Sent::file_short;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            co_return Sent::client_gone;
+        since_yield = 0;
+        arm(write_timeout_);
+        auto [ec] = co_await socket_.async_wait(tcp::socket::wait_write, nothrow);
+        disarm();
+        if (ec)
+            co_return Sent::client_gone;
+    }
+    co_return Sent::all;
 }
 
 bool Transport::client_gone()

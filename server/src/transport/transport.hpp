@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <list>
 #include <span>
 #include <string>
@@ -57,8 +58,15 @@ public:
     // Writes all of `bufs` (at most 4); the write timeout counts from the last progress, so a slow but
     // moving download is never cut. False when the client is gone or stalled.
     awaitable<bool> write(std::span<const asio::const_buffer> bufs);
-    // Writes and empties `out` (and gives back its memory if a large response grew it).
-    awaitable<bool> flush(std::string &out);
+    // Writes and empties `out` (and gives back its memory if a large response grew it). `more`: a body
+    // follows at once (send_file), so the kernel may hold a small head to fill a segment with it (MSG_MORE).
+    awaitable<bool> flush(std::string &out, bool more = false);
+    enum class Sent { all, client_gone, file_short };
+    // Sends `count` bytes of the file `fd` from `offset` with sendfile(2): no copy through user space,
+    // never blocking the loop (the socket is non-blocking; a wait for room counts against the write
+    // timeout from the last progress). After every `fair_share` bytes in a row it lets the loop run other
+    // connections first. file_short: the file ended early (truncated while sent): the caller must close.
+    awaitable<Sent> send_file(int fd, std::uint64_t offset, std::uint64_t count);
     // The client reset the connection (a FIN, a half-close, is not "gone").
     bool client_gone();
     // Sends FIN. With `linger`, then reads and drops what the client still sends (at most 4 MiB, 2 s) so

@@ -50,6 +50,29 @@ struct ServerConfig {
     friend bool operator==(const ServerConfig &, const ServerConfig &) = default;
 };
 
+// http.static (conf/src/keys_static.cpp; the handler is server/src/static/). RoadRunner's keys, then Ferry's.
+struct StaticConfig {
+    bool enabled = false;            // "static" is in http.middleware
+    std::string dir = ".";           // http.static.dir: the directory served (checked at start)
+    std::vector<std::string> forbid; // extensions never served (".php"): PHP gets the request
+    std::vector<std::string> allow;  // when set, only these extensions are served
+    bool calculate_etag = false;     // strong ETag from the content (computed once per file version)
+    bool weak = false;               // ETag W/"size-mtime" even with calculate_etag
+    std::vector<std::pair<std::string, std::string>>
+        request; // RoadRunner adds these to the request: no effect
+    std::vector<std::pair<std::string, std::string>> response; // extra response headers on every file
+    // Ferry's own:
+    std::vector<std::string> index{"index.html"}; // a directory's index files, first found wins
+    bool precompressed = false;                   // serve foo.css.br / foo.css.gz when accepted
+    std::string cache_control;                    // Cache-Control value ("" = none)
+    std::string on_forbidden = "php"; // a forbidden or not-allowed extension, a dotfile: "php" or "403"
+    std::string on_missing = "php";   // no such file, a directory without index: "php" or "404"
+    bool follow_symlinks = false;     // symlinks may lead outside dir (else 403)
+    unsigned max_open_files = 1024;   // open_file_cache: descriptors and stat results kept per event loop
+
+    friend bool operator==(const StaticConfig &, const StaticConfig &) = default;
+};
+
 struct HttpConfig {
     Address address;                             // http.address
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
@@ -78,6 +101,8 @@ struct HttpConfig {
     Duration read_body_timeout = std::chrono::seconds(60);   // http.timeouts.read_body (between body reads)
     Duration write_timeout = std::chrono::seconds(60);       // http.timeouts.write
     Duration idle_timeout = std::chrono::seconds(75);        // http.timeouts.idle (keep-alive)
+    std::vector<std::string> middleware; // http.middleware: "static" turns static files on; others are logged
+    StaticConfig static_files;           // http.static
     PoolConfig pool;
 
     friend bool operator==(const HttpConfig &, const HttpConfig &) = default;

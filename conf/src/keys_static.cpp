@@ -1,0 +1,107 @@
+// http.static: static files (server/src/static/ serves them). RoadRunner's keys (dir, forbid, allow,
+// calculate_etag, weak, request, response) and Ferry's (index, precompressed, cache_control, on_forbidden,
+// on_missing, follow_symlinks, max_open_files). "static" in http.middleware turns it on (keys_http.cpp).
+#include "keys.hpp"
+
+namespace ferry::conf::keys {
+
+namespace {
+
+std::optional<schema::Problem> php_or(const schema::Value &value, const std::string &shown,
+                                      const char *status)
+{
+    const auto &v = std::get<std::string>(value);
+    if (v == "php" || v == status)
+        return std::nullopt;
+    return schema::Problem{shown + " is not a valid value (expected \"php\" or \"" + status + "\")", {}};
+}
+std::optional<schema::Problem> php_or_403(const schema::Value &value, const std::string &shown)
+{
+    return php_or(value, shown, "403");
+}
+std::optional<schema::Problem> php_or_404(const schema::Value &value, const std::string &shown)
+{
+    return php_or(value, shown, "404");
+}
+
+// ".css" or "css": stored with the dot, lower-cased, so that matching is one comparison.
+std::optional<schema::Problem> extensions(const schema::Value &value, const std::string &)
+{
+    const auto &list = std::get<std::vector<std::string>>(value);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string &e = list[i];
+        if (e.empty() || e.find_first_of("/\\", 0) != std::string::npos || e.find('\0') != std::string::npos)
+            return schema::Problem{"\"" + e + "\" is not a file extension (expected e.g. \".css\")", i};
+    }
+    return std::nullopt;
+}
+
+// An index file name: no path.
+std::optional<schema::Problem> file_names(const schema::Value &value, const std::string &)
+{
+    const auto &list = std::get<std::vector<std::string>>(value);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string &e = list[i];
+        if (e.empty() || e == "." || e == ".." || e.find('/') != std::string::npos ||
+            e.find('\0') != std::string::npos)
+            return schema::Problem{"\"" + e + "\" is not a file name (expected e.g. \"index.html\")", i};
+    }
+    return std::nullopt;
+}
+
+std::optional<schema::Problem> header_value(const schema::Value &value, const std::string &shown)
+{
+    if (std::get<std::string>(value).find_first_of("\r\n\0", 0, 3) == std::string::npos)
+        return std::nullopt;
+    return schema::Problem{shown + " is not a valid header value (expected no CR, LF or NUL)", {}};
+}
+
+std::string dotted_lower(std::string e)
+{
+    for (char &c : e)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return e.front() == '.' ? e : "." + e;
+}
+
+void resolve(StaticConfig &s)
+{
+    for (auto *list : {&s.forbid, &s.allow})
+        for (std::string &e : *list)
+            e = dotted_lower(e);
+}
+
+} // namespace
+
+const schema::Table<StaticConfig> &static_files()
+{
+    using namespace schema;
+    static const Table<StaticConfig> table{
+        {
+            string("dir", &StaticConfig::dir, "a directory"),
+            list("forbid", &StaticConfig::forbid, "a list of file extensions such as \".php\"")
+                .checked(extensions),
+            list("allow", &StaticConfig::allow, "a list of file extensions such as \".css\"")
+                .checked(extensions),
+            boolean("calculate_etag", &StaticConfig::calculate_etag),
+            boolean("weak", &StaticConfig::weak),
+            headers("request", &StaticConfig::request),
+            headers("response", &StaticConfig::response),
+            list("index", &StaticConfig::index, "a list of file names such as \"index.html\"")
+                .checked(file_names),
+            boolean("precompressed", &StaticConfig::precompressed),
+            string("cache_control", &StaticConfig::cache_control,
+                   "a Cache-Control value such as \"max-age=3600\"")
+                .checked(header_value),
+            string("on_forbidden", &StaticConfig::on_forbidden, "\"php\" or \"403\"").checked(php_or_403),
+            string("on_missing", &StaticConfig::on_missing, "\"php\" or \"404\"").checked(php_or_404),
+            boolean("follow_symlinks", &StaticConfig::follow_symlinks),
+            integer("max_open_files", &StaticConfig::max_open_files, "a positive integer", 1, 1u << 20),
+        },
+        {},
+        resolve,
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

@@ -1,0 +1,150 @@
+#include "conditional.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <string>
+
+namespace ferry::server::detail {
+namespace {
+
+std::string_view trim(std::string_view s)
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+bool iequals(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z')
+            x = static_cast<char>(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = static_cast<char>(y - 'A' + 'a');
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+std::string_view opaque(std::string_view tag) // W/"x" -> "x"
+{
+    return tag.starts_with("W/") ? tag.substr(2) : tag;
+}
+
+bool parse_u64(std::string_view s, std::uint64_t &out)
+{
+    if (s.empty())
+        return false;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+} // namespace
+
+std::optional<std::time_t> parse_http_date(std::string_view s)
+{
+    std::string text(trim(s));
+    for (const char *format :
+         {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"}) {
+        std::tm tm{};
+        const char *end = ::strptime(text.c_str(), format, &tm);
+        if (end != nullptr && *end == '\0')
+            return ::timegm(&tm);
+    }
+    return std::nullopt;
+}
+
+bool none_match_hits(std::string_view header, std::string_view etag)
+{
+    std::string_view want = opaque(etag);
+    while (!header.empty()) {
+        auto comma = header.find(',');
+        std::string_view item = trim(header.substr(0, comma));
+        header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+        if (item == "*" || (!item.empty() && opaque(item) == want))
+            return true;
+    }
+    return false;
+}
+
+bool strong_etag_equal(std::string_view a, std::string_view b)
+{
+    a = trim(a);
+    return !a.starts_with("W/") && !b.starts_with("W/") && a == b && !a.empty();
+}
+
+ByteRange parse_range(std::string_view range, std::uint64_t size)
+{
+    ByteRange r;
+    range = trim(range);
+    if (range.size() < 6 || !iequals(range.substr(0, 6), "bytes="))
+        return r;
+    range = trim(range.substr(6));
+    if (range.find(',') != std::string_view::npos)
+        return r; // several ranges: the whole file (RFC 9110 lets a server ignore Range)
+    auto dash = range.find('-');
+    if (dash == std::string_view::npos)
+        return r;
+    std::string_view a = trim(range.substr(0, dash)), b = trim(range.substr(dash + 1));
+    std::uint64_t first = 0, last = 0;
+    if (a.empty()) { // suffix: the last n bytes
+        if (!parse_u64(b, last))
+            return r;
+        if (last == 0 || size == 0) {
+            r.kind = ByteRange::Kind::unsatisfiable;
+            return r;
+        }
+        r.kind = ByteRange::Kind::satisfiable;
+        r.length = std::min(last, size);
+        r.first = size - r.length;
+        return r;
+    }
+    if (!parse_u64(a, first) || (!b.empty() && (!parse_u64(b, last) || last < first)))
+        return r; // malformed: ignored
+    if (first >= size) {
+        r.kind = ByteRange::Kind::unsatisfiable;
+        return r;
+    }
+    if (b.empty() || last >= size)
+        last = size - 1;
+    r.kind = ByteRange::Kind::satisfiable;
+    r.first = first;
+    r.length = last - first + 1;
+    return r;
+}
+
+double accept_encoding_q(std::string_view header, std::string_view coding)
+{
+    double star = 0, exact = -1;
+    while (!header.empty()) {
+        auto comma = header.find(',');
+        std::string_view item = trim(header.substr(0, comma));
+        header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+        auto semi = item.find(';');
+        std::string_view name = trim(item.substr(0, semi));
+        double q = 1;
+        if (semi != std::string_view::npos) {
+            std::string_view param = trim(item.substr(semi + 1));
+            if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
+                std::string v(trim(param.substr(2)));
+                char *end = nullptr;
+                q = std::strtod(v.c_str(), &end);
+                if (end == v.c_str() || q < 0 || q > 1)
+                    q = 0;
+            }
+        }
+        if (iequals(name, coding))
+            exact = q;
+        else if (name == "*")
+            star = q;
+    }
+    return exact >= 0 ? exact : star;
+}
+
+} // namespace ferry::server::detail

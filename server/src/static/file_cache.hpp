@@ -1,0 +1,76 @@
+// One event loop's cache of open static files and stat results, positive and negative (internal to
+// server/). No lock: each loop has its own. A cached result is trusted for one second, then the path is
+// opened and compared again (device, inode, size, mtime), so a file changed on disk is served new within a
+// second, with a new descriptor and a new ETag; a response in flight keeps the version it started with.
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "mime.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <list>
+#include <memory>
+#include <string>
+#include <sys/types.h>
+#include <unordered_map>
+
+namespace ferry::server::detail {
+
+// One version of one regular file, open; the responses sending it share it.
+struct StaticFile {
+    int fd = -1;
+    std::uint64_t size = 0;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec mtime{};
+    std::string etag;          // "\"...\"" (from the content) or W/"size-mtime"
+    std::string last_modified; // HTTP-date of mtime
+    std::string_view content_type;
+
+    StaticFile() = default;
+    StaticFile(const StaticFile &) = delete;
+    StaticFile &operator=(const StaticFile &) = delete;
+    ~StaticFile();
+};
+
+struct FoundFile {
+    enum class Kind {
+        file,      // `file` is open
+        directory, // look for its index
+        missing,   // no such file (or not a directory on the way)
+        forbidden, // a symlink out of the root, a device, FIFO or socket, no permission
+    };
+    Kind kind = Kind::missing;
+    std::shared_ptr<const StaticFile> file;
+};
+
+class FileCache {
+public:
+    using clock = std::chrono::steady_clock;
+    static constexpr auto revalidate_after = std::chrono::seconds(1);
+
+    // `root_fd`: the static directory (O_PATH), owned by the caller and open as long as this cache.
+    FileCache(int root_fd, const conf::StaticConfig &config, const MimeTypes &mime);
+
+    // `rel` as StaticPath::rel gives it ("" = the root).
+    const FoundFile &find(const std::string &rel, clock::time_point now);
+    std::size_t size() const { return map_.size(); }
+
+private:
+    struct Entry {
+        FoundFile found;
+        clock::time_point checked;
+        std::list<const std::string *>::iterator lru;
+    };
+    FoundFile open(const std::string &rel, const FoundFile *cached);
+
+    int root_fd_;
+    const conf::StaticConfig &config_;
+    const MimeTypes &mime_;
+    std::unordered_map<std::string, Entry> map_;
+    std::list<const std::string *> lru_; // keys of map_, most recently used first
+};
+
+} // namespace ferry::server::detail

@@ -1,0 +1,94 @@
+#include "path.hpp"
+
+namespace ferry::server::detail {
+namespace {
+
+int hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+} // namespace
+
+std::string_view target_path(std::string_view target)
+{
+    if (!target.empty() && target.front() != '/') { // absolute-form: scheme://authority/path
+        auto scheme = target.find("://");
+        auto slash = scheme == std::string_view::npos ? std::string_view::npos : target.find('/', scheme + 3);
+        target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    }
+    return target.substr(0, target.find_first_of("?#"));
+}
+
+namespace {
+
+StaticPath resolve(std::string_view target)
+{
+    StaticPath out;
+    std::string_view raw = target_path(target);
+    out.trailing_slash = !raw.empty() && raw.back() == '/';
+    std::string segment;
+    auto finish_segment = [&]() -> bool {
+        if (segment.empty() || segment == ".") {
+            segment.clear(); // "//" and "/./" add nothing
+            return true;
+        }
+        if (segment == "..") {
+            out.kind = StaticPath::Kind::traversal;
+            return false;
+        }
+        if (segment.front() == '.' && out.kind == StaticPath::Kind::ok)
+            out.kind = StaticPath::Kind::hidden; // go on: a later ".." is still a traversal
+        if (!out.rel.empty())
+            out.rel += '/';
+        out.rel += segment;
+        segment.clear();
+        return true;
+    };
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        char c = raw[i];
+        bool encoded = false;
+        if (c == '%') {
+            int hi = i + 2 < raw.size() ? hex(raw[i + 1]) : -1;
+            int lo = i + 2 < raw.size() ? hex(raw[i + 2]) : -1;
+            if (hi < 0 || lo < 0) {
+                out.kind = StaticPath::Kind::traversal; // a malformed escape: nothing sane to look up
+                return out;
+            }
+            c = static_cast<char>(hi * 16 + lo);
+            i += 2;
+            encoded = true;
+        }
+        auto u = static_cast<unsigned char>(c);
+        if (c == '\\' || u < 0x20 || u == 0x7f || (c == '/' && encoded)) {
+            out.kind = StaticPath::Kind::traversal;
+            return out;
+        }
+        if (c == '/') {
+            if (!finish_segment())
+                return out;
+            continue;
+        }
+        segment += c;
+    }
+    finish_segment();
+    return out;
+}
+
+} // namespace
+
+StaticPath resolve_static_path(std::string_view target)
+{
+    StaticPath out = resolve(target);
+    if (out.kind != StaticPath::Kind::ok)
+        out.rel.clear(); // nothing to look up
+    return out;
+}
+
+} // namespace ferry::server::detail

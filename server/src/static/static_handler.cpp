@@ -1,0 +1,278 @@
+#include "static_handler.hpp"
+
+#include "../http/response.hpp"
+#include "../transport/transport.hpp"
+#include "conditional.hpp"
+#include "ferry/relay/log.hpp"
+#include "path.hpp"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace ferry::server::detail {
+namespace {
+
+using Kind = StaticHandler::Decision::Kind;
+
+// ".css" of "css/site.CSS", lower-cased; "" without an extension.
+std::string extension_of(std::string_view rel)
+{
+    auto slash = rel.rfind('/');
+    std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+    auto dot = name.rfind('.');
+    if (dot == std::string_view::npos || dot == 0)
+        return {};
+    std::string ext(name.substr(dot));
+    for (char &c : ext)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return ext;
+}
+
+bool contains(const std::vector<std::string> &list, const std::string &item)
+{
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+void add_header(std::string &out, std::string_view name, std::string_view value)
+{
+    out += name;
+    out += ": ";
+    out += value;
+    out += "\r\n";
+}
+
+class StaticConnection final : public Handler::Connection {
+public:
+    explicit StaticConnection(StaticHandler &h) : handler_(h) {}
+    awaitable<After> handle(Exchange &ex) override;
+
+private:
+    StaticHandler &handler_;
+    std::string extra_; // this response's header lines (reused)
+};
+
+awaitable<After> StaticConnection::handle(Exchange &ex)
+{
+    const Request &req = ex.request;
+    const bool head = req.method == "HEAD";
+    const After done = ex.keep_alive ? After::keep_alive : After::close;
+    StaticHandler::Decision d = handler_.decide(req);
+    switch (d.kind) {
+    case Kind::php: // the file went away since the head was read
+    case Kind::not_found:
+        append_error(ex.out, 404, "no such file", ex.keep_alive, head);
+        co_return done;
+    case Kind::forbidden:
+        append_error(ex.out, 403, "this path is not served", ex.keep_alive, head);
+        co_return done;
+    case Kind::redirect: {
+        std::string_view target = req.target;
+        std::string_view path = target_path(target);
+        auto q = target.find('?');
+        extra_.clear();
+        extra_ += "Location: ";
+        extra_ += path;
+        extra_ += '/';
+        if (q != std::string_view::npos)
+            extra_ += target.substr(q);
+        extra_ += "\r\n";
+        Head h;
+        h.status = 301;
+        h.extra = extra_;
+        h.keep_alive = ex.keep_alive;
+        h.http10 = req.version_minor == 0;
+        append_head(ex.out, h);
+        co_return done;
+    }
+    case Kind::serve:
+        break;
+    }
+
+    const StaticFile &f = *d.file;
+    extra_.clear();
+    add_header(extra_, "Last-Modified", f.last_modified);
+    add_header(extra_, "ETag", f.etag);
+    if (!d.encoding.empty())
+        add_header(extra_, "Content-Encoding", d.encoding);
+    if (d.vary)
+        add_header(extra_, "Vary", "Accept-Encoding");
+    extra_ += handler_.extra_headers();
+
+    Head h;
+    h.keep_alive = ex.keep_alive;
+    h.http10 = req.version_minor == 0;
+
+    // RFC 9110 §13.2.2: If-None-Match decides when present, else If-Modified-Since.
+    bool not_modified = false;
+    if (std::string_view inm = req.header("If-None-Match"); !inm.empty()) {
+        not_modified = none_match_hits(inm, f.etag);
+    } else if (std::string_view ims = req.header("If-Modified-Since"); !ims.empty()) {
+        auto t = parse_http_date(ims);
+        not_modified = t && f.mtime.tv_sec <= *t;
+    }
+    if (not_modified) {
+        h.status = 304;
+        h.framing = Framing::none;
+        h.extra = extra_;
+        append_head(ex.out, h);
+        co_return done;
+    }
+
+    std::uint64_t first = 0, length = f.size;
+    h.status = 200;
+    add_header(extra_, "Accept-Ranges", "bytes");
+    if (std::string_view range = req.header("Range"); !range.empty()) {
+        bool honour = true;
+        if (std::string_view if_range = req.header("If-Range"); !if_range.empty()) {
+            if (if_range.front() == '"' || if_range.starts_with("W/")) {
+                honour = strong_etag_equal(if_range, f.etag);
+            } else {
+                auto t = parse_http_date(if_range);
+                honour = t && *t == f.mtime.tv_sec;
+            }
+        }
+        ByteRange r = honour ? parse_range(range, f.size) : ByteRange{};
+        if (r.kind == ByteRange::Kind::unsatisfiable) {
+            extra_ += "Content-Range: bytes */" + std::to_string(f.size) + "\r\n";
+            h.status = 416;
+            h.extra = extra_;
+            h.content_length = 0;
+            append_head(ex.out, h);
+            co_return done;
+        }
+        if (r.kind == ByteRange::Kind::satisfiable) {
+            h.status = 206;
+            first = r.first;
+            length = r.length;
+            extra_ += "Content-Range: bytes " + std::to_string(first) + "-" +
+                      std::to_string(first + length - 1) + "/" + std::to_string(f.size) + "\r\n";
+        }
+    }
+    h.content_type = d.content_type;
+    h.content_length = length;
+    h.extra = extra_;
+    append_head(ex.out, h);
+    if (head || length == 0)
+        co_return done;
+
+    // Earlier pipelined answers and this head go out now, the body right behind them from the file.
+    std::shared_ptr<const StaticFile> keep = d.file; // open until sent, even if the cache drops it
+    if (!co_await ex.transport.flush(ex.out, true))
+        co_return After::close;
+    switch (co_await ex.transport.send_file(keep->fd, first, length)) {
+    case Transport::Sent::all:
+        co_return done;
+    case Transport::Sent::client_gone:
+        co_return After::close;
+    case Transport::Sent::file_short:
+        log::warn("static", ex.transport.remote() + " " + req.method + " " + req.target +
+                                ": the file got shorter while it was sent; closing the connection");
+        co_return After::close;
+    }
+    co_return After::close;
+}
+
+} // namespace
+
+int open_static_root(const std::string &dir)
+{
+    return ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime)
+    : config_(config), cache_(root_fd, config, mime)
+{
+    if (!config.cache_control.empty())
+        add_header(extra_, "Cache-Control", config.cache_control);
+    for (const auto &[name, value] : config.response)
+        add_header(extra_, name, value);
+}
+
+std::unique_ptr<Handler::Connection> StaticHandler::connect()
+{
+    return std::make_unique<StaticConnection>(*this);
+}
+
+StaticHandler::Decision StaticHandler::fall_through(bool configured_status, Kind status) const
+{
+    Decision d;
+    d.kind = configured_status ? status : Kind::php;
+    return d;
+}
+
+StaticHandler::Decision StaticHandler::decide(const Request &req) const
+{
+    if (req.method != "GET" && req.method != "HEAD")
+        return {};
+    const bool forbidden_status = config_.on_forbidden == "403";
+    const bool missing_status = config_.on_missing == "404";
+    StaticPath p = resolve_static_path(req.target);
+    if (p.kind == StaticPath::Kind::traversal) {
+        Decision d;
+        d.kind = Kind::forbidden;
+        return d;
+    }
+    if (p.kind == StaticPath::Kind::hidden)
+        return fall_through(forbidden_status, Kind::forbidden);
+
+    const auto now = FileCache::clock::now();
+    FoundFile found = cache_.find(p.rel, now);
+    std::string rel = std::move(p.rel);
+    if (found.kind == FoundFile::Kind::directory) {
+        FoundFile index;
+        std::string candidate;
+        for (const std::string &name : config_.index) {
+            candidate = rel.empty() ? name : rel + "/" + name;
+            index = cache_.find(candidate, now);
+            if (index.kind == FoundFile::Kind::file)
+                break;
+        }
+        if (index.kind != FoundFile::Kind::file)
+            return fall_through(missing_status, Kind::not_found);
+        if (!p.trailing_slash) {
+            Decision d;
+            d.kind = Kind::redirect;
+            return d;
+        }
+        rel = std::move(candidate);
+        found = std::move(index);
+    } else if (found.kind == FoundFile::Kind::file && p.trailing_slash) {
+        return fall_through(missing_status, Kind::not_found); // "/site.css/" names no file
+    }
+    if (found.kind == FoundFile::Kind::missing)
+        return fall_through(missing_status, Kind::not_found);
+    if (found.kind == FoundFile::Kind::forbidden) {
+        Decision d;
+        d.kind = Kind::forbidden;
+        return d;
+    }
+
+    std::string ext = extension_of(rel);
+    if (contains(config_.forbid, ext) || (!config_.allow.empty() && !contains(config_.allow, ext)))
+        return fall_through(forbidden_status, Kind::forbidden);
+
+    Decision d;
+    d.kind = Kind::serve;
+    d.file = std::move(found.file);
+    d.content_type = d.file->content_type;
+    if (config_.precompressed) {
+        std::string_view accept = req.header("Accept-Encoding");
+        static constexpr std::pair<std::string_view, std::string_view> codings[] = {{"br", ".br"},
+                                                                                    {"gzip", ".gz"}};
+        for (const auto &[coding, suffix] : codings) {
+            const FoundFile &sibling = cache_.find(rel + std::string(suffix), now);
+            if (sibling.kind != FoundFile::Kind::file)
+                continue;
+            d.vary = true;
+            if (d.encoding.empty() && accept_encoding_q(accept, coding) > 0) {
+                d.encoding = coding;
+                d.file = sibling.file;
+            }
+        }
+    }
+    return d;
+}
+
+} // namespace ferry::server::detail

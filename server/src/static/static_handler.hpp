@@ -1,0 +1,49 @@
+// The static files handler (internal to server/; http.static, README "Static files"): serves GET and HEAD
+// for files under http.static.dir with sendfile(2), conditional requests, single byte ranges and
+// precompressed siblings; everything it does not serve falls through to the next handler (PHP).
+#pragma once
+
+#include "../handlers/handler.hpp"
+#include "file_cache.hpp"
+#include "mime.hpp"
+
+#include "ferry/conf/config.hpp"
+
+#include <memory>
+#include <string>
+
+namespace ferry::server::detail {
+
+class StaticHandler final : public Handler {
+public:
+    // `root_fd`: http.static.dir opened with O_PATH | O_DIRECTORY, owned by the caller.
+    StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime);
+    std::string_view name() const override { return "static"; }
+    bool accepts(const Request &req) const override { return decide(req).kind != Decision::Kind::php; }
+    std::unique_ptr<Connection> connect() override;
+
+    struct Decision {
+        enum class Kind { php, serve, redirect, forbidden, not_found };
+        Kind kind = Kind::php;
+        std::shared_ptr<const StaticFile> file; // serve: the file, or its precompressed sibling
+        std::string_view content_type;          // serve: the type of the file asked for
+        std::string_view encoding;              // serve: "br", "gzip" or "" (identity)
+        bool vary = false;                      // serve: a precompressed sibling exists
+    };
+    // What to do with a request (a cache lookup or a few; no system call while the cache is fresh).
+    Decision decide(const Request &req) const;
+    // Header lines every file response carries (Cache-Control, http.static.response), preformatted.
+    const std::string &extra_headers() const { return extra_; }
+
+private:
+    Decision fall_through(bool configured_status, Decision::Kind status) const;
+
+    const conf::StaticConfig &config_;
+    mutable FileCache cache_; // per event loop: no lock
+    std::string extra_;
+};
+
+// Opens http.static.dir for a StaticHandler; -1 with errno set when it is not a readable directory.
+int open_static_root(const std::string &dir);
+
+} // namespace ferry::server::detail
