@@ -1,6 +1,7 @@
 <?php
 
-// The example app: every request gets a small page; /json shows what PHP received.
+// The example app: every request gets a small page; /json shows what PHP received. Files under public/
+// (the page's stylesheet and logo) are served by Ferry's static handler and never reach this worker.
 declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
@@ -31,8 +32,10 @@ while ($req = $worker->waitRequest()) {
     $worker->respond(200, ['Content-Type' => 'text/html; charset=utf-8'], <<<HTML
         <!doctype html>
         <title>Ferry</title>
-        <h1>Hello, {$name}!</h1>
+        <link rel="stylesheet" href="/style.css">
+        <h1><img src="/logo.svg" alt="">Hello, {$name}!</h1>
         <p>Served by PHP worker {$pid} (booted {$booted}), request #{$count} of this worker.</p>
-        <p>Try <a href="/json?name=ferry">/json</a>.</p>
+        <p>Try <a href="/json?name=ferry">/json</a>. The stylesheet and the logo come from <code>public/</code>,
+        sent by Ferry itself without reaching PHP.</p>
         HTML);
 }

@@ -304,7 +304,16 @@ class ExampleAppTest(unittest.TestCase):
         r = c.getresponse()
         body = r.read().decode()
         self.assertEqual(r.status, 200)
-        self.assertIn("<h1>Hello, Ferry!</h1>", body)
+        self.assertIn("Hello, Ferry!</h1>", body)
+        # The page's stylesheet and logo come from public/ through the static handler.
+        for path, ctype in (("/style.css", "text/css; charset=utf-8"), ("/logo.svg", "image/svg+xml")):
+            self.assertIn(f'"{path}"', body)
+            c.request("GET", path)
+            r = c.getresponse()
+            data = r.read()
+            with open(os.path.join(ROOT, "examples", "hello", "public", path.lstrip("/")), "rb") as f:
+                self.assertEqual((r.status, r.getheader("Content-Type"), data), (200, ctype, f.read()))
+            self.assertEqual(r.getheader("Cache-Control"), "no-cache")
         c.request("POST", "/json?x=1", body=b"payload")
         r = c.getresponse()
         data = json.loads(r.read())
