@@ -131,14 +131,49 @@ EOF
 
 mkdir -p "$TMP/www"
 
+# start_nginx NAME PORT SERVER_BODY: nginx with WORKER_PROCESSES workers (default 1) in $TMP/nginx-NAME/,
+# listening on 127.0.0.1:PORT with SERVER_BODY inside its server {} and $NGINX_HTTP_EXTRA in http {};
+# sets NGINX_PID (the master; its workers are its children).
+start_nginx() {
+  local name=$1 port=$2 body=$3 dir="$TMP/nginx-$1" user_line=""
+  mkdir -p "$dir/tmp" "$dir/logs"
+  # nginx workers must reach files and sockets inside our 0700 temp dir
+  [[ $(id -u) -eq 0 ]] && user_line="user root;"
+  cat >"$dir/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes ${WORKER_PROCESSES:-1};
+$user_line
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_timeout 65;
+  keepalive_requests 1000000;
+  client_body_temp_path $dir/tmp/body;
+  proxy_temp_path $dir/tmp/proxy;
+  fastcgi_temp_path $dir/tmp/fastcgi;
+  uwsgi_temp_path $dir/tmp/uwsgi;
+  scgi_temp_path $dir/tmp/scgi;
+  $NGINX_HTTP_EXTRA
+  server {
+    listen 127.0.0.1:$port;
+$body
+  }
+}
+EOF
+  nginx -p "$dir" -e "$dir/logs/error.log" -c "$dir/nginx.conf" >"$dir/nginx.out" 2>&1 &
+  NGINX_PID=$!; PIDS+=("$NGINX_PID")
+}
+
 # start_fpm serves $TMP/www/index.php (the caller writes it) for every path but /opcache.php.
 # FPM_PHP_ARGS: more `-d key=value` for php-fpm; NGINX_HTTP_EXTRA: more directives in nginx's http {}.
 [[ -v FPM_PHP_ARGS ]] || FPM_PHP_ARGS=()
 NGINX_HTTP_EXTRA=${NGINX_HTTP_EXTRA:-}
 start_fpm() {
-  local name=fpm port user_line="" fpm_root=() pid_fpm pid_nginx i
+  local name=fpm port fpm_root=() pid_fpm pid_nginx i
   port=$(free_port)
-  mkdir -p "$TMP/nginx/tmp" "$TMP/nginx/logs"
   # shellcheck disable=SC2016  # PHP code, not shell
   printf '<?php\n$s = function_exists("opcache_get_status") ? opcache_get_status(false) : false;\necho ($s && $s["opcache_enabled"]) ? "on" : "off";\n' >"$TMP/www/opcache.php"
   cat >"$TMP/php-fpm.conf" <<EOF
@@ -154,7 +189,6 @@ pm.max_children = $WORKERS
 EOF
   if [[ $(id -u) -eq 0 ]]; then
     fpm_root=(-R)           # php-fpm refuses to run pools as root without it
-    user_line="user root;"  # nginx workers must reach the socket inside our 0700 temp dir
   fi
   php-fpm8.2 -F "${fpm_root[@]}" -y "$TMP/php-fpm.conf" -p "$TMP" "${PHP_OPCACHE[@]}" "${FPM_PHP_ARGS[@]}" \
     >"$TMP/php-fpm.out" 2>&1 &
@@ -166,26 +200,7 @@ EOF
   done
   [[ -S "$TMP/php-fpm.sock" ]] || die "php-fpm did not create its socket"
 
-  cat >"$TMP/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-$user_line
-pid $TMP/nginx.pid;
-error_log $TMP/nginx/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_timeout 65;
-  keepalive_requests 1000000;
-  client_body_temp_path $TMP/nginx/tmp/body;
-  proxy_temp_path $TMP/nginx/tmp/proxy;
-  fastcgi_temp_path $TMP/nginx/tmp/fastcgi;
-  uwsgi_temp_path $TMP/nginx/tmp/uwsgi;
-  scgi_temp_path $TMP/nginx/tmp/scgi;
-  $NGINX_HTTP_EXTRA
-  server {
-    listen 127.0.0.1:$port;
+  start_nginx fpm "$port" "
     root $TMP/www;
     location = /opcache.php {
       include /etc/nginx/fastcgi_params;
@@ -196,18 +211,14 @@ http {
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME $TMP/www/index.php;
       fastcgi_pass unix:$TMP/php-fpm.sock;
-    }
-  }
-}
-EOF
-  nginx -p "$TMP/nginx" -e "$TMP/nginx/logs/error.log" -c "$TMP/nginx.conf" >"$TMP/nginx.out" 2>&1 &
-  pid_nginx=$!; PIDS+=("$pid_nginx")
+    }"
+  pid_nginx=$NGINX_PID
   URL[$name]="http://127.0.0.1:$port/"
   SERVER_PIDS[$name]=$pid_nginx   # nginx master + its workers
   PHP_PIDS[$name]=$pid_fpm        # fpm master + its children
   PHP_ROOT_IS_CHILDREN[$name]=0
-  LOGS[$name]="$TMP/nginx/logs/error.log"
-  check_hello "$name" "${URL[$name]}" "$pid_nginx" "$TMP/nginx/logs/error.log"
+  LOGS[$name]="$TMP/nginx-fpm/logs/error.log"
+  check_hello "$name" "${URL[$name]}" "$pid_nginx" "${LOGS[$name]}"
   # opcache must be on in the FPM children: ask each of them (a few requests spread over the pool).
   local oc
   for ((i = 0; i < 2 * WORKERS; i++)); do

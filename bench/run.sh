@@ -216,7 +216,7 @@ notes=$(
         [[ -n "$w" ]] && printf -- '- %s stderr warnings/errors (first 5):\n    %s\n' "$t" "${w//$'\n'/$'\n    '}"
         ;;
       fpm)
-        w=$(grep -hiE 'warn|error|alert|emerg' "$TMP/nginx/logs/error.log" "$TMP/php-fpm.log" 2>/dev/null | head -n 5 || true)
+        w=$(grep -hiE 'warn|error|alert|emerg' "$TMP/nginx-fpm/logs/error.log" "$TMP/php-fpm.log" 2>/dev/null | head -n 5 || true)
         [[ -n "$w" ]] && printf -- '- fpm: nginx/php-fpm log warnings (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
         ;;
     esac
