@@ -235,6 +235,7 @@ cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   if [[ -n "${WANT[ferry-before]:-}" ]]; then
     echo "- ferry-before: $FERRY_BEFORE_BIN ($("$FERRY_BEFORE_BIN" version 2>/dev/null || echo '?')), git ${BEFORE_REV:-? (no REV file next to it)}; same hello.php and config as ferry"
   fi
+  [[ -n "$FERRY_HTTP_EXTRA" ]] && echo "- every Ferry target's config has under \`http:\`: \`$(echo "$FERRY_HTTP_EXTRA" | tr -s ' \n' ' ' | sed 's/^ //')\`"
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
   echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds (odd rounds in target order, even rounds reversed$([[ "$RESTART_FERRY" == 1 ]] && echo "; Ferry servers restarted every round in that order")) of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
   echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process / nginx master+worker, PHP = ferry's workers / php-fpm master+children"

@@ -182,7 +182,8 @@ int open_static_root(const std::string &dir)
 }
 
 StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime)
-    : config_(config), cache_(root_fd, config, mime)
+    : config_(config), forbidden_status_(config.on_forbidden == "403"),
+      missing_status_(config.on_missing == "404"), cache_(root_fd, config, mime)
 {
     if (!config.cache_control.empty())
         add_header(extra_, "Cache-Control", config.cache_control);
@@ -206,8 +207,27 @@ StaticHandler::Decision StaticHandler::decide(const Request &req) const
 {
     if (req.method != "GET" && req.method != "HEAD")
         return {};
-    const bool forbidden_status = config_.on_forbidden == "403";
-    const bool missing_status = config_.on_missing == "404";
+    const auto now = FileCache::clock::now();
+    const std::string_view raw = target_path(req.target);
+    if (auto it = to_php_.find(raw); it != to_php_.end()) {
+        if (now - it->second < FileCache::revalidate_after)
+            return {};
+        to_php_.erase(it);
+    }
+    Decision d = decide_uncached(req, now);
+    if (d.kind == Decision::Kind::php) {
+        if (to_php_.size() >= config_.max_open_files)
+            to_php_.clear(); // bounded; the paths in use come back at their next request
+        to_php_.emplace(raw, now);
+    }
+    return d;
+}
+
+StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
+                                                       FileCache::clock::time_point now) const
+{
+    const bool forbidden_status = forbidden_status_;
+    const bool missing_status = missing_status_;
     StaticPath p = resolve_static_path(req.target);
     if (p.kind == StaticPath::Kind::traversal) {
         Decision d;
@@ -217,7 +237,6 @@ StaticHandler::Decision StaticHandler::decide(const Request &req) const
     if (p.kind == StaticPath::Kind::hidden)
         return fall_through(forbidden_status, Kind::forbidden);
 
-    const auto now = FileCache::clock::now();
     FoundFile found = cache_.find(p.rel, now);
     std::string rel = std::move(p.rel);
     if (found.kind == FoundFile::Kind::directory) {

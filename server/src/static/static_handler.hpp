@@ -9,8 +9,11 @@
 
 #include "ferry/conf/config.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace ferry::server::detail {
 
@@ -36,10 +39,21 @@ public:
     const std::string &extra_headers() const { return extra_; }
 
 private:
+    struct PathHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+
+    Decision decide_uncached(const Request &req, FileCache::clock::time_point now) const;
     Decision fall_through(bool configured_status, Decision::Kind status) const;
 
     const conf::StaticConfig &config_;
-    mutable FileCache cache_; // per event loop: no lock
+    const bool forbidden_status_; // on_forbidden: "403"
+    const bool missing_status_;   // on_missing: "404"
+    mutable FileCache cache_;     // per event loop: no lock
+    // Raw request paths that went to PHP, and when that was decided: a PHP route costs one lookup, not a
+    // path decode and file lookups, for as long as a cached file result holds (FileCache::revalidate_after).
+    mutable std::unordered_map<std::string, FileCache::clock::time_point, PathHash, std::equal_to<>> to_php_;
     std::string extra_;
 };
 
