@@ -1,9 +1,9 @@
 // http.pool: the PHP worker pool (size, recycling, allocation and stop timeouts) and its supervisor.
-// num_workers: 0 is resolved here, once, to the number of CPUs; nothing downstream sees a 0.
+// num_workers: 0 is resolved here, once, to the number of CPUs this process may run on; nothing downstream
+// sees a 0.
 #include "keys.hpp"
 
 #include <algorithm>
-#include <thread>
 
 namespace ferry::conf::keys {
 
@@ -12,7 +12,7 @@ namespace {
 void resolve_pool(PoolConfig &pool)
 {
     if (pool.num_workers == 0) {
-        pool.num_workers = std::max(1u, std::thread::hardware_concurrency());
+        pool.num_workers = usable_cpus();
     }
 }
 

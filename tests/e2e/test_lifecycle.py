@@ -215,6 +215,19 @@ class ConfigTest(unittest.TestCase):
         self.assertIn("num_workers: 3", lines)
         self.assertIn('address: "127.0.0.1:0"', lines)
 
+    def test_zero_workers_means_the_cpus_this_process_may_use(self):
+        path = self.tmpfile("cpus.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                         'http:\n  pool:\n    num_workers: 0\n')
+        usable = len(os.sched_getaffinity(0))
+        p = run_ferry("config", "-c", path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"num_workers: {usable}", [l.strip() for l in p.stdout.splitlines()])
+        # Pinned to one CPU (taskset, as a cgroup cpuset would): one worker, whatever the machine has.
+        p = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), BIN, "config", "-c", path],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("num_workers: 1", [l.strip() for l in p.stdout.splitlines()])
+
     def test_override_bad_key_value(self):
         path = self.tmpfile("o2.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n')
         p = run_ferry("config", "-c", path, "-o", "http.pool.num_workers=lots")

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <sched.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,11 +57,14 @@ inline std::string error_of(const std::string &yaml, const std::vector<std::stri
     return r.error().message;
 }
 
-// The number of CPUs: what num_workers: 0 becomes.
+// The CPUs this process may run on, counted independently of conf: what num_workers: 0 becomes.
 inline unsigned cpus()
 {
-    const unsigned n = std::thread::hardware_concurrency();
-    return n == 0 ? 1 : n;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    EXPECT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+    const int n = CPU_COUNT(&set);
+    return n <= 0 ? 1u : static_cast<unsigned>(n);
 }
 
 inline bool contains(const std::string &haystack, const std::string &needle)
@@ -90,6 +94,25 @@ http:
     read_body: 1m30s
     write: 2m
     idle: 500ms
+  middleware: [static, proxy_ip_parser]
+  static:
+    dir: public
+    forbid: [PHP, ".htaccess"]
+    allow: [css, .JS]
+    calculate_etag: true
+    weak: true
+    request:
+      X-Req: a
+    response:
+      X-Frame-Options: DENY
+      Cache-Tag: "assets, v2"
+    index: [index.htm, default.html]
+    precompressed: true
+    cache_control: "public, max-age=60"
+    on_forbidden: "403"
+    on_missing: "404"
+    follow_symlinks: true
+    max_open_files: 77
   pool:
     num_workers: 3
     max_jobs: 1000

@@ -158,8 +158,8 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
 TEST(ConfKeys, WrongTypeNamesKeyAndLine)
 {
     for (const Leaf &leaf : leaves()) {
-        // A map is no valid value of any kind but env, which takes a map and refuses a list.
-        const bool is_env = leaf.kind == schema::Kind::env;
+        // A map is no valid value of any kind but env and headers, which take a map and refuse a list.
+        const bool is_env = leaf.kind == schema::Kind::env || leaf.kind == schema::Kind::headers;
         const std::string value = is_env ? "[x]" : "{x: 1}";
         const std::string yaml = nested(leaf.path, value);
         const std::string e = error_of(yaml, command_unless(leaf));

@@ -40,6 +40,26 @@ TEST(ConfLoad, EveryKeyParsed)
     EXPECT_EQ(c.http.pool.destroy_timeout, 3600s);
     EXPECT_EQ(c.http.pool.exec_ttl, 120s);
     EXPECT_EQ(c.http.pool.exec_warn, 10s);
+    const auto &st = c.http.static_files;
+    EXPECT_TRUE(st.enabled);
+    EXPECT_EQ(c.http.middleware, (std::vector<std::string>{"static", "proxy_ip_parser"}));
+    EXPECT_EQ(st.dir, "public");
+    EXPECT_EQ(st.forbid, (std::vector<std::string>{".php", ".htaccess"})) << "dotted and lower-cased";
+    EXPECT_EQ(st.allow, (std::vector<std::string>{".css", ".js"}));
+    EXPECT_TRUE(st.calculate_etag);
+    EXPECT_TRUE(st.weak);
+    const std::vector<std::pair<std::string, std::string>> req{{"X-Req", "a"}};
+    const std::vector<std::pair<std::string, std::string>> resp{{"X-Frame-Options", "DENY"},
+                                                                {"Cache-Tag", "assets, v2"}};
+    EXPECT_EQ(st.request, req);
+    EXPECT_EQ(st.response, resp) << "header names keep their case";
+    EXPECT_EQ(st.index, (std::vector<std::string>{"index.htm", "default.html"}));
+    EXPECT_TRUE(st.precompressed);
+    EXPECT_EQ(st.cache_control, "public, max-age=60");
+    EXPECT_EQ(st.on_forbidden, "403");
+    EXPECT_EQ(st.on_missing, "404");
+    EXPECT_TRUE(st.follow_symlinks);
+    EXPECT_EQ(st.max_open_files, 77u);
 }
 
 TEST(ConfLoad, Defaults)
@@ -51,6 +71,8 @@ TEST(ConfLoad, Defaults)
     EXPECT_EQ(c.server.command, (std::vector<std::string>{"php", "worker.php"}));
     EXPECT_TRUE(c.server.env.empty());
     EXPECT_EQ(c.server.relay, "pipes");
+    EXPECT_FALSE(c.http.static_files.enabled);
+    EXPECT_EQ(c.http.static_files.index, (std::vector<std::string>{"index.html"}));
     EXPECT_EQ(c.http.address.to_string(), "127.0.0.1:8080");
     EXPECT_EQ(c.http.address.host, "127.0.0.1");
     EXPECT_EQ(c.http.address.port, 8080u);

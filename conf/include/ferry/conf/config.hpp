@@ -122,6 +122,10 @@ struct LoadResult {
     std::vector<std::string> warnings; // e.g. unknown keys, with file:line and key path
 };
 
+// The CPUs this process may run on (sched_getaffinity: `taskset` and cgroup cpusets count, unlike
+// std::thread::hardware_concurrency()); at least 1.
+unsigned usable_cpus();
+
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.
 using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;
 EnvLookup process_env();
