@@ -75,12 +75,15 @@ public:
     awaitable<void> shut_down(bool linger, std::span<char> scratch);
 
 private:
+    void set_cork(bool on);
+
     Connections &conns_;
     tcp::socket socket_;
     Conn conn_;
     std::list<Conn *>::iterator registered_;
     conf::Duration write_timeout_;
     std::string remote_;
+    bool corked_ = false;
 };
 
 } // namespace ferry::server::detail
