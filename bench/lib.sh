@@ -100,8 +100,8 @@ build_ferry() {  # sets FERRY: $FERRY_BIN, or build/ferry built now
 
 # FERRY_HTTP_EXTRA: YAML lines added under `http:` (indented by two spaces) for every Ferry target.
 FERRY_HTTP_EXTRA=${FERRY_HTTP_EXTRA:-}
-start_ferry() {  # name worker.php ferry-binary
-  local name=$1 script=$2 bin=$3 conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
+start_ferry() {  # name worker.php ferry-binary [more http.pool lines, e.g. "    max_jobs: 10000"]
+  local name=$1 script=$2 bin=$3 pool_extra=${4:-} conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
   cat >"$conf" <<EOF
 version: "3"
 server:
@@ -110,6 +110,7 @@ http:
   address: 127.0.0.1:0
   pool:
     num_workers: $WORKERS
+${pool_extra}
 ${FERRY_HTTP_EXTRA}
 EOF
   "$bin" serve -c "$conf" >"$out" 2>"$err" &
@@ -267,9 +268,16 @@ server_ticks() {  # name
   fi
 }
 php_ticks() {  # name
-  local n=$1
-  if [[ "${PHP_ROOT_IS_CHILDREN[$n]}" == 1 ]]; then tree_ticks "${PHP_PIDS[$n]}" 0
-  else tree_ticks "${PHP_PIDS[$n]}" 1; fi
+  local n=$1 live reaped
+  if [[ "${PHP_ROOT_IS_CHILDREN[$n]}" == 1 ]]; then
+    # The live workers, plus the workers that exited and were reaped (recycling): the ferry process's
+    # cutime + cstime.
+    live=$(tree_ticks "${PHP_PIDS[$n]}" 0)
+    reaped=$(awk '{ s = $0; sub(/.*\) /, "", s); split(s, a, " "); print a[14] + a[15] }' "/proc/${PHP_PIDS[$n]}/stat")
+    echo $((live + reaped))
+  else
+    tree_ticks "${PHP_PIDS[$n]}" 1
+  fi
 }
 
 CLK_TCK=$(getconf CLK_TCK)

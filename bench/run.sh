@@ -7,8 +7,9 @@
 #   DURATION   seconds per measured wrk run (default 5)
 #   ROUNDS     interleaved rounds of (c1, c64) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
-#   TARGETS    comma-separated subset of: ferry,ferry-before,ferry-psr7,fpm,php-s
-#              (default: ferry,ferry-psr7,fpm,php-s, plus ferry-before when FERRY_BEFORE_BIN is set)
+#   TARGETS    comma-separated subset of: ferry,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s
+#              (default: ferry,ferry-maxjobs,ferry-psr7,fpm,php-s, plus ferry-before when FERRY_BEFORE_BIN is set)
+#   MAX_JOBS   http.pool.max_jobs of target ferry-maxjobs (default 10000): what recycling costs
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
 #   RESTART_FERRY  1 = restart the Ferry servers every round in that round's order (default: 1 when
 #              ferry-before is a target, to compare two binaries without a start-order bias)
@@ -21,10 +22,11 @@ DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-2}
 FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
-TARGETS=${TARGETS:-ferry,${FERRY_BEFORE_BIN:+ferry-before,}ferry-psr7,fpm,php-s}
+TARGETS=${TARGETS:-ferry,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-psr7,fpm,php-s}
+MAX_JOBS=${MAX_JOBS:-10000}
 case ",$TARGETS," in *,ferry-before,*) RESTART_FERRY=${RESTART_FERRY:-1} ;; *) RESTART_FERRY=${RESTART_FERRY:-0} ;; esac
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
+CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -38,13 +40,13 @@ IFS=',' read -r -a _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
   t=${t// /}
   case "$t" in
-    ferry|ferry-before|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
+    ferry|ferry-before|ferry-maxjobs|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
     "") ;;
-    *) die "unknown target '$t' (known: ferry,ferry-before,ferry-psr7,fpm,php-s)" ;;
+    *) die "unknown target '$t' (known: ferry,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s)" ;;
   esac
 done
 ORDER=()
-for t in ferry ferry-before ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
+for t in ferry ferry-before ferry-maxjobs ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
 [[ ${#ORDER[@]} -gt 0 ]] || die "TARGETS selects nothing"
 
 if [[ -n "${WANT[fpm]:-}" ]]; then
@@ -53,7 +55,17 @@ if [[ -n "${WANT[fpm]:-}" ]]; then
 fi
 
 # ---------------------------------------------------------------- targets
-if [[ -n "${WANT[ferry]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
+if [[ -n "${WANT[ferry]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
+[[ "$MAX_JOBS" =~ ^[0-9]+$ && "$MAX_JOBS" -ge 1 ]] || die "MAX_JOBS must be a positive integer"
+
+start_ferry_target() {  # a ferry target's server, as every round starts it
+  case "$1" in
+    ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" ;;
+    ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
+    ferry-maxjobs) start_ferry ferry-maxjobs "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS" ;;
+    ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" ;;
+  esac
+}
 
 # ferry-before: another ferry binary (e.g. the build before a change), same worker and config as `ferry`.
 BEFORE_REV=""
@@ -72,9 +84,7 @@ printf '<?php\necho "Hello, World!";\n' >"$TMP/www/index.php"
 for t in "${ORDER[@]}"; do
   log "starting $t"
   case "$t" in
-    ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" ;;
-    ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
-    ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" ;;
+    ferry*) start_ferry_target "$t" ;;
     fpm) start_fpm ;;
     php-s) start_phps ;;
   esac
@@ -112,7 +122,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     # in the round's order, so that the comparison with ferry-before is even.
     for t in "${round_order[@]}"; do
       case "$t" in
-        ferry|ferry-before|ferry-psr7)
+        ferry*)
           kill -TERM "${SERVER_PIDS[$t]}" 2>/dev/null || true
           wait "${SERVER_PIDS[$t]}" 2>/dev/null || true
           ;;
@@ -120,9 +130,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
     for t in "${round_order[@]}"; do
       case "$t" in
-        ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" ;;
-        ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
-        ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" ;;
+        ferry*) start_ferry_target "$t" ;;
         *) continue ;;
       esac
       wrk -t1 -c4 -d1s "${URL[$t]}" >/dev/null 2>&1 || die "wrk failed on $t"
@@ -156,6 +164,7 @@ label() {
   case "$1" in
     ferry) echo "Ferry, plain API (hello.php)" ;;
     ferry-before) echo "Ferry before${BEFORE_REV:+ ($BEFORE_REV)}, plain API (hello.php)" ;;
+    ferry-maxjobs) echo "Ferry, plain API, max_jobs: $MAX_JOBS" ;;
     ferry-psr7) echo "Ferry, PSR-7 (psr7_hello.php)" ;;
     fpm) echo "nginx + php-fpm (static $WORKERS)" ;;
     php-s) echo "php -S (1 process)" ;;
@@ -208,10 +217,13 @@ table=$(
 )
 
 notes=$(
+  if [[ -n "${WANT[ferry-maxjobs]:-}" && -n "${WANT[ferry]:-}" ]]; then
+    echo "- recycling: ferry-maxjobs ÷ ferry = $(vs_before "${R64[ferry-maxjobs]}" "${R64[ferry]}") at c64 (median of per-round ratios $(paired "${RR64[ferry-maxjobs]}" "${RR64[ferry]}")), $(vs_before "${R1[ferry-maxjobs]}" "${R1[ferry]}") at c1"
+  fi
   for t in "${ORDER[@]}"; do
     [[ -n "${NOTES[$t]}" ]] && echo "- $t: wrk reported ${NOTES[$t]%; }"
     case "$t" in
-      ferry|ferry-before|ferry-psr7)
+      ferry*)
         w=$(grep -E ' (WARN|ERROR) ' "${LOGS[$t]}" | head -n 5 || true)
         [[ -n "$w" ]] && printf -- '- %s stderr warnings/errors (first 5):\n    %s\n' "$t" "${w//$'\n'/$'\n    '}"
         ;;
