@@ -7,7 +7,9 @@ namespace ferry::server::detail {
 
 class Loop : public asio::io_context {
 public:
-    Loop() : asio::io_context(1) {}
+    // One thread runs the loop and touches its sockets, pipes and timers, so the reactor needs no lock per
+    // operation (UNSAFE_IO); the scheduler keeps its lock, so other threads may still post to it.
+    Loop() : asio::io_context(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO) {}
 
     // Destroys every pending handler and suspended coroutine now. The io_context's destructor would do it
     // too, but only after the objects their frames refer to (connection lists, the pool) are gone: a stop
