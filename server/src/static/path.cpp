@@ -1,21 +1,8 @@
 #include "path.hpp"
 
+#include "ferry/server/http_grammar.hpp"
+
 namespace ferry::server::detail {
-namespace {
-
-int hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-} // namespace
-
 std::string_view target_path(std::string_view target)
 {
     if (!target.empty() && target.front() != '/') { // absolute-form: scheme://authority/path
@@ -55,8 +42,8 @@ StaticPath resolve(std::string_view target)
         char c = raw[i];
         bool encoded = false;
         if (c == '%') {
-            int hi = i + 2 < raw.size() ? hex(raw[i + 1]) : -1;
-            int lo = i + 2 < raw.size() ? hex(raw[i + 2]) : -1;
+            int hi = i + 2 < raw.size() ? hex_value(raw[i + 1]) : -1;
+            int lo = i + 2 < raw.size() ? hex_value(raw[i + 2]) : -1;
             if (hi < 0 || lo < 0) {
                 out.kind = StaticPath::Kind::traversal; // a malformed escape: nothing sane to look up
                 return out;
