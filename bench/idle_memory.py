@@ -42,8 +42,9 @@ POST_SIZE = 250 * 1000
 
 
 class Scenario:
-    def __init__(self, name, what, request, check):
+    def __init__(self, name, what, request, check, static=False):
         self.name, self.what, self.request, self.check = name, what, request, check
+        self.static = static  # served by the static handler (http.static on, a 1 MiB file in its dir)
 
 
 def _expect(status, body_len=None, body=None):
@@ -72,6 +73,8 @@ def scenarios():
                  b"POST /echo-body HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
                  b"Content-Length: %d\r\n\r\n" % POST_SIZE + post_body,
                  _expect(200, body=post_body)),
+        Scenario("static-1m", "GET /file-1m.bin from http.static (sendfile)",
+                 b"GET /file-1m.bin HTTP/1.1\r\nHost: x\r\n\r\n", _expect(200, body_len=MIB), static=True),
     ]
 
 
@@ -156,8 +159,15 @@ def request_all(conns, sc):
                 raise RuntimeError(f"{sc.name}: unexpected answer: {problem}")
 
 
-def start_ferry(binary, tmp):
+def start_ferry(binary, tmp, static=False):
     conf = os.path.join(tmp, "ferry.yaml")
+    extra = ""
+    if static:
+        pub = os.path.join(tmp, "public")
+        os.makedirs(pub, exist_ok=True)
+        with open(os.path.join(pub, "file-1m.bin"), "wb") as f:
+            f.write(bytes(i % 251 for i in range(MIB)))
+        extra = f'  middleware: ["static"]\n  static:\n    dir: "{pub}"\n'
     with open(conf, "w") as f:
         f.write(f"""version: "3"
 server:
@@ -171,7 +181,7 @@ http:
   timeouts:
     read_header: 120s
     idle: 300s
-""")
+""" + extra)
     err = open(os.path.join(tmp, "stderr.log"), "w+b")
     proc = subprocess.Popen([binary, "serve", "-c", conf], stdout=subprocess.PIPE, stderr=err,
                             stdin=subprocess.DEVNULL, cwd=tmp)
@@ -195,7 +205,7 @@ def stop_ferry(proc):
 
 def run(binary, sc, n):
     with tempfile.TemporaryDirectory(prefix="ferry-mem-") as tmp:
-        proc, err, port = start_ferry(binary, tmp)
+        proc, err, port = start_ferry(binary, tmp, sc.static)
         conns = []
         try:
             warm = [Conn(port) for _ in range(WARMUP)]

@@ -240,16 +240,17 @@ public:
                 rules.max_file_size = http.uploads_max_file_size;
                 rules.max_fields_size = http.max_form_size;
                 rules.limits = form_limits(http);
-                multipart_.emplace(std::move(rules));
+                multipart_ = std::make_unique<MultipartBody>(std::move(rules));
             }
             multipart_->start(type);
-            return &*multipart_;
+            return multipart_.get();
         }
         return &body_;
     }
 
     void release_idle_memory(bool large_head) override
     {
+        multipart_.reset(); // its temp files went after the response
         if (body_out_.capacity() > 4096)
             std::string().swap(body_out_);
         if (large_head && retained(ctx_) > 4096)
@@ -360,7 +361,9 @@ private:
     relay::FormTree form_;
     bool is_form_ = false;      // the request being served is a urlencoded form the server parses
     bool is_multipart_ = false; // ... a multipart form
-    std::optional<MultipartBody> multipart_; // created at the connection's first multipart request
+    // Created at a multipart request, dropped when the connection is idle: most connections never carry one,
+    // and an idle connection keeps ~0.9 KiB less (bench/idle_memory.py).
+    std::unique_ptr<MultipartBody> multipart_;
     const TrustedProxies &proxies_;
     relay::RequestContext ctx_;
     std::string body_out_;
