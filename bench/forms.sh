@@ -175,26 +175,11 @@ notes=$(
   true
 )
 
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {
-  echo "# Ferry forms and uploads benchmark"
-  echo
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); clients and servers share the cores"
-  echo "- command: \`$CMDLINE\`"
   echo "- ferry: ${FERRY:+$("$FERRY" version 2>/dev/null), }git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty')"
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'), $(curl -V | head -n1 | awk '{ print $1, $2 }'); opcache on"
   echo "- form: POST of ${#FORM_BODY} bytes, 20 urlencoded fields with %-escapes; PHP answers the field count and one value; wrk -t1 -c1 and -t2 -c64 (--latency), ${DURATION}s each; CPU µs/req = utime+stime from /proc during the c64 run ÷ requests"
   echo "- upload: one curl -F of a $UPLOAD_MIB MiB random file per round; MiB/s = size ÷ curl's time_total (until the answer); PHP answers error, size and the temp file's size"
   echo "- RSS: server = ferry process / nginx master + worker; PHP = ferry's workers / php-fpm master + children; peak = sum of VmHWM after resetting it (/proc/PID/clear_refs) just before the upload"
   echo "- $ROUNDS interleaved rounds (odd rounds in target order, even reversed); figures are medians; every temp file was removed after the runs"
-  echo
-  echo "$table"
-  if [[ -n "$notes" ]]; then echo; echo "Notes:"; echo; echo "$notes"; fi
-} >"$RESULTS_DIR/forms.md"
-
-echo
-echo "$table"
-[[ -n "$notes" ]] && { echo; echo "$notes"; }
-echo
-log "written to bench/results/forms.md (raw output in bench/results/raw/forms-*)"
+} | publish_report forms.md "Ferry forms and uploads benchmark" "raw output in bench/results/raw/forms-*"

@@ -336,3 +336,28 @@ sum_status_kib() {  # field pid... -> the sum of /proc/PID/status FIELD (VmRSS, 
   for p in "$@"; do files+=("/proc/$p/status"); done
   awk -v f="$field:" '$1 == f { s += $2 } END { print s + 0 }' "${files[@]}" 2>/dev/null || echo 0
 }
+
+# publish_report FILE TITLE RAW: writes bench/results/FILE: "# TITLE", the date, the machine, $CMDLINE, the
+# "- ..." lines read from stdin, then $table and $notes; prints the table and the notes. RAW says where the
+# raw output went.
+# shellcheck disable=SC2154  # table and notes are set by the caller
+publish_report() {
+  local file=$1 title=$2 raw=$3 cpu_model
+  cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  {
+    echo "# $title"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); the clients (wrk, curl) and the servers share the cores"
+    echo "- command: \`$CMDLINE\`"
+    cat
+    echo
+    echo "$table"
+    if [[ -n "$notes" ]]; then echo; echo "Notes:"; echo; echo "$notes"; fi
+  } >"$RESULTS_DIR/$file"
+  echo
+  echo "$table"
+  [[ -n "$notes" ]] && { echo; echo "$notes"; }
+  echo
+  log "written to bench/results/$file ($raw)"
+}

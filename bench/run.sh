@@ -236,13 +236,7 @@ notes=$(
   true
 )
 
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {
-  echo "# Ferry hello-world benchmark"
-  echo
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); client (wrk) and servers share the cores"
-  echo "- command: \`$CMDLINE\`"
   echo "- ferry: ${FERRY:+$("$FERRY" version 2>/dev/null), }git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), build type $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
   if [[ -n "${WANT[ferry-before]:-}" ]]; then
     echo "- ferry-before: $FERRY_BEFORE_BIN ($("$FERRY_BEFORE_BIN" version 2>/dev/null || echo '?')), git ${BEFORE_REV:-? (no REV file next to it)}; same hello.php and config as ferry"
@@ -251,13 +245,4 @@ cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
   echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds (odd rounds in target order, even rounds reversed$([[ "$RESTART_FERRY" == 1 ]] && echo "; Ferry servers restarted every round in that order")) of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
   echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
-  echo
-  echo "$table"
-  if [[ -n "$notes" ]]; then echo; echo "Notes:"; echo; echo "$notes"; fi
-} >"$RESULTS_DIR/latest.md"
-
-echo
-echo "$table"
-[[ -n "$notes" ]] && { echo; echo "$notes"; }
-echo
-log "written to bench/results/latest.md (raw wrk output in bench/results/raw/)"
+} | publish_report latest.md "Ferry hello-world benchmark" "raw wrk output in bench/results/raw/"

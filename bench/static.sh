@@ -125,23 +125,8 @@ notes=$(
   true
 )
 
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {
-  echo "# Ferry static files benchmark"
-  echo
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); wrk and the servers share the cores"
-  echo "- command: \`$CMDLINE\`"
   echo "- ferry: $("$FERRY" version 2>/dev/null), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), $LOOPS event loop, http.static with its defaults"
   echo "- nginx: $(nginx -v 2>&1 | sed 's/^nginx version: //'), worker_processes $LOOPS, sendfile on, tcp_nopush on, open_file_cache max=1024, access_log off"
   echo "- files: random bytes of ${FILES[*]} in the same directory; wrk -t2 -c$CONNS -d${DURATION}s --latency per file and server, $ROUNDS interleaved rounds (even rounds nginx first); medians; CPU = utime+stime of the ferry process / nginx master+worker during the run ÷ requests"
-  echo
-  echo "$table"
-  if [[ -n "$notes" ]]; then echo; echo "Notes:"; echo; echo "$notes"; fi
-} >"$RESULTS_DIR/static.md"
-
-echo
-echo "$table"
-[[ -n "$notes" ]] && { echo; echo "$notes"; }
-echo
-log "written to bench/results/static.md (raw wrk output in bench/results/raw/static-*)"
+} | publish_report static.md "Ferry static files benchmark" "raw wrk output in bench/results/raw/static-*"

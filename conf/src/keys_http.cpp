@@ -4,8 +4,8 @@
 #include "ferry/conf/text.hpp"
 #include "keys.hpp"
 
-#include <arpa/inet.h>
 #include <algorithm>
+#include <arpa/inet.h>
 #include <optional>
 
 namespace ferry::conf::keys {
@@ -111,8 +111,7 @@ const schema::Table<HttpConfig> &http()
             section("static", &HttpConfig::static_files, static_files()),
             section("pool", &HttpConfig::pool, pool()),
         },
-        {"access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3",
-         "new_relic", "cache"},
+        {"access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {
             h.static_files.enabled =
                 std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();

@@ -252,6 +252,14 @@ class StaticTest(unittest.TestCase):
         self.assertEqual(status, 301)
         self.assertEqual(h["location"], "/docs/?a=1&b=2")
         self.assertEqual(self.get(srv, "/docs/")[2], b"<h1>docs</h1>\n")
+        # "//evil.example" is a directory here, but its redirect must not name another site.
+        os.makedirs(os.path.join(self.pub, "evil.example"))
+        with open(os.path.join(self.pub, "evil.example", "index.html"), "wb") as f:
+            f.write(b"x")
+        for target in (b"//evil.example", b"///evil.example?q=1"):
+            r = raw(srv, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(r.status, 301, target)
+            self.assertTrue(r.header("Location").startswith("/evil.example/"), r.header("Location"))
         self.assertEqual(self.get(srv, "/")[2], b"<h1>home</h1>\n")
         self.assertEqual(self.assertPhp(srv, "/empty/")["path"], "/empty/")  # no index: PHP
         self.assertEqual(self.assertPhp(srv, "/empty")["path"], "/empty")

@@ -117,6 +117,13 @@ std::string_view reason_phrase(int s)
     }
 }
 
+std::size_t format_http_date(std::time_t t, char (&buf)[64])
+{
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    return std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
 std::string_view http_date()
 {
     static thread_local std::time_t cached_at = 0;
@@ -125,9 +132,7 @@ std::string_view http_date()
     std::time_t now = std::time(nullptr);
     if (now != cached_at) {
         cached_at = now;
-        std::tm tm{};
-        gmtime_r(&now, &tm);
-        len = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        len = format_http_date(now, buf);
     }
     return {buf, len};
 }

@@ -3,6 +3,7 @@
 
 #include "ferry/relay/context.hpp"
 
+#include <ctime>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,8 @@ std::string_view reason_phrase(int status);
 
 // "Sun, 06 Nov 1994 08:49:37 GMT", recomputed at most once a second.
 std::string_view http_date();
+// The IMF-fixdate of `t` (Last-Modified and friends); writes at most 29 bytes plus NUL into `buf`.
+std::size_t format_http_date(std::time_t t, char (&buf)[64]);
 
 enum class Framing {
     length,  // Content-Length: content_length
@@ -24,7 +27,8 @@ struct Head {
     int status = 200;
     const relay::ResponseContext *worker = nullptr; // headers from PHP (may be null)
     std::string_view content_type;                  // used when `worker` is null
-    std::string_view extra; // more header lines, each "Name: value\r\n", already valid (when `worker` is null)
+    std::string_view
+        extra; // more header lines, each "Name: value\r\n", already valid (when `worker` is null)
     Framing framing = Framing::length;
     std::size_t content_length = 0;
     bool keep_alive = true;

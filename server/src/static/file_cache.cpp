@@ -1,5 +1,7 @@
 #include "file_cache.hpp"
 
+#include "../http/response.hpp"
+
 #include <boost/crc.hpp>
 
 #include <array>
@@ -56,15 +58,6 @@ int open_beneath(int root, const std::string &rel, bool follow)
         return -1;
     }
     return fd;
-}
-
-std::string http_date_of(std::time_t t)
-{
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    std::array<char, 40> buf{};
-    std::size_t n = std::strftime(buf.data(), buf.size(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    return std::string(buf.data(), n);
 }
 
 std::string hex(std::uint64_t v)
@@ -142,7 +135,8 @@ FoundFile FileCache::open(const std::string &rel, const FoundFile *cached)
     f->dev = st.st_dev;
     f->ino = st.st_ino;
     f->mtime = st.st_mtim;
-    f->last_modified = http_date_of(st.st_mtim.tv_sec);
+    char date[64];
+    f->last_modified.assign(date, format_http_date(st.st_mtim.tv_sec, date));
     f->content_type = mime_.for_file(rel);
     if (config_.calculate_etag && !config_.weak)
         f->etag = content_etag(fd, f->size);
@@ -157,6 +151,10 @@ FoundFile FileCache::open(const std::string &rel, const FoundFile *cached)
 
 const FoundFile &FileCache::find(const std::string &rel, clock::time_point now)
 {
+    if (rel.size() > max_cached_path) {
+        uncached_ = open(rel, nullptr);
+        return uncached_;
+    }
     auto it = map_.find(rel);
     if (it != map_.end()) {
         Entry &e = it->second;

@@ -50,11 +50,14 @@ class FileCache {
 public:
     using clock = std::chrono::steady_clock;
     static constexpr auto revalidate_after = std::chrono::seconds(1);
+    // Longer paths are looked up every time, never kept: a client sending long random paths cannot make a
+    // loop keep max_open_files × 8 KiB of keys.
+    static constexpr std::size_t max_cached_path = 256;
 
     // `root_fd`: the static directory (O_PATH), owned by the caller and open as long as this cache.
     FileCache(int root_fd, const conf::StaticConfig &config, const MimeTypes &mime);
 
-    // `rel` as StaticPath::rel gives it ("" = the root).
+    // `rel` as StaticPath::rel gives it ("" = the root). The reference is valid until the next find().
     const FoundFile &find(const std::string &rel, clock::time_point now);
     std::size_t size() const { return map_.size(); }
 
@@ -71,6 +74,7 @@ private:
     const MimeTypes &mime_;
     std::unordered_map<std::string, Entry> map_;
     std::list<const std::string *> lru_; // keys of map_, most recently used first
+    FoundFile uncached_;                 // the result for a path too long to keep
 };
 
 } // namespace ferry::server::detail

@@ -46,11 +46,18 @@ void add_header(std::string &out, std::string_view name, std::string_view value)
 class StaticConnection final : public Handler::Connection {
 public:
     explicit StaticConnection(StaticHandler &h) : handler_(h) {}
+    BodySink *body_sink(const Request &req) override
+    {
+        decision_ = handler_.take_decision(req); // at the head: the decision accepts() just made
+        return nullptr;
+    }
     awaitable<After> handle(Exchange &ex) override;
+    void release_idle_memory(bool) override { decision_ = {}; } // no file kept open by an idle connection
 
 private:
     StaticHandler &handler_;
-    std::string extra_; // this response's header lines (reused)
+    StaticHandler::Decision decision_; // this request's, from its head
+    std::string extra_;                // this response's header lines (reused)
 };
 
 awaitable<After> StaticConnection::handle(Exchange &ex)
@@ -58,9 +65,10 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     const Request &req = ex.request;
     const bool head = req.method == "HEAD";
     const After done = ex.keep_alive ? After::keep_alive : After::close;
-    StaticHandler::Decision d = handler_.decide(req);
+    StaticHandler::Decision d = std::move(decision_);
+    decision_ = {};
     switch (d.kind) {
-    case Kind::php: // the file went away since the head was read
+    case Kind::php: // not reached: accepts() said no
     case Kind::not_found:
         append_error(ex.out, 404, "no such file", ex.keep_alive, head);
         co_return done;
@@ -71,6 +79,10 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
         std::string_view target = req.target;
         std::string_view path = target_path(target);
         auto q = target.find('?');
+        // "//evil.example/dir" names the directory evil.example/dir here, but as a Location it would be a
+        // protocol-relative URL to another site: one leading slash only.
+        while (path.size() > 1 && path[1] == '/')
+            path.remove_prefix(1);
         extra_.clear();
         extra_ += "Location: ";
         extra_ += path;
@@ -203,6 +215,21 @@ StaticHandler::Decision StaticHandler::fall_through(bool configured_status, Kind
     return d;
 }
 
+bool StaticHandler::accepts(const Request &req) const
+{
+    last_decision_ = decide(req);
+    last_request_ = &req;
+    return last_decision_.kind != Decision::Kind::php;
+}
+
+StaticHandler::Decision StaticHandler::take_decision(const Request &req) const
+{
+    if (last_request_ != &req)
+        return decide(req);
+    last_request_ = nullptr;
+    return std::move(last_decision_);
+}
+
 StaticHandler::Decision StaticHandler::decide(const Request &req) const
 {
     if (req.method != "GET" && req.method != "HEAD")
@@ -215,7 +242,7 @@ StaticHandler::Decision StaticHandler::decide(const Request &req) const
         to_php_.erase(it);
     }
     Decision d = decide_uncached(req, now);
-    if (d.kind == Decision::Kind::php) {
+    if (d.kind == Decision::Kind::php && raw.size() <= FileCache::max_cached_path) {
         if (to_php_.size() >= config_.max_open_files)
             to_php_.clear(); // bounded; the paths in use come back at their next request
         to_php_.emplace(raw, now);

@@ -22,7 +22,9 @@ public:
     // `root_fd`: http.static.dir opened with O_PATH | O_DIRECTORY, owned by the caller.
     StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime);
     std::string_view name() const override { return "static"; }
-    bool accepts(const Request &req) const override { return decide(req).kind != Decision::Kind::php; }
+    // Decides, and keeps the decision for take_decision(): the session asks body_sink() of the chosen
+    // handler right after accepts(), with no suspension between, so a served file is looked up once.
+    bool accepts(const Request &req) const override;
     std::unique_ptr<Connection> connect() override;
 
     struct Decision {
@@ -35,6 +37,10 @@ public:
     };
     // What to do with a request (a cache lookup or a few; no system call while the cache is fresh).
     Decision decide(const Request &req) const;
+    // The decision accepts() made for `req`, if it was the last request it saw; else decides now.
+    Decision take_decision(const Request &req) const;
+    // Raw paths remembered as PHP's (bounded by max_open_files; for tests).
+    std::size_t remembered_php_paths() const { return to_php_.size(); }
     // Header lines every file response carries (Cache-Control, http.static.response), preformatted.
     const std::string &extra_headers() const { return extra_; }
 
@@ -54,6 +60,8 @@ private:
     // Raw request paths that went to PHP, and when that was decided: a PHP route costs one lookup, not a
     // path decode and file lookups, for as long as a cached file result holds (FileCache::revalidate_after).
     mutable std::unordered_map<std::string, FileCache::clock::time_point, PathHash, std::equal_to<>> to_php_;
+    mutable const Request *last_request_ = nullptr; // the request accepts() decided last ...
+    mutable Decision last_decision_;                // ... and what it decided
     std::string extra_;
 };
 

@@ -4,6 +4,7 @@
 #include "static/file_cache.hpp"
 #include "static/mime.hpp"
 #include "static/path.hpp"
+#include "static/static_handler.hpp"
 
 #include <gtest/gtest.h>
 
@@ -183,6 +184,62 @@ TEST(FileCache, RevalidatesAfterASecondAndEvicts)
     for (const char *name : {"x1", "x2", "x3", "x4"})
         cache.find(name, t0);
     EXPECT_EQ(cache.size(), 3u) << "bounded by max_open_files";
+    ::close(root);
+    ::rmdir(dir);
+}
+
+TEST(FileCache, LongPathsAreLookedUpButNotKept)
+{
+    char dir[] = "/tmp/ferry-cache-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    int root = ::open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(root, 0);
+    ferry::conf::StaticConfig cfg;
+    MimeTypes mime;
+    FileCache cache(root, cfg, mime);
+    const auto now = FileCache::clock::now();
+    EXPECT_EQ(cache.find(std::string(FileCache::max_cached_path + 1, 'a'), now).kind,
+              FoundFile::Kind::missing);
+    EXPECT_EQ(cache.find(std::string(4000, 'b'), now).kind, FoundFile::Kind::missing);
+    EXPECT_EQ(cache.size(), 0u);
+    EXPECT_EQ(cache.find("short", now).kind, FoundFile::Kind::missing);
+    EXPECT_EQ(cache.size(), 1u);
+    ::close(root);
+    ::rmdir(dir);
+}
+
+TEST(StaticHandler, PathsThatGoToPhpAreRememberedWithinBounds)
+{
+    char dir[] = "/tmp/ferry-static-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    std::ofstream(std::string(dir) + "/site.css") << "body{}";
+    int root = ::open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(root, 0);
+    ferry::conf::StaticConfig cfg;
+    cfg.max_open_files = 8;
+    MimeTypes mime;
+    StaticHandler h(cfg, root, mime);
+    ferry::server::Request req;
+    req.method = "GET";
+    for (int i = 0; i < 100; ++i) { // a client sending random paths
+        req.target = "/api/item/" + std::to_string(i);
+        EXPECT_FALSE(h.accepts(req));
+        EXPECT_LE(h.remembered_php_paths(), 8u);
+    }
+    req.target = "/" + std::string(3000, 'x');
+    EXPECT_FALSE(h.accepts(req));
+    EXPECT_LE(h.remembered_php_paths(), 8u);
+    req.target = "/site.css";
+    EXPECT_TRUE(h.accepts(req));
+    auto d = h.take_decision(req);
+    EXPECT_EQ(d.kind, StaticHandler::Decision::Kind::serve);
+    ASSERT_TRUE(d.file);
+    EXPECT_EQ(d.file->size, 6u);
+    EXPECT_EQ(h.take_decision(req).kind, StaticHandler::Decision::Kind::serve)
+        << "decided again when not kept";
+    req.method = "POST";
+    EXPECT_FALSE(h.accepts(req)) << "other methods are PHP's";
+    ::unlink((std::string(dir) + "/site.css").c_str());
     ::close(root);
     ::rmdir(dir);
 }
