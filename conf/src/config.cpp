@@ -3,6 +3,7 @@
 
 #include "keys.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,11 @@ unsigned usable_cpus()
     }
     long online = ::sysconf(_SC_NPROCESSORS_ONLN);
     return online > 0 ? static_cast<unsigned>(online) : 1u;
+}
+
+unsigned default_io_threads(unsigned cpus)
+{
+    return std::max(1u, (cpus + 1) / 2);
 }
 
 EnvLookup process_env()

@@ -41,6 +41,14 @@ std::optional<schema::Problem> subnets(const schema::Value &value, const std::st
     return std::nullopt;
 }
 
+std::optional<schema::Problem> accept_mode(const schema::Value &value, const std::string &shown)
+{
+    const auto &v = std::get<std::string>(value);
+    if (v == "handoff" || v == "reuseport")
+        return std::nullopt;
+    return schema::Problem{shown + " is not a valid value (expected \"handoff\" or \"reuseport\")", {}};
+}
+
 const schema::Table<HttpConfig> &uploads()
 {
     using namespace schema;
@@ -97,6 +105,9 @@ const schema::Table<HttpConfig> &http()
     static const Table<HttpConfig> table{
         {
             address("address", &HttpConfig::address),
+            integer("io_threads", &HttpConfig::io_threads,
+                    "a number of event loops from 0 (one per two CPUs) to 1024", 0, 1024),
+            string("accept", &HttpConfig::accept, "\"handoff\" or \"reuseport\"").checked(accept_mode),
             size("max_request_size", &HttpConfig::max_request_size, megabyte,
                  "a positive number of megabytes, or a size such as \"10MB\""),
             integer("internal_error_code", &HttpConfig::internal_error_code,
@@ -113,6 +124,8 @@ const schema::Table<HttpConfig> &http()
         },
         {"access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {
+            if (h.io_threads == 0)
+                h.io_threads = default_io_threads(usable_cpus());
             h.static_files.enabled =
                 std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
         },

@@ -13,8 +13,10 @@ struct Allocator::Waiter {
     Waiter(asio::io_context &io, Allocator *a) : timer(io), owner(a) {}
     ~Waiter()
     {
-        if (queued) // its frame ends while it waits (the loop was stopped for good)
+        if (queued) { // its frame ends while it waits (the loop was stopped for good)
             owner->waiters_.erase(std::find(owner->waiters_.begin(), owner->waiters_.end(), this));
+            owner->publish_waiting();
+        }
     }
     Waiter(const Waiter &) = delete;
     Waiter &operator=(const Waiter &) = delete;
@@ -23,7 +25,8 @@ struct Allocator::Waiter {
     Allocator *owner;
     bool queued = false; // in owner->waiters_
     WorkerPtr worker;
-    std::string failure; // set when the pool gave up on this waiter (shutdown, boot failures)
+    std::string failure;    // set when the pool gave up on this waiter (shutdown, boot failures)
+    std::int64_t since = 0; // when it queued (steady ns)
 };
 
 Allocator::Allocator(asio::io_context &io, std::chrono::milliseconds timeout) : io_(io), timeout_(timeout) {}
@@ -34,20 +37,34 @@ Allocator::~Allocator()
         wt->queued = false; // it wakes at its deadline without a worker, or goes with its frame
 }
 
+std::int64_t Allocator::oldest() const
+{
+    return waiters_.empty() ? Published::no_waiter : waiters_.front()->since;
+}
+
 bool Allocator::offer(const WorkerPtr &w)
 {
-    if (!waiters_.empty()) {
-        Waiter *wt = waiters_.front();
-        waiters_.pop_front();
-        wt->queued = false;
-        wt->worker = w;
+    if (offer_foreign(w)) {
         w->state = State::working;
-        wt->timer.cancel();
         return true;
     }
     w->state = State::ready;
     idle_.push_back(w);
+    publish_idle();
     return false;
+}
+
+bool Allocator::offer_foreign(const WorkerPtr &w)
+{
+    if (waiters_.empty())
+        return false;
+    Waiter *wt = waiters_.front();
+    waiters_.pop_front();
+    publish_waiting();
+    wt->queued = false;
+    wt->worker = w;
+    wt->timer.cancel();
+    return true;
 }
 
 WorkerPtr Allocator::take_idle()
@@ -62,8 +79,10 @@ WorkerPtr Allocator::take_idle()
             continue;
         }
         w->state = State::working;
+        publish_idle();
         return w;
     }
+    publish_idle();
     return nullptr;
 }
 
@@ -72,8 +91,12 @@ awaitable<Allocation> Allocator::wait(StreamSink *client)
     const auto timeout = timeout_; // after a wake without a worker, nothing of the allocator is touched
     Waiter wt(io_, this);
     wt.timer.expires_after(timeout); // queued at expiry() - timeout
+    wt.since = (wt.timer.expiry() - timeout).time_since_epoch().count();
     waiters_.push_back(&wt);
     wt.queued = true;
+    publish_waiting();
+    if (on_queued)
+        on_queued();
     co_await wt.timer.async_wait(nothrow);
     if (wt.worker) {
         if (client &&
@@ -89,6 +112,7 @@ awaitable<Allocation> Allocator::wait(StreamSink *client)
     if (wt.queued) { // timed out (fail_waiters() and offer() dequeue)
         waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &wt));
         wt.queued = false;
+        publish_waiting();
     }
     if (wt.failure.empty())
         wt.failure = "no free worker within allocate_timeout (" + std::to_string(timeout.count()) + " ms)";
@@ -104,13 +128,16 @@ void Allocator::fail_waiters(const std::string &why)
         wt->failure = why;
         wt->timer.cancel();
     }
+    publish_waiting();
 }
 
 void Allocator::remove(const WorkerPtr &w)
 {
     auto it = std::find(idle_.begin(), idle_.end(), w);
-    if (it != idle_.end())
+    if (it != idle_.end()) {
         idle_.erase(it);
+        publish_idle();
+    }
 }
 
 } // namespace ferry::pool

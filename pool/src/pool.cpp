@@ -5,53 +5,87 @@
 //   allocator   idle set and the FIFO of waiting requests
 //   exchange    one request on one worker (docs/protocol.md §2-§4)
 //   supervisor  max_jobs recycling, exec_ttl, exec_warn
-// Here: the worker set and its transitions (available, retiring, stopping, broken, exited), keeping
-// num_workers serving, exec() (allocate, write, read, retry) and start/shutdown/kill_all/abandon.
+// Here: one Shard per event loop, with the worker set and its transitions (available, retiring, stopping,
+// broken, exited), keeping its share of num_workers serving, exec() (allocate, write, read, retry) and the
+// lending of workers between loops; and Pool::Impl, which joins the shards (start/shutdown/kill_all/abandon,
+// the reaper's pid table). docs/architecture.md, "Several loops", has the protocol between loops.
 #include "ferry/pool/pool.hpp"
 
 #include "allocator.hpp"
 #include "event.hpp"
 #include "exchange.hpp"
 #include "ferry/relay/log.hpp"
+#include "ferry/relay/loops.hpp"
 #include "reaper.hpp"
 #include "spawner.hpp"
 #include "supervisor.hpp"
 #include "worker.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <mutex>
+#include <optional>
 #include <sys/wait.h>
+#include <unordered_map>
 
 namespace ferry::pool {
 
 namespace {
 using clock = std::chrono::steady_clock;
+// With several loops, a worker freed on one loop serves another loop's oldest waiting request instead of
+// its own loop's when that one has waited this much longer (or nobody waits here): the hand-over costs two
+// trips between threads, worth it only against a real imbalance.
+constexpr std::int64_t lend_margin_ns = 1'000'000;
 } // namespace
 
-struct Pool::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, Options o)
-        : io(io_), opt(std::move(o)), stopping(io_), changed(io_), allocator(io_, opt.allocate_timeout),
-          spawner(io_, opt, stopping), supervisor(opt, workers, stopping),
-          reaper(io_, [this](int pid, int status) { on_exit(pid, status); }), exchange(opt)
+// One loop's part of the pool: its workers, their allocator, spawner and supervisor. Everything here runs on
+// its loop's thread; other loops read only `published`, `serving_pub` and `failing_pub`, and reach a shard
+// by posting to its loop.
+struct Shard : std::enable_shared_from_this<Shard> {
+    Shard(Pool::Impl &g, unsigned i, asio::io_context &io_, Options o)
+        : group(g), index(i), io(io_), opt(std::move(o)), stopping(io_), changed(io_),
+          allocator(io_, opt.allocate_timeout), spawner(io_, opt, stopping),
+          supervisor(opt, workers, stopping), exchange(opt)
     {
         allocator.discard = [this](const WorkerPtr &w) { kill_broken(w); };
-        allocator.give_back = [this](const WorkerPtr &w) { make_available(w); };
+        allocator.give_back = [this](const WorkerPtr &w) { give_back(w); };
     }
 
+    Pool::Impl &group;
+    const unsigned index; // the loop's
     asio::io_context &io;
-    Options opt;
-    Registry workers; // every live process
+    Options opt;      // num_workers: this shard's share
+    Registry workers; // every live process of this shard
     Flag stopping;    // shutdown() or kill_all() began
     Event changed;    // a worker became ready or exited, a boot failed, a spawn ended, a stop began
     Allocator allocator;
     Spawner spawner;
     Supervisor supervisor;
-    Reaper reaper;
     Exchange exchange;
     unsigned spawning = 0; // spawn coroutines in progress, back-off included
     clock::time_point stop_deadline = clock::time_point::max();
-    std::uint64_t spawned_total = 0;
-    std::uint64_t recycled_total = 0;
+    std::atomic<std::uint64_t> spawned_total{0}, recycled_total{0}, lent_total{0};
+    // For the other loops.
+    Allocator::Published published;
+    std::atomic<unsigned> serving_pub{0};
+    std::atomic<bool> failing_pub{false};
+
+    bool multi() const;
+    Shard &shard(unsigned i) const;
+
+    void publish_state()
+    {
+        serving_pub.store(serving(true), std::memory_order_relaxed);
+        failing_pub.store(spawner.failures() > 0, std::memory_order_relaxed);
+    }
+    void changed_now()
+    {
+        publish_state();
+        changed.notify();
+    }
 
     // ---- the worker set --------------------------------------------------------------------------
 
@@ -65,9 +99,10 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         return n;
     }
 
-    // Keeps num_workers workers serving or booting (retiring ones do not count).
+    // Keeps this shard's share of num_workers serving or booting (retiring ones do not count).
     void maintain()
     {
+        publish_state();
         if (stopping.raised())
             return;
         unsigned have = spawning + serving(false);
@@ -77,8 +112,8 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
     }
 
-    // A worker has nothing to do: stop it, hand it to a waiter, or park it (watched: output while idle is
-    // caught as it arrives).
+    // A worker of this shard has nothing to do: stop it, hand it to a waiter (here or, with several loops,
+    // on the loop that has waited longest), or park it (watched: output while idle is caught as it arrives).
     void make_available(const WorkerPtr &w)
     {
         if (w->state == State::dead || w->exited)
@@ -87,9 +122,95 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
             start_stop(w);
             return;
         }
-        if (!allocator.offer(w))
-            w->channel->watch();
+        if (!multi()) {
+            if (!allocator.offer(w))
+                w->channel->watch();
+            return;
+        }
+        if (Shard *target = waiting_elsewhere()) {
+            lend(w, *target);
+            return;
+        }
+        if (allocator.offer(w))
+            return;
+        w->channel->watch();
+        // Idle and published: a request that queued on another loop in the meantime may not have seen it.
+        if (Shard *target = waiting_elsewhere())
+            if (WorkerPtr idle = allocator.take_idle())
+                lend(idle, *target);
     }
+
+    // ---- several loops ----------------------------------------------------------------------------
+
+    // Another loop whose oldest waiting request should get a worker freed here: the one that has waited
+    // longest, if it has waited longer than this loop's own oldest by lend_margin (none waiting here: any).
+    Shard *waiting_elsewhere()
+    {
+        const std::int64_t mine = allocator.oldest();
+        std::int64_t best = mine == Allocator::Published::no_waiter ? mine : mine - lend_margin_ns;
+        Shard *target = nullptr;
+        for (unsigned i = 0; i < shard_count(); ++i) {
+            if (i == index)
+                continue;
+            std::int64_t t = shard(i).published.oldest.load();
+            if (t < best) {
+                best = t;
+                target = &shard(i);
+            }
+        }
+        return target;
+    }
+
+    // Hands a worker of this shard (state working) to a request waiting on `target`'s loop; the request runs
+    // it here (run_on_home) and `target` sends it back if nobody waits there any more.
+    void lend(const WorkerPtr &w, Shard &target)
+    {
+        w->state = State::working;
+        lent_total.fetch_add(1, std::memory_order_relaxed);
+        asio::post(target.io, [t = target.shared_from_this(), w] { t->accept_lent(w); });
+    }
+
+    // On the borrowing loop.
+    void accept_lent(const WorkerPtr &w)
+    {
+        if (stopping.raised() || !allocator.offer_foreign(w))
+            give_back(w);
+    }
+
+    // A worker handed to a request that no longer wants it: to its own shard's make_available().
+    void give_back(const WorkerPtr &w)
+    {
+        if (w->home == index) {
+            make_available(w);
+            return;
+        }
+        Shard &home = shard(w->home);
+        asio::post(home.io, [h = home.shared_from_this(), w] { h->make_available(w); });
+    }
+
+    // A request just queued here: every other loop with an idle worker is asked to lend one (those that
+    // arrive when nobody waits any more go back).
+    void queued()
+    {
+        for (unsigned i = 0; i < shard_count(); ++i)
+            if (i != index && shard(i).published.idle.load() > 0)
+                asio::post(shard(i).io, [s = shard(i).shared_from_this(), me = shared_from_this()] {
+                    s->lend_idle_to(*me);
+                });
+    }
+
+    // On the lending loop.
+    void lend_idle_to(Shard &target)
+    {
+        if (stopping.raised() || target.published.oldest.load() == Allocator::Published::no_waiter)
+            return;
+        if (WorkerPtr w = allocator.take_idle())
+            lend(w, target);
+    }
+
+    unsigned shard_count() const;
+
+    // ---- recycling and stopping -------------------------------------------------------------------
 
     // A request is done and the worker is clean: count the job, then recycle, stop or reuse it.
     void release(const WorkerPtr &w)
@@ -98,7 +219,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         case Supervisor::AfterJob::keep:
             break;
         case Supervisor::AfterJob::retire:
-            ++recycled_total;
+            recycled_total.fetch_add(1, std::memory_order_relaxed);
             maintain(); // its replacement boots while it keeps serving
             break;
         case Supervisor::AfterJob::stop:
@@ -156,7 +277,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         kill_broken(w);
     }
 
-    // The reaper saw a child end.
+    // The reaper saw a child of this shard end.
     void on_exit(int pid, int status)
     {
         auto it = workers.find(pid);
@@ -177,30 +298,32 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         // A working worker's request notices EOF on its stdout and answers 502 itself.
         if (w->state != State::working)
             w->state = State::dead;
-        changed.notify();
+        changed_now();
         maintain();
     }
 
     // ---- spawning ---------------------------------------------------------------------------------
 
-    static awaitable<void> spawn_worker(std::shared_ptr<Impl> self)
+    Result<WorkerPtr> launch();
+
+    static awaitable<void> spawn_worker(std::shared_ptr<Shard> self)
     {
         co_await self->spawner.back_off();
         if (self->stopping.raised()) {
             --self->spawning;
-            self->changed.notify();
+            self->changed_now();
             co_return;
         }
-        auto launched = self->spawner.launch();
+        auto launched = self->launch();
         if (!launched) {
             --self->spawning;
             self->boot_failed(launched.error().message);
             co_return;
         }
         WorkerPtr w = *launched;
-        ++self->spawned_total;
+        self->spawned_total.fetch_add(1, std::memory_order_relaxed);
         self->workers.emplace(w->pid, w);
-        w->channel->on_unexpected = [weak_self = std::weak_ptr<Impl>(self),
+        w->channel->on_unexpected = [weak_self = std::weak_ptr<Shard>(self),
                                      weak_w = std::weak_ptr<Worker>(w)](const std::string &what) {
             auto s = weak_self.lock();
             auto wp = weak_w.lock();
@@ -215,7 +338,7 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         --self->spawning;
         if (!booted && self->stopping.raised()) {
             self->kill_broken(w); // stopped while booting: not a boot failure
-            self->changed.notify();
+            self->changed_now();
             co_return;
         }
         if (!booted) {
@@ -236,90 +359,80 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         w->state = State::ready; // counted as serving before retire_one() asks maintain() for more
         self->retire_one();
         self->make_available(w);
-        self->changed.notify();
+        self->changed_now();
     }
 
     void boot_failed(const std::string &msg)
     {
         spawner.boot_failed(msg);
         log::error("pool", msg);
+        publish_state();
         if (serving(true) == 0 && allocator.waiting() > 0)
             allocator.fail_waiters("no worker available: " + msg);
-        changed.notify();
+        changed_now();
         maintain();
     }
 
     // ---- requests ---------------------------------------------------------------------------------
+
+    enum class Step {
+        done,    // `res` is the answer
+        retry,   // the worker refused or could not take the request: another worker gets it
+        skipped, // the worker was found broken before the request was written: another one gets it
+        none,    // (another loop) no idle worker there
+    };
+
+    // No idle worker on any loop and the last boots failed: answer at once instead of waiting.
+    bool hopeless() const;
 
     awaitable<Reply> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
                           StreamSink *sink)
     {
         Reply res;
         unsigned skipped_broken = 0;
+        const unsigned total_workers = group_workers();
         // A worker may ask to stop instead of answering: the same request goes to another worker.
-        for (unsigned attempt = 0; attempt <= opt.num_workers + 1; ++attempt) {
+        for (unsigned attempt = 0; attempt <= total_workers + 1; ++attempt) {
             WorkerPtr w = stopping.raised() ? nullptr : allocator.take_idle(); // no coroutine frame
+            Step step = Step::none;
             if (!w) {
                 if (stopping.raised()) {
                     res.outcome = Outcome::no_worker;
                     res.message = "server is shutting down";
                     co_return res;
                 }
-                if (serving(true) == 0 && spawner.failures() > 0) {
+                if (hopeless()) {
                     res.outcome = Outcome::no_worker;
-                    res.message = "no worker available: " + spawner.last_error();
+                    res.message =
+                        "no worker available: " + (spawner.last_error().empty()
+                                                       ? std::string("workers fail to boot (see above)")
+                                                       : spawner.last_error());
                     co_return res;
                 }
-                Allocation a = co_await allocator.wait(sink);
-                if (!a.worker) {
-                    res.outcome = a.outcome;
-                    res.message = std::move(a.why);
-                    co_return res;
+                if (multi())
+                    step = co_await run_elsewhere(ctx, body, body_out, sink, res);
+                if (step == Step::none) {
+                    Allocation a = co_await allocator.wait(sink);
+                    if (!a.worker) {
+                        res.outcome = a.outcome;
+                        res.message = std::move(a.why);
+                        co_return res;
+                    }
+                    w = std::move(a.worker);
                 }
-                w = std::move(a.worker);
             }
-            if (w->broken()) {
-                // It wrote more after its last reply (seen by the read that follows every reply, before this
-                // request was written): retired, and this request goes to another worker.
-                kill_broken(w);
-                if (++skipped_broken <= 2 * opt.num_workers)
+            if (w)
+                step = w->home == index ? co_await run(w, ctx, body, body_out, sink, res)
+                                        : co_await run_on_home(w, ctx, body, body_out, sink, res);
+            switch (step) {
+            case Step::done:
+                co_return res;
+            case Step::skipped:
+                if (++skipped_broken <= 2 * total_workers)
                     --attempt; // not the worker's refusal: does not count against the retry bound
                 continue;
-            }
-            res.worker_pid = w->pid;
-            RequestFrame frame;
-            exchange.prepare(*w, ctx, body, frame);
-            w->exec_ctx = &ctx;
-            w->exec_started = supervisor.now(); // the supervisor's own tick: no clock read per request
-            w->exec_warned = false;
-            error_code wec = co_await w->channel->write(frame.parts());
-            if (!wec && body.fd >= 0)
-                wec = co_await Exchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
-            if (wec) {
-                // The worker died before it could read the request (e.g. while idle, its exit not reaped
-                // yet): nothing ran, so another worker gets it.
-                log::warn("pool", w->tag() + ": writing the request failed (" + wec.message() +
-                                      "); retrying on another worker");
-                kill_broken(w);
-                continue;
-            }
-            switch (co_await exchange.read_reply(w, res, body_out, sink)) {
-            case After::release:
-                release(w);
-                co_return res;
-            case After::kill:
-                kill_broken(w);
-                co_return res;
-            case After::kill_later: // the client gets its 504 before the worker is killed
-                asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w); });
-                co_return res;
-            case After::stop_retry:
-                ++recycled_total;
-                start_stop(w);
-                continue;
-            case After::kill_retry:
-                ++recycled_total;
-                kill_broken(w);
+            case Step::retry:
+            case Step::none:
                 continue;
             }
         }
@@ -328,13 +441,83 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         co_return res;
     }
 
+    unsigned group_workers() const;
+
+    // One request on a worker of this shard (its state working), on this shard's loop.
+    awaitable<Step> run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
+                        StreamSink *sink, Reply &res)
+    {
+        if (w->broken()) {
+            // It wrote more after its last reply (seen by the read that follows every reply, before this
+            // request was written): retired, and this request goes to another worker.
+            kill_broken(w);
+            co_return Step::skipped;
+        }
+        res.worker_pid = w->pid;
+        RequestFrame frame;
+        exchange.prepare(*w, ctx, body, frame);
+        w->exec_ctx = &ctx;
+        w->exec_started = supervisor.now(); // the supervisor's own tick: no clock read per request
+        w->exec_warned = false;
+        error_code wec = co_await w->channel->write(frame.parts());
+        if (!wec && body.fd >= 0)
+            wec = co_await Exchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
+        if (wec) {
+            // The worker died before it could read the request (e.g. while idle, its exit not reaped yet):
+            // nothing ran, so another worker gets it.
+            log::warn("pool", w->tag() + ": writing the request failed (" + wec.message() +
+                                  "); retrying on another worker");
+            kill_broken(w);
+            co_return Step::retry;
+        }
+        switch (co_await exchange.read_reply(w, res, body_out, sink)) {
+        case After::release:
+            release(w);
+            co_return Step::done;
+        case After::kill:
+            kill_broken(w);
+            co_return Step::done;
+        case After::kill_later: // the client gets its 504 before the worker is killed
+            asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w); });
+            co_return Step::done;
+        case After::stop_retry:
+            recycled_total.fetch_add(1, std::memory_order_relaxed);
+            start_stop(w);
+            co_return Step::retry;
+        case After::kill_retry:
+            recycled_total.fetch_add(1, std::memory_order_relaxed);
+            kill_broken(w);
+            co_return Step::retry;
+        }
+        co_return Step::done;
+    }
+
+    // On another loop: an idle worker there, if there is one, runs the request.
+    awaitable<Step> run_idle(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
+                             StreamSink *sink, Reply &res)
+    {
+        if (stopping.raised())
+            co_return Step::none;
+        WorkerPtr w = allocator.take_idle();
+        if (!w)
+            co_return Step::none;
+        co_return co_await run(w, ctx, body, body_out, sink, res);
+    }
+
+    // This loop has no idle worker: run the request on another loop that has one (the first that still has
+    // one when the request gets there). The client's sink stays on this loop (ProxySink).
+    awaitable<Step> run_elsewhere(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
+                                  StreamSink *sink, Reply &res);
+    // A worker another loop lent: the request runs on the worker's loop.
+    awaitable<Step> run_on_home(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body,
+                                std::string &body_out, StreamSink *sink, Reply &res);
+
     // ---- lifecycle --------------------------------------------------------------------------------
 
+    // Starts this shard's share of the workers and waits until they are ready, one failed to boot, or a
+    // stop began.
     awaitable<Result<void>> start()
     {
-        if (auto prepared = spawner.prepare(); !prepared)
-            co_return prepared;
-        asio::co_spawn(io, Reaper::run({shared_from_this(), &reaper}), log_exceptions{"reaper"});
         asio::co_spawn(io, Supervisor::run({shared_from_this(), &supervisor}), log_exceptions{"supervisor"});
         maintain();
         for (;;) {
@@ -348,13 +531,13 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         }
     }
 
-    // Stops every worker by `deadline`: idle ones get the stop frame now, busy ones when their request is
-    // done; whatever still runs at the deadline is killed, with a log line each.
-    awaitable<void> shutdown(clock::time_point deadline)
+    // Stops this shard's workers by `deadline`: idle ones get the stop frame now, busy ones when their
+    // request is done; whatever still runs at the deadline is killed, with a log line each.
+    awaitable<Result<void>> shutdown(clock::time_point deadline)
     {
         stop_deadline = deadline;
         stopping.raise();
-        changed.notify();
+        changed_now();
         allocator.fail_waiters("server is shutting down");
         std::vector<WorkerPtr> all;
         for (auto &[pid, w] : workers)
@@ -378,38 +561,234 @@ struct Pool::Impl : std::enable_shared_from_this<Impl> {
         auto reap_by = clock::now() + std::chrono::seconds(1);
         while (!workers.empty() && clock::now() < reap_by)
             co_await changed.wait_until(reap_by);
-        reaper.stop();
-        if (allocator.dropped() > 0)
+        co_return Result<void>{};
+    }
+
+    void raise_stop()
+    {
+        stopping.raise();
+        changed_now();
+    }
+};
+
+// Runs a sink's calls on the client's loop for a request that runs on another loop's worker.
+class ProxySink final : public StreamSink {
+public:
+    ProxySink(StreamSink &real, asio::any_io_executor client) : real_(real), client_(std::move(client)) {}
+
+    awaitable<bool> on_informational(const relay::ResponseContext &head) override
+    {
+        co_return co_await asio::co_spawn(client_, real_.on_informational(head), use_awaitable);
+    }
+    awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body, bool last) override
+    {
+        co_return co_await asio::co_spawn(client_, real_.on_chunk(head, body, last), use_awaitable);
+    }
+    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
+    {
+        co_return co_await asio::co_spawn(client_, real_.write_whole(head, body), use_awaitable);
+    }
+    // Asked only by the allocator of the client's own loop (never on a lent worker's loop).
+    bool client_gone() override { return false; }
+
+private:
+    StreamSink &real_;
+    asio::any_io_executor client_;
+};
+
+// What the shards share: the worker total, the pid → shard table for the reaper (written at spawn and exit
+// only, under a mutex), and the reaper itself on loops[0].
+struct Pool::Impl {
+    Impl(const std::vector<asio::io_context *> &loops, Options o)
+        : opt(std::move(o)),
+          reaper(std::make_shared<Reaper>(*loops.at(0), [this](int pid, int status) { reaped(pid, status); }))
+    {
+        const auto n = static_cast<unsigned>(loops.size());
+        for (unsigned i = 0; i < n; ++i) {
+            Options share = opt;
+            share.num_workers = opt.num_workers / n + (i < opt.num_workers % n ? 1 : 0);
+            shards.push_back(std::make_shared<Shard>(*this, i, *loops[i], std::move(share)));
+            shards.back()->allocator.on_queued = [s = shards.back().get()] { s->queued(); };
+            if (n > 1)
+                shards.back()->allocator.publish_to(&shards.back()->published);
+        }
+    }
+
+    Options opt;
+    std::vector<std::shared_ptr<Shard>> shards;
+    std::shared_ptr<Reaper> reaper;
+    std::mutex mu;
+    std::unordered_map<int, unsigned> owners; // pid → shard (guarded by mu)
+
+    void reaped(int pid, int status)
+    {
+        unsigned owner;
+        {
+            std::lock_guard lock(mu);
+            auto it = owners.find(pid);
+            if (it == owners.end())
+                return;
+            owner = it->second;
+            owners.erase(it);
+        }
+        if (owner == 0) { // the reaper's own loop
+            shards[0]->on_exit(pid, status);
+            return;
+        }
+        Shard &s = *shards[owner];
+        asio::post(s.io, [sp = s.shared_from_this(), pid, status] { sp->on_exit(pid, status); });
+    }
+
+    std::vector<asio::any_io_executor> loops() const
+    {
+        std::vector<asio::any_io_executor> out;
+        for (auto &s : shards)
+            out.push_back(s->io.get_executor());
+        return out;
+    }
+
+    awaitable<Result<void>> start()
+    {
+        for (auto &s : shards)
+            if (auto prepared = s->spawner.prepare(); !prepared)
+                co_return prepared;
+        asio::co_spawn(shards[0]->io, Reaper::run(reaper), log_exceptions{"reaper"});
+        auto results =
+            co_await on_each<Result<void>>(loops(), [this](std::size_t i) { return shards[i]->start(); });
+        for (auto &r : results)
+            if (!r)
+                co_return r;
+        co_return Result<void>{};
+    }
+
+    awaitable<void> shutdown(clock::time_point deadline)
+    {
+        co_await on_each<Result<void>>(
+            loops(), [this, deadline](std::size_t i) { return shards[i]->shutdown(deadline); });
+        reaper->stop();
+        std::uint64_t dropped = 0;
+        for (auto &s : shards)
+            dropped += s->allocator.dropped();
+        if (dropped > 0)
             log::info("pool",
-                      std::to_string(allocator.dropped()) +
+                      std::to_string(dropped) +
                           " queued request(s) were not executed: their client left while they waited");
     }
 
     void kill_all(const std::string &why)
     {
-        stopping.raise();
-        changed.notify();
-        for (auto &[pid, w] : workers) {
-            log::warn("pool", w->tag() + ": " + why + ", killing it");
-            w->signal(SIGKILL);
+        {
+            std::lock_guard lock(mu);
+            for (auto &[pid, owner] : owners) {
+                log::warn("pool", "worker " + std::to_string(pid) + ": " + why + ", killing it");
+                if (::kill(-pid, SIGKILL) != 0)
+                    ::kill(pid, SIGKILL);
+            }
         }
+        shards[0]->raise_stop();
+        for (std::size_t i = 1; i < shards.size(); ++i)
+            asio::post(shards[i]->io, [s = shards[i]] { s->raise_stop(); });
     }
 };
 
-Pool::Pool(asio::io_context &io, Options options) : impl_(std::make_shared<Impl>(io, std::move(options))) {}
+bool Shard::multi() const
+{
+    return group.shards.size() > 1;
+}
+unsigned Shard::shard_count() const
+{
+    return static_cast<unsigned>(group.shards.size());
+}
+Shard &Shard::shard(unsigned i) const
+{
+    return *group.shards[i];
+}
+unsigned Shard::group_workers() const
+{
+    return group.opt.num_workers;
+}
+
+bool Shard::hopeless() const
+{
+    unsigned serving_anywhere = 0;
+    bool failing = false;
+    for (auto &s : group.shards) {
+        serving_anywhere += s->serving_pub.load(std::memory_order_relaxed);
+        failing = failing || s->failing_pub.load(std::memory_order_relaxed);
+    }
+    return serving_anywhere == 0 && failing;
+}
+
+Result<WorkerPtr> Shard::launch()
+{
+    // Under the table's lock: the reaper, which looks a pid up after waitpid(), cannot miss a worker that
+    // exits at once. One launch at a time also keeps the launcher's fork context single-threaded.
+    std::lock_guard lock(group.mu);
+    auto launched = spawner.launch();
+    if (launched) {
+        (*launched)->home = index;
+        group.owners.emplace((*launched)->pid, index);
+    }
+    return launched;
+}
+
+awaitable<Shard::Step> Shard::run_elsewhere(const relay::RequestContext &ctx, BodyRef body,
+                                            std::string &body_out, StreamSink *sink, Reply &res)
+{
+    std::optional<ProxySink> proxy;
+    for (unsigned i = 0; i < shard_count(); ++i) {
+        Shard &other = shard(i);
+        if (i == index || other.published.idle.load() == 0)
+            continue;
+        if (sink && !proxy)
+            proxy.emplace(*sink, co_await asio::this_coro::executor);
+        Step step = co_await asio::co_spawn(
+            other.io, other.run_idle(ctx, body, body_out, proxy ? &*proxy : nullptr, res), use_awaitable);
+        if (step != Step::none)
+            co_return step;
+    }
+    co_return Step::none;
+}
+
+awaitable<Shard::Step> Shard::run_on_home(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body,
+                                          std::string &body_out, StreamSink *sink, Reply &res)
+{
+    Shard &home = shard(w->home);
+    std::optional<ProxySink> proxy;
+    if (sink)
+        proxy.emplace(*sink, co_await asio::this_coro::executor);
+    co_return co_await asio::co_spawn(
+        home.io, home.run(w, ctx, body, body_out, proxy ? &*proxy : nullptr, res), use_awaitable);
+}
+
+namespace {
+std::vector<asio::io_context *> one_loop(asio::io_context &io)
+{
+    return {&io};
+}
+} // namespace
+
+Pool::Pool(asio::io_context &io, Options options) : Pool(one_loop(io), std::move(options)) {}
+
+Pool::Pool(const std::vector<asio::io_context *> &loops, Options options)
+    : impl_(std::make_shared<Impl>(loops, std::move(options)))
+{
+}
 
 void Pool::abandon()
 {
-    for (auto &[pid, w] : impl_->workers)
-        w->channel->abandon();
+    for (auto &s : impl_->shards)
+        for (auto &[pid, w] : s->workers)
+            w->channel->abandon();
 }
 
 Pool::~Pool()
 {
     abandon();
     // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG).
-    for (auto &[pid, w] : impl_->workers)
-        w->signal(SIGKILL);
+    for (auto &s : impl_->shards)
+        for (auto &[pid, w] : s->workers)
+            w->signal(SIGKILL);
 }
 
 awaitable<Result<void>> Pool::start()
@@ -418,9 +797,9 @@ awaitable<Result<void>> Pool::start()
 }
 
 awaitable<Reply> Pool::exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                            StreamSink *sink)
+                            StreamSink *sink, unsigned loop)
 {
-    return impl_->exec(ctx, body, body_out, sink);
+    return impl_->shards[loop]->exec(ctx, body, body_out, sink);
 }
 
 awaitable<void> Pool::shutdown(std::chrono::steady_clock::time_point deadline)
@@ -441,28 +820,46 @@ void Pool::kill_all(const std::string &why)
 std::vector<WorkerInfo> Pool::workers() const
 {
     std::vector<WorkerInfo> out;
-    for (const auto &[pid, w] : impl_->workers)
-        out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created});
+    for (auto &s : impl_->shards)
+        for (const auto &[pid, w] : s->workers)
+            out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.pid < b.pid; });
     return out;
 }
 
 unsigned Pool::serving_workers() const
 {
-    return impl_->serving(true);
+    unsigned n = 0;
+    for (auto &s : impl_->shards)
+        n += s->serving_pub.load(std::memory_order_relaxed);
+    return n;
 }
+
+namespace {
+template <typename F> std::uint64_t sum(const std::vector<std::shared_ptr<Shard>> &shards, F f)
+{
+    std::uint64_t n = 0;
+    for (auto &s : shards)
+        n += f(*s);
+    return n;
+}
+} // namespace
 
 std::uint64_t Pool::spawned_total() const
 {
-    return impl_->spawned_total;
+    return sum(impl_->shards, [](Shard &s) { return s.spawned_total.load(); });
 }
 std::uint64_t Pool::recycled_total() const
 {
-    return impl_->recycled_total;
+    return sum(impl_->shards, [](Shard &s) { return s.recycled_total.load(); });
 }
 std::uint64_t Pool::dropped_total() const
 {
-    return impl_->allocator.dropped();
+    return sum(impl_->shards, [](Shard &s) { return s.allocator.dropped(); });
+}
+std::uint64_t Pool::lent_total() const
+{
+    return sum(impl_->shards, [](Shard &s) { return s.lent_total.load(); });
 }
 
 } // namespace ferry::pool

@@ -32,6 +32,7 @@ struct Worker {
     Worker &operator=(const Worker &) = delete;
 
     int pid = 0;
+    unsigned home = 0; // the event loop whose shard owns it (its pipes are that loop's)
     State state = State::spawning;
     std::shared_ptr<relay::Channel> channel; // stdin and stdout: frames only
     asio::readable_pipe err;                 // the worker's log

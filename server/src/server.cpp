@@ -1,7 +1,9 @@
-// Listener, connection timeouts, signals and graceful shutdown.
+// The event loops (http.io_threads, each on its own thread), the listener(s), connection timeouts, signals
+// and graceful shutdown (docs/architecture.md, "Several loops").
 #include "ferry/server/server.hpp"
 
 #include "ferry/relay/log.hpp"
+#include "ferry/relay/loops.hpp"
 #include "handlers/handler.hpp"
 #include "handlers/php.hpp"
 #include "handlers/request_body.hpp"
@@ -12,10 +14,16 @@
 
 #include <boost/asio/signal_set.hpp>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
+#include <optional>
+#include <sys/socket.h>
+#include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace ferry::server {
@@ -27,76 +35,141 @@ using detail::steady;
 using detail::tcp;
 using detail::WheelEntry;
 
-struct Runtime {
-    // `files`: the static files handler, when http.static is on; it comes before PHP.
-    Runtime(asio::io_context &io_, const conf::Config &c, pool::Pool &p, pool::Budget &b,
-            detail::StaticHandler *files)
-        : io(io_), pool(p), state(io_, c, b, router), php(state, p), acceptor(io_),
-          signals(io_, SIGINT, SIGTERM), ticker(io_)
+// One event loop's part of the server: its thread's io_context, connections, handlers, timeouts ticker and,
+// with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
+struct LoopRuntime {
+    LoopRuntime(detail::Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, pool::Budget &b,
+                std::unique_ptr<detail::StaticHandler> static_files)
+        : io(io_), state(io_, c, b, router), files(std::move(static_files)), php(state, p), ticker(io_)
     {
+        state.loop = index;
         if (files)
             router.add(*files);
         router.add(php);
     }
-    asio::io_context &io;
-    pool::Pool &pool;
+    detail::Loop &io;
     detail::Router router;
     SharedState state;
+    std::unique_ptr<detail::StaticHandler> files; // http.static: its file cache is this loop's
     detail::PhpHandler php;
-    tcp::acceptor acceptor;
-    asio::signal_set signals;
+    std::optional<tcp::acceptor> acceptor; // reuseport
     asio::steady_timer ticker;
     bool stopping = false;
-    bool stop_requested = false;       // SIGTERM/SIGINT seen
-    bool serving = false;              // workers started, accepting
-    asio::steady_timer stop_event{io}; // cancelled when a stop is requested
-    int exit_code = 0;
     unsigned sessions = 0;
     asio::steady_timer *sessions_waiter = nullptr; // cancelled when the last session ends
+    std::atomic<unsigned> connections{0};          // for the hand-off: raised by loop 0, lowered here
 };
 
-awaitable<void> run_session(Runtime *rt, tcp::socket sock)
+struct Runtime {
+    Runtime(std::vector<std::unique_ptr<LoopRuntime>> &l, pool::Pool &p)
+        : loops(l), io(l[0]->io), pool(p), acceptor(io), signals(io, SIGINT, SIGTERM), stop_event(io)
+    {
+    }
+    std::vector<std::unique_ptr<LoopRuntime>> &loops;
+    detail::Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
+    pool::Pool &pool;
+    tcp::acceptor acceptor; // handoff
+    asio::signal_set signals;
+    bool stop_requested = false;   // SIGTERM/SIGINT seen
+    bool serving = false;          // workers started, accepting
+    asio::steady_timer stop_event; // cancelled when a stop is requested
+    int exit_code = 0;
+    unsigned next_loop = 0;
+
+    std::vector<asio::any_io_executor> executors() const
+    {
+        std::vector<asio::any_io_executor> out;
+        for (auto &l : loops)
+            out.push_back(l->io.get_executor());
+        return out;
+    }
+    // The loop a new connection goes to: the fewest connections, ties taken in turn.
+    LoopRuntime &least_loaded()
+    {
+        const auto n = static_cast<unsigned>(loops.size());
+        unsigned best = next_loop % n;
+        unsigned fewest = loops[best]->connections.load(std::memory_order_relaxed);
+        for (unsigned k = 1; k < n && fewest > 0; ++k) {
+            unsigned i = (next_loop + k) % n;
+            unsigned c = loops[i]->connections.load(std::memory_order_relaxed);
+            if (c < fewest)
+                best = i, fewest = c;
+        }
+        next_loop = best + 1;
+        return *loops[best];
+    }
+};
+
+awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock)
 {
-    ++rt->sessions;
+    ++lr->sessions;
     try {
-        co_await detail::http_session(rt->state, std::move(sock));
+        co_await detail::http_session(lr->state, std::move(sock));
     } catch (const std::exception &e) {
         log::error("http", std::string("session ended by an exception: ") + e.what());
     }
-    if (--rt->sessions == 0 && rt->sessions_waiter)
-        rt->sessions_waiter->cancel();
+    lr->connections.fetch_sub(1, std::memory_order_relaxed);
+    if (--lr->sessions == 0 && lr->sessions_waiter)
+        lr->sessions_waiter->cancel();
 }
 
-awaitable<void> accept_loop(Runtime *rt)
+// After a failed accept (EMFILE and friends): back off instead of spinning. False when the acceptor closed.
+awaitable<bool> accept_failed(tcp::acceptor &acceptor, const error_code &ec)
+{
+    if (ec == asio::error::operation_aborted || !acceptor.is_open())
+        co_return false;
+    log::error("http", "accept failed: " + ec.message());
+    asio::steady_timer t(acceptor.get_executor());
+    t.expires_after(std::chrono::milliseconds(100));
+    co_await t.async_wait(nothrow);
+    co_return true;
+}
+
+// http.accept: handoff. On loop 0: each connection is accepted straight onto the loop with the fewest
+// (its socket registered with that loop's reactor), where its session runs; it never moves again.
+awaitable<void> accept_handoff(Runtime *rt)
 {
     for (;;) {
-        auto [ec, sock] = co_await rt->acceptor.async_accept(nothrow);
+        LoopRuntime &target = rt->least_loaded();
+        auto [ec, sock] =
+            co_await rt->acceptor.async_accept(asio::any_io_executor(target.io.get_executor()), nothrow);
         if (ec) {
-            if (ec == asio::error::operation_aborted || !rt->acceptor.is_open())
+            if (!co_await accept_failed(rt->acceptor, ec))
                 co_return;
-            log::error("http", "accept failed: " + ec.message());
-            // EMFILE and friends: back off instead of spinning.
-            asio::steady_timer t(rt->io);
-            t.expires_after(std::chrono::milliseconds(100));
-            co_await t.async_wait(nothrow);
             continue;
         }
-        asio::co_spawn(rt->io, run_session(rt, std::move(sock)), log_exceptions{"session"});
+        target.connections.fetch_add(1, std::memory_order_relaxed);
+        asio::co_spawn(target.io, run_session(&target, std::move(sock)), log_exceptions{"session"});
     }
 }
 
-// One coarse timer enforces every connection's deadline (idle, header, body, write timeouts) through the
-// timer wheel: each tick looks only at the connections whose slot came due.
-awaitable<void> tick(Runtime *rt)
+// http.accept: reuseport. On each loop: its own listening socket.
+awaitable<void> accept_own(LoopRuntime *lr)
 {
-    auto &wheel = rt->state.connections.wheel;
+    for (;;) {
+        auto [ec, sock] = co_await lr->acceptor->async_accept(nothrow);
+        if (ec) {
+            if (!co_await accept_failed(*lr->acceptor, ec))
+                co_return;
+            continue;
+        }
+        lr->connections.fetch_add(1, std::memory_order_relaxed);
+        asio::co_spawn(lr->io, run_session(lr, std::move(sock)), log_exceptions{"session"});
+    }
+}
+
+// One coarse timer per loop enforces its connections' deadlines (idle, header, body, write timeouts) through
+// the timer wheel: each tick looks only at the connections whose slot came due.
+awaitable<void> tick(LoopRuntime *lr)
+{
+    auto &wheel = lr->state.connections.wheel;
     unsigned ticks = 0;
-    while (!rt->stopping) {
-        rt->ticker.expires_after(wheel.tick());
-        co_await rt->ticker.async_wait(nothrow);
+    while (!lr->stopping) {
+        lr->ticker.expires_after(wheel.tick());
+        co_await lr->ticker.async_wait(nothrow);
         log::pump();
-        if (++ticks % 4 == 0)
-            detail::return_free_memory();
+        if (++ticks % 4 == 0 && lr->state.loop == 0)
+            detail::return_free_memory(); // malloc_trim covers every thread's arena
         wheel.advance(steady::now(), [](WheelEntry &e) {
             auto &c = static_cast<Conn &>(e);
             c.timed_out = true;
@@ -106,15 +179,58 @@ awaitable<void> tick(Runtime *rt)
     }
 }
 
-// Until every session has ended, or the deadline.
-awaitable<void> sessions_ended(Runtime *rt, steady::time_point deadline)
+// Until every session of the loop has ended, or the deadline.
+awaitable<void> sessions_ended(LoopRuntime *lr, steady::time_point deadline)
 {
-    if (rt->sessions == 0)
+    if (lr->sessions == 0)
         co_return;
-    asio::steady_timer t(rt->io, deadline);
-    rt->sessions_waiter = &t;
+    asio::steady_timer t(lr->io, deadline);
+    lr->sessions_waiter = &t;
     co_await t.async_wait(nothrow);
-    rt->sessions_waiter = nullptr;
+    lr->sessions_waiter = nullptr;
+}
+
+// On each loop, when the workers are ready: the ticker, and the loop's own acceptor (reuseport).
+awaitable<bool> start_loop(LoopRuntime *lr, std::string default_host)
+{
+    lr->state.default_host = std::move(default_host);
+    asio::co_spawn(lr->io, tick(lr), log_exceptions{"ticker"});
+    if (lr->acceptor)
+        asio::co_spawn(lr->io, accept_own(lr), log_exceptions{"accept"});
+    co_return true;
+}
+
+// On each loop, at a stop: no new connection or request; waits for the requests in flight, up to `deadline`.
+// Gives the number of connections still busy then.
+awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
+{
+    error_code ignored;
+    if (lr->acceptor)
+        lr->acceptor->close(ignored);
+    lr->state.draining = true;
+    for (Conn *c : lr->state.connections.list)
+        if (c->idle)
+            c->socket->cancel(ignored);
+    co_await sessions_ended(lr, deadline);
+    co_return lr->sessions;
+}
+
+// On each loop, once the workers are stopped: closes what is left.
+awaitable<unsigned> close_loop(LoopRuntime *lr)
+{
+    error_code ignored;
+    for (Conn *c : lr->state.connections.list)
+        c->socket->close(ignored);
+    lr->stopping = true;
+    lr->ticker.cancel();
+    co_await sessions_ended(lr, steady::now() + std::chrono::seconds(1));
+    co_return lr->sessions;
+}
+
+void stop_loops(Runtime *rt)
+{
+    for (auto &l : rt->loops)
+        l->io.stop(); // run() returns; the handlers left are destroyed before the state they use
 }
 
 // Signals are watched from the start: a SIGTERM while workers boot (up to allocate_timeout) stops too.
@@ -136,44 +252,43 @@ awaitable<void> watch_signals(Runtime *rt)
     log::warn("core", "second signal: stopping now");
     rt->exit_code = 1;
     rt->pool.kill_all("second signal");
-    error_code ignored;
-    for (Conn *c : rt->state.connections.list)
-        c->socket->close(ignored);
-    rt->io.stop(); // run() returns; the handlers left are destroyed before the state they use
+    stop_loops(rt); // the connections close with their loops' state
 }
 
 awaitable<void> lifecycle(Runtime *rt)
 {
-    auto &cfg = rt->state.config;
+    auto &cfg = rt->loops[0]->state.config;
+    error_code ignored;
     asio::co_spawn(rt->io, watch_signals(rt), log_exceptions{"signals"});
     auto started = co_await rt->pool.start();
     if (rt->stop_requested) {
         co_await rt->pool.shutdown();
-        rt->stopping = true;
-        error_code ignored;
         rt->signals.cancel(ignored);
         log::info("core", "stopped");
-        rt->io.stop();
+        stop_loops(rt);
         co_return;
     }
     if (!started && rt->pool.serving_workers() == 0) {
         log::error("pool", "cannot start workers: " + started.error().message);
         rt->exit_code = 1;
-        rt->stopping = true;
         co_await rt->pool.shutdown();
-        rt->io.stop();
+        stop_loops(rt);
         co_return;
     }
-    auto ep = rt->acceptor.local_endpoint();
+    const bool handoff = rt->acceptor.is_open();
+    auto ep = handoff ? rt->acceptor.local_endpoint() : rt->loops[0]->acceptor->local_endpoint();
     std::string shown =
         ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
-    rt->state.default_host = shown + ":" + std::to_string(ep.port());
+    std::string host = shown + ":" + std::to_string(ep.port());
+    co_await on_each<bool>(rt->executors(),
+                           [rt, &host](std::size_t i) { return start_loop(rt->loops[i].get(), host); });
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
-    log::info("http", "listening on http://" + rt->state.default_host + " with " +
-                          std::to_string(cfg.http.pool.num_workers) + " worker(s)");
-    asio::co_spawn(rt->io, accept_loop(rt), log_exceptions{"accept"});
-    asio::co_spawn(rt->io, tick(rt), log_exceptions{"ticker"});
+    log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
+                          " worker(s) and " + std::to_string(rt->loops.size()) + " event loop(s)" +
+                          (rt->loops.size() > 1 ? std::string(", accept: ") + cfg.http.accept : ""));
+    if (handoff)
+        asio::co_spawn(rt->io, accept_handoff(rt), log_exceptions{"accept"});
 
     rt->serving = true;
     if (!rt->stop_requested) {
@@ -183,25 +298,54 @@ awaitable<void> lifecycle(Runtime *rt)
     // One budget for the whole stop: requests in flight finish and workers stop within destroy_timeout;
     // what is left then is killed, so a stop takes at most destroy_timeout + ~2 s.
     auto deadline = steady::now() + cfg.http.pool.destroy_timeout;
-    error_code ignored;
     rt->acceptor.close(ignored);
-    rt->state.draining = true;
-    for (Conn *c : rt->state.connections.list)
-        if (c->idle)
-            c->socket->cancel(ignored);
-    co_await sessions_ended(rt, deadline);
-    if (rt->sessions > 0)
-        log::warn("core", std::to_string(rt->sessions) +
-                              " connection(s) still busy at the stop deadline (destroy_timeout)");
+    auto busy = co_await on_each<unsigned>(
+        rt->executors(), [rt, deadline](std::size_t i) { return drain_loop(rt->loops[i].get(), deadline); });
+    if (unsigned n = std::accumulate(busy.begin(), busy.end(), 0u); n > 0)
+        log::warn("core",
+                  std::to_string(n) + " connection(s) still busy at the stop deadline (destroy_timeout)");
     co_await rt->pool.shutdown(deadline);
-    for (Conn *c : rt->state.connections.list)
-        c->socket->close(ignored);
-    rt->stopping = true;
-    rt->ticker.cancel();
+    co_await on_each<unsigned>(rt->executors(),
+                               [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
     rt->signals.cancel(ignored);
-    co_await sessions_ended(rt, steady::now() + std::chrono::seconds(1));
     log::info("core", "stopped");
-    rt->io.stop();
+    stop_loops(rt);
+}
+
+// Binds http.address: one socket (handoff), or one SO_REUSEPORT socket per loop. SO_REUSEPORT would let a
+// second server on the same port silently share it: a plain bind first proves the port is free (it fails
+// against any socket bound there, ours included), so a second `ferry serve` still fails loudly.
+void listen(Runtime &rt, const conf::Config &cfg)
+{
+    tcp::resolver resolver(rt.io);
+    auto results = resolver.resolve(cfg.http.address.host, std::to_string(cfg.http.address.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service);
+    tcp::endpoint ep = *results.begin();
+    auto open = [&ep](tcp::acceptor &a, bool reuseport) {
+        a.open(ep.protocol());
+        a.set_option(tcp::acceptor::reuse_address(true));
+        if (reuseport) {
+            int one = 1;
+            if (::setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+                throw std::system_error(errno, std::generic_category(), "SO_REUSEPORT");
+        }
+        a.bind(ep);
+    };
+    if (cfg.http.accept != "reuseport" || rt.loops.size() == 1) {
+        open(rt.acceptor, false);
+        rt.acceptor.listen(asio::socket_base::max_listen_connections);
+        return;
+    }
+    if (ep.port() != 0) {
+        tcp::acceptor probe(rt.io);
+        open(probe, false);
+    }
+    for (auto &l : rt.loops) {
+        l->acceptor.emplace(l->io);
+        open(*l->acceptor, true);
+        l->acceptor->listen(asio::socket_base::max_listen_connections);
+        ep = l->acceptor->local_endpoint(); // port 0: the others join the port the first one got
+    }
 }
 
 } // namespace
@@ -209,7 +353,13 @@ awaitable<void> lifecycle(Runtime *rt)
 int run(const conf::Config &cfg)
 {
     detail::configure_allocator();
-    detail::Loop io;
+    const unsigned n_loops = std::max(1u, cfg.http.io_threads);
+    std::vector<std::unique_ptr<detail::Loop>> loops;
+    std::vector<asio::io_context *> contexts;
+    for (unsigned i = 0; i < n_loops; ++i) {
+        loops.push_back(std::make_unique<detail::Loop>());
+        contexts.push_back(loops.back().get());
+    }
 
     pool::Options popt;
     popt.command = cfg.server.command;
@@ -224,11 +374,10 @@ int run(const conf::Config &cfg)
     popt.exec_warn = cfg.http.pool.exec_warn;
     pool::Budget budget(cfg.http.max_body_memory);
     popt.budget = &budget;
-    pool::Pool pool(io, popt);
+    pool::Pool pool(contexts, popt);
 
     // Static files: the directory and the MIME table are checked before anything starts.
     std::unique_ptr<detail::MimeTypes> mime;
-    std::unique_ptr<detail::StaticHandler> files;
     struct RootFd {
         int fd = -1;
         ~RootFd()
@@ -252,7 +401,6 @@ int run(const conf::Config &cfg)
             log::warn("static",
                       "http.static.request has no effect in Ferry: RoadRunner adds these headers to "
                       "the request of a static file, which no PHP code sees");
-        files = std::make_unique<detail::StaticHandler>(st, root.fd, *mime);
         log::info("static", "serving files from \"" + st.dir + "\" before PHP (" +
                                 std::to_string(mime->size()) + " file types known)");
     }
@@ -260,42 +408,62 @@ int run(const conf::Config &cfg)
         if (m != "static" && m != "proxy_ip_parser")
             log::warn("core", "http.middleware: \"" + m + "\" is not supported by Ferry and is ignored");
 
-    Runtime rt(io, cfg, pool, budget, files.get());
-    rt.state.temp_dir = cfg.http.uploads_dir;
-    if (rt.state.temp_dir.empty()) {
+    std::string temp_dir = cfg.http.uploads_dir;
+    if (temp_dir.empty()) {
         const char *t = std::getenv("TMPDIR");
-        rt.state.temp_dir = t && *t ? t : "/tmp";
+        temp_dir = t && *t ? t : "/tmp";
     }
-    if (int fd = detail::open_temp_file(rt.state.temp_dir); fd >= 0) {
+    if (int fd = detail::open_temp_file(temp_dir); fd >= 0) {
         ::close(fd);
     } else {
-        log::error("core", "http.uploads.dir: cannot create temp files in \"" + rt.state.temp_dir +
+        log::error("core", "http.uploads.dir: cannot create temp files in \"" + temp_dir +
                                "\": " + std::strerror(errno) + " (large request bodies go there)");
         return 1;
     }
-    rt.state.limits.max_request_line = cfg.http.max_request_line;
-    rt.state.limits.max_header_size = cfg.http.max_header_size;
-    rt.state.limits.max_body_size = cfg.http.max_request_size;
+    std::vector<std::unique_ptr<LoopRuntime>> loop_rts;
+    for (unsigned i = 0; i < n_loops; ++i) {
+        std::unique_ptr<detail::StaticHandler> files;
+        if (mime)
+            files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime);
+        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files));
+        lr->state.temp_dir = temp_dir;
+        lr->state.limits.max_request_line = cfg.http.max_request_line;
+        lr->state.limits.max_header_size = cfg.http.max_header_size;
+        lr->state.limits.max_body_size = cfg.http.max_request_size;
+        loop_rts.push_back(std::move(lr));
+    }
+    Runtime rt(loop_rts, pool);
 
     try {
-        tcp::resolver resolver(io);
-        auto results = resolver.resolve(cfg.http.address.host, std::to_string(cfg.http.address.port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service);
-        tcp::endpoint ep = *results.begin();
-        rt.acceptor.open(ep.protocol());
-        rt.acceptor.set_option(tcp::acceptor::reuse_address(true));
-        rt.acceptor.bind(ep);
-        rt.acceptor.listen(asio::socket_base::max_listen_connections);
+        listen(rt, cfg);
     } catch (const std::exception &e) {
         log::error("core", "cannot listen on " + cfg.http.address.to_string() + ": " + e.what());
         return 1;
     }
 
-    asio::co_spawn(io, lifecycle(&rt), log_exceptions{"lifecycle"});
-    io.run();
-    io.destroy_handlers(); // while rt and pool, which their frames refer to, still exist
-    pool.abandon();        // requests suspended on a worker: Asio posts the destruction of their frames...
-    io.destroy_handlers(); // ... which happens here, still before rt and pool go
+    // Loops 1..n run on their own threads from now on (idle until the workers are ready); loop 0 on this one.
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < n_loops; ++i)
+        threads.emplace_back([&l = *loops[i]] {
+            auto work = asio::make_work_guard(l);
+            l.run();
+        });
+    asio::co_spawn(*loops[0], lifecycle(&rt), log_exceptions{"lifecycle"});
+    loops[0]->run();
+    for (unsigned i = 1; i < n_loops; ++i)
+        loops[i]->stop(); // already, unless the lifecycle ended by an exception
+    for (auto &t : threads)
+        t.join();
+    // While rt and pool, which their frames refer to, still exist: the pending handlers, then the requests
+    // suspended on a worker (Asio posts the destruction of their frames), then those. A frame destroyed on
+    // one loop can post the destruction of another loop's frames (a request running on another loop's
+    // worker): a round per loop more reaches every chain.
+    for (auto &l : loops)
+        l->destroy_handlers();
+    pool.abandon();
+    for (unsigned round = 0; round <= n_loops; ++round)
+        for (auto &l : loops)
+            l->destroy_handlers();
     return rt.exit_code;
 }
 

@@ -1,4 +1,4 @@
-// What one event loop's sessions and handlers share (internal to server/).
+// What one event loop's sessions and handlers share (internal to server/); touched by its loop's thread only.
 #pragma once
 
 #include "ferry/conf/config.hpp"
@@ -21,6 +21,7 @@ struct SharedState {
     }
 
     asio::io_context &io;
+    unsigned loop = 0; // this loop's index (the pool's shard)
     const conf::Config &config;
     pool::Budget &budget; // request and response bodies in memory, all connections together
     const Router &router; // which handler serves a request

@@ -5,7 +5,9 @@ Starts the built `ferry` binary with a temporary config on 127.0.0.1:0, waits fo
 SIGTERM, asserts exit code 0 and that no PHP worker of that server remains. Workers are
 found through a unique marker put into server.env and read back from /proc/PID/environ.
 
-Environment: FERRY_BIN (path of the ferry binary), FERRY_ROOT (source tree root).
+Environment: FERRY_BIN (path of the ferry binary), FERRY_ROOT (source tree root),
+FERRY_E2E_IO_THREADS (http.io_threads for every server whose test does not set it: the test
+command runs the suite with 1 and with 2 event loops).
 """
 
 import http.client
@@ -30,6 +32,7 @@ MARK_VAR = "FERRY_E2E_MARK"
 
 HOST = "127.0.0.1"
 SOCK_TIMEOUT = 10.0
+IO_THREADS = int(os.environ.get("FERRY_E2E_IO_THREADS") or "1")
 
 
 def php(script):
@@ -145,6 +148,7 @@ class Server:
             "server": {"command": php(script), "env": {MARK_VAR: self.marker}},
             "http": {
                 "address": f"{HOST}:0",
+                "io_threads": IO_THREADS,
                 "pool": {"num_workers": 2, "allocate_timeout": "10s", "destroy_timeout": "10s"},
             },
         }

@@ -292,7 +292,7 @@ public:
         }
         ResponseSink sink(st_, ex);
         body_out_.clear();
-        pool::Reply res = co_await pool_.exec(ctx_, body, body_out_, &sink);
+        pool::Reply res = co_await pool_.exec(ctx_, body, body_out_, &sink, st_.loop);
         body_.clear();
         if (is_form_)
             form_.clear();

@@ -145,6 +145,7 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
     expected.source = ".rr.yaml";
     expected.server.command = {"php", "worker.php"};
     expected.http.pool.num_workers = cpus();
+    expected.http.io_threads = ferry::conf::default_io_threads(cpus());
     EXPECT_EQ(defaults.config, expected);
 
     const std::string text = ferry::conf::dump(defaults.config);
@@ -208,4 +209,22 @@ TEST(ConfKeys, NumWorkersIsResolvedOnceInConf)
         EXPECT_TRUE(contains(ferry::conf::dump(r.config), "num_workers: " + std::to_string(cpus()) + "\n"));
     }
     EXPECT_EQ(load(minimal, {"http.pool.num_workers=1"}).config.http.pool.num_workers, 1u);
+}
+
+TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
+{
+    EXPECT_EQ(ferry::conf::default_io_threads(1), 1u);
+    EXPECT_EQ(ferry::conf::default_io_threads(2), 1u);
+    EXPECT_EQ(ferry::conf::default_io_threads(3), 2u);
+    EXPECT_EQ(ferry::conf::default_io_threads(16), 8u);
+    for (const LoadResult &r :
+         {load(minimal), load(minimal + "http:\n  io_threads: 0\n"), load(minimal, {"http.io_threads=0"})}) {
+        EXPECT_EQ(r.config.http.io_threads, ferry::conf::default_io_threads(cpus()));
+        EXPECT_TRUE(
+            contains(ferry::conf::dump(r.config),
+                     "io_threads: " + std::to_string(ferry::conf::default_io_threads(cpus())) + "\n"));
+    }
+    EXPECT_EQ(load(minimal, {"http.io_threads=3"}).config.http.io_threads, 3u);
+    EXPECT_EQ(load(minimal, {"http.accept=reuseport"}).config.http.accept, "reuseport");
+    EXPECT_EQ(load(minimal).config.http.accept, "handoff");
 }

@@ -74,7 +74,13 @@ struct StaticConfig {
 };
 
 struct HttpConfig {
-    Address address;                             // http.address
+    Address address; // http.address
+    // http.io_threads: event loops (threads) of the front end. The YAML's 0 (the default) is resolved by
+    // load() to default_io_threads(usable_cpus()); nothing downstream sees a 0.
+    unsigned io_threads = 0;
+    // http.accept: how connections reach the loops: "handoff" (one listening socket; each connection goes
+    // to the loop with the fewest) or "reuseport" (a SO_REUSEPORT socket per loop; the kernel hashes).
+    std::string accept = "handoff";
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
     // Ferry's own limits (documented in README):
@@ -125,6 +131,10 @@ struct LoadResult {
 // The CPUs this process may run on (sched_getaffinity: `taskset` and cgroup cpusets count, unlike
 // std::thread::hardware_concurrency()); at least 1.
 unsigned usable_cpus();
+// http.io_threads when not set: half the usable CPUs, rounded up (docs/architecture.md, "Several loops": per
+// hello-world request the front end needs about as much CPU as PHP, so half the cores keep it from being the
+// bottleneck while PHP has the other half).
+unsigned default_io_threads(unsigned cpus);
 
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.
 using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;

@@ -102,9 +102,17 @@ struct WorkerInfo {
     std::chrono::system_clock::time_point created;
 };
 
+// With several event loops (docs/architecture.md, "Several loops") the pool is one shard per loop: each loop
+// owns num_workers / loops of the workers (their pipes are its I/O) and serves its requests on them without a
+// lock. A loop without an idle worker runs the request on an idle worker of another loop (on that loop, the
+// response coming back), and a worker that goes idle serves another loop's oldest waiting request when this
+// loop has none waiting (or has waited clearly less): no request waits while a worker is idle anywhere.
 class Pool {
 public:
     Pool(asio::io_context &io, Options options);
+    // One shard per loop; loops[0] also runs the reaper. start(), shutdown() and kill_all() are called on
+    // loops[0]; exec() on the loop whose index it is given.
+    Pool(const std::vector<asio::io_context *> &loops, Options options);
     ~Pool();
     Pool(const Pool &) = delete;
     Pool &operator=(const Pool &) = delete;
@@ -116,8 +124,9 @@ public:
     // Runs one request on a worker: allocate, send the frame, read the reply. Retries on another worker
     // when a worker asks to stop instead of answering. A non-streamed body lands in `body_out` (copied, up
     // to copy_body_max), in Reply::body_frame (handed over) or goes through sink->write_whole().
+    // `loop`: the index of the calling thread's loop.
     awaitable<Reply> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                          StreamSink *sink);
+                          StreamSink *sink, unsigned loop = 0);
 
     // Stops every worker by `deadline`: the stop frame to idle workers now and to busy ones when their
     // request is done; SIGKILL (logged per worker) for whatever still runs at the deadline.
@@ -129,11 +138,15 @@ public:
     // its worker, which holds it). Call while what their frames refer to still exists.
     void abandon();
 
+    // The worker list and the totals below read every loop's state: call them from loops[0] when it is the
+    // only loop, or when the loops are stopped. serving_workers() is safe from any thread.
     std::vector<WorkerInfo> workers() const;
     unsigned serving_workers() const; // ready or working
     std::uint64_t spawned_total() const;
     std::uint64_t recycled_total() const;
     std::uint64_t dropped_total() const; // requests not executed: their client left while they waited
+    // Workers one loop lent to another (a request ran on another loop's worker).
+    std::uint64_t lent_total() const;
 
     struct Impl;
 
