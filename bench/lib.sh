@@ -100,14 +100,18 @@ build_ferry() {  # sets FERRY: $FERRY_BIN, or build/ferry built now
 
 # FERRY_HTTP_EXTRA: YAML lines added under `http:` (indented by two spaces) for every Ferry target.
 FERRY_HTTP_EXTRA=${FERRY_HTTP_EXTRA:-}
-start_ferry() {  # name worker.php ferry-binary [more http.pool lines, e.g. "    max_jobs: 10000"]
-  local name=$1 script=$2 bin=$3 pool_extra=${4:-} conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
+# name worker.php ferry-binary [more http.pool lines, e.g. "    max_jobs: 10000"] [more http lines, e.g.
+# "  io_threads: 2"]
+start_ferry() {
+  local name=$1 script=$2 bin=$3 pool_extra=${4:-} http_extra=${5:-}
+  local conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
   cat >"$conf" <<EOF
 version: "3"
 server:
   command: "php ${PHP_OPCACHE[*]} $script"
 http:
   address: 127.0.0.1:0
+${http_extra}
   pool:
     num_workers: $WORKERS
 ${pool_extra}

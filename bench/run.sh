@@ -5,10 +5,13 @@
 #
 # Knobs (environment):
 #   DURATION   seconds per measured wrk run (default 5)
-#   ROUNDS     interleaved rounds of (c1, c64) runs per target; the table shows medians (default 3)
+#   ROUNDS     interleaved rounds of (c1, c64, c256) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
-#   TARGETS    comma-separated subset of: ferry,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s
-#              (default: ferry,ferry-maxjobs,ferry-psr7,fpm,php-s, plus ferry-before when FERRY_BEFORE_BIN is set)
+#   TARGETS    comma-separated subset of: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s
+#              (default: ferry,ferry-loops,ferry-maxjobs,ferry-psr7,fpm,php-s, plus ferry-before when
+#              FERRY_BEFORE_BIN is set)
+#   IO_THREADS http.io_threads of targets ferry, ferry-maxjobs and ferry-psr7 (default 1)
+#   LOOPS      http.io_threads of target ferry-loops (default 2)
 #   MAX_JOBS   http.pool.max_jobs of target ferry-maxjobs (default 10000): what recycling costs
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
 #   RESTART_FERRY  1 = restart the Ferry servers every round in that round's order (default: 1 when
@@ -21,12 +24,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-2}
+IO_THREADS=${IO_THREADS:-1}
+LOOPS=${LOOPS:-2}
 FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
-TARGETS=${TARGETS:-ferry,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-psr7,fpm,php-s}
+TARGETS=${TARGETS:-ferry,ferry-loops,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-psr7,fpm,php-s}
 MAX_JOBS=${MAX_JOBS:-10000}
 case ",$TARGETS," in *,ferry-before,*) RESTART_FERRY=${RESTART_FERRY:-1} ;; *) RESTART_FERRY=${RESTART_FERRY:-0} ;; esac
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
+CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS IO_THREADS=$IO_THREADS LOOPS=$LOOPS MAX_JOBS=$MAX_JOBS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -40,13 +45,13 @@ IFS=',' read -r -a _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
   t=${t// /}
   case "$t" in
-    ferry|ferry-before|ferry-maxjobs|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
+    ferry|ferry-loops|ferry-before|ferry-maxjobs|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
     "") ;;
-    *) die "unknown target '$t' (known: ferry,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s)" ;;
+    *) die "unknown target '$t' (known: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s)" ;;
   esac
 done
 ORDER=()
-for t in ferry ferry-before ferry-maxjobs ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
+for t in ferry ferry-loops ferry-before ferry-maxjobs ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
 [[ ${#ORDER[@]} -gt 0 ]] || die "TARGETS selects nothing"
 
 if [[ -n "${WANT[fpm]:-}" ]]; then
@@ -55,15 +60,20 @@ if [[ -n "${WANT[fpm]:-}" ]]; then
 fi
 
 # ---------------------------------------------------------------- targets
-if [[ -n "${WANT[ferry]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
+if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
 [[ "$MAX_JOBS" =~ ^[0-9]+$ && "$MAX_JOBS" -ge 1 ]] || die "MAX_JOBS must be a positive integer"
+[[ "$IO_THREADS" =~ ^[0-9]+$ && "$IO_THREADS" -ge 1 ]] || die "IO_THREADS must be a positive integer"
+[[ "$LOOPS" =~ ^[0-9]+$ && "$LOOPS" -ge 1 ]] || die "LOOPS must be a positive integer"
 
 start_ferry_target() {  # a ferry target's server, as every round starts it
   case "$1" in
-    ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" ;;
+    ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" "" "  io_threads: $IO_THREADS" ;;
+    ferry-loops) start_ferry ferry-loops "$ROOT/tests/php/hello.php" "$FERRY" "" "  io_threads: $LOOPS" ;;
     ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
-    ferry-maxjobs) start_ferry ferry-maxjobs "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS" ;;
-    ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" ;;
+    ferry-maxjobs)
+      start_ferry ferry-maxjobs "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS" "  io_threads: $IO_THREADS"
+      ;;
+    ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" "" "  io_threads: $IO_THREADS" ;;
   esac
 }
 
@@ -94,7 +104,7 @@ log "all targets answer \"$HELLO\"; benchmarking ${ORDER[*]} (${DURATION}s per r
 # ---------------------------------------------------------------- measuring
 
 
-declare -A R1 P1 R64 P64 CPU_S CPU_P NOTES
+declare -A R1 P1 R64 P64 R256 P256 CPU_S CPU_P NOTES
 mkdir -p "$RESULTS_DIR/raw"
 
 
@@ -106,7 +116,7 @@ done
 
 # Rounds interleave the targets so that a noisy neighbour or a slow minute hits all of them alike;
 # the table shows each figure's median over the rounds.
-declare -A RR1 PP1 RR64 PP64 CS CP
+declare -A RR1 PP1 RR64 PP64 RR256 PP256 CS CP
 for ((r = 1; r <= ROUNDS; r++)); do
   # Odd rounds run the targets in order, even rounds in reverse: a target's place in a round biases it
   # (measured: the same binary moved from first to second gained ~8 % at c64), so every target gets
@@ -150,21 +160,28 @@ for ((r = 1; r <= ROUNDS; r++)); do
     parse_wrk "$RESULTS_DIR/raw/$t-c64-r$r.txt"
     RR64[$t]+="$W_RPS "; PP64[$t]+="$W_P99 "; NOTES[$t]+=${W_ERR:+round $r c64 $W_ERR}
     CS[$t]+="$(per_request_us $((s1 - s0)) "$W_REQS") "; CP[$t]+="$(per_request_us $((p1 - p0)) "$W_REQS") "
+
+    log "round $r/$ROUNDS, $t: wrk -t2 -c256 -d${DURATION}s"
+    wrk -t2 -c256 -d"${DURATION}s" --latency "$url" >"$RESULTS_DIR/raw/$t-c256-r$r.txt" 2>&1 || die "wrk failed on $t"
+    parse_wrk "$RESULTS_DIR/raw/$t-c256-r$r.txt"
+    RR256[$t]+="$W_RPS "; PP256[$t]+="$W_P99 "; NOTES[$t]+=${W_ERR:+round $r c256 $W_ERR}
   done
 done
 for t in "${ORDER[@]}"; do
   # shellcheck disable=SC2086 # word splitting of the per-round lists is intended
   { R1[$t]=$(median ${RR1[$t]}); P1[$t]=$(median ${PP1[$t]}); R64[$t]=$(median ${RR64[$t]});
-    P64[$t]=$(median ${PP64[$t]}); CPU_S[$t]=$(median ${CS[$t]}); CPU_P[$t]=$(median ${CP[$t]}); }
+    P64[$t]=$(median ${PP64[$t]}); R256[$t]=$(median ${RR256[$t]}); P256[$t]=$(median ${PP256[$t]});
+    CPU_S[$t]=$(median ${CS[$t]}); CPU_P[$t]=$(median ${CP[$t]}); }
   [[ -z "${SERVER_PIDS[$t]}" ]] && CPU_S[$t]="—"
 done
 
 # ---------------------------------------------------------------- report
 label() {
   case "$1" in
-    ferry) echo "Ferry, plain API (hello.php)" ;;
+    ferry) echo "Ferry, plain API (hello.php), $IO_THREADS loop(s)" ;;
+    ferry-loops) echo "Ferry, plain API (hello.php), $LOOPS loops" ;;
     ferry-before) echo "Ferry before${BEFORE_REV:+ ($BEFORE_REV)}, plain API (hello.php)" ;;
-    ferry-maxjobs) echo "Ferry, plain API, max_jobs: $MAX_JOBS" ;;
+    ferry-maxjobs) echo "Ferry, plain API, $IO_THREADS loop(s), max_jobs: $MAX_JOBS" ;;
     ferry-psr7) echo "Ferry, PSR-7 (psr7_hello.php)" ;;
     fpm) echo "nginx + php-fpm (static $WORKERS)" ;;
     php-s) echo "php -S (1 process)" ;;
@@ -188,8 +205,8 @@ paired() {  # "a1 a2 ..." "b1 b2 ..." -> the median of the per-round ratios a_i 
 }
 
 table=$(
-  head="| target | c1 req/s | c1 p99 | c64 req/s | c64 p99 | ratio to nginx+php-fpm at c64 | CPU µs/req (server / PHP) |"
-  rule="|---|---:|---:|---:|---:|---:|---:|"
+  head="| target | c1 req/s | c1 p99 | c64 req/s | c64 p99 | c256 req/s | c256 p99 | ratio to nginx+php-fpm at c64 | CPU µs/req at c64 (server / PHP) | front-end ceiling (req/s per server core) |"
+  rule="|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   if [[ -n "${WANT[ferry-before]:-}" ]]; then
     head+=" ferry ÷ ferry-before (c1 / c64) | same, median of per-round ratios (c1 / c64) |"; rule+="---:|---:|"
   fi
@@ -200,8 +217,10 @@ table=$(
     else
       ratio="n/a"
     fi
-    printf '| %s | %s | %s ms | %s | %s ms | %s | %s / %s |' "$(label "$t")" "${R1[$t]}" "${P1[$t]}" \
-      "${R64[$t]}" "${P64[$t]}" "$ratio" "${CPU_S[$t]}" "${CPU_P[$t]}"
+    ceiling=$(awk -v us="${CPU_S[$t]}" 'BEGIN { if (us + 0 > 0) printf "%.0fk", 1000 / us; else print "—" }')
+    printf '| %s | %s | %s ms | %s | %s ms | %s | %s ms | %s | %s / %s | %s |' "$(label "$t")" "${R1[$t]}" \
+      "${P1[$t]}" "${R64[$t]}" "${P64[$t]}" "${R256[$t]}" "${P256[$t]}" "$ratio" "${CPU_S[$t]}" "${CPU_P[$t]}" \
+      "$ceiling"
     if [[ -n "${WANT[ferry-before]:-}" ]]; then
       if [[ "$t" == ferry-before && -n "${R1[ferry]:-}" ]]; then
         printf ' %s / %s |' "$(vs_before "${R1[ferry]}" "${R1[$t]}")" "$(vs_before "${R64[ferry]}" "${R64[$t]}")"
@@ -219,6 +238,9 @@ table=$(
 notes=$(
   if [[ -n "${WANT[ferry-maxjobs]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- recycling: ferry-maxjobs ÷ ferry = $(vs_before "${R64[ferry-maxjobs]}" "${R64[ferry]}") at c64 (median of per-round ratios $(paired "${RR64[ferry-maxjobs]}" "${RR64[ferry]}")), $(vs_before "${R1[ferry-maxjobs]}" "${R1[ferry]}") at c1"
+  fi
+  if [[ -n "${WANT[ferry-loops]:-}" && -n "${WANT[ferry]:-}" ]]; then
+    echo "- loops: ferry-loops ($LOOPS) ÷ ferry ($IO_THREADS) = $(vs_before "${R1[ferry-loops]}" "${R1[ferry]}") at c1, $(vs_before "${R64[ferry-loops]}" "${R64[ferry]}") at c64, $(vs_before "${R256[ferry-loops]}" "${R256[ferry]}") at c256 (medians of per-round ratios: $(paired "${RR1[ferry-loops]}" "${RR1[ferry]}") / $(paired "${RR64[ferry-loops]}" "${RR64[ferry]}") / $(paired "${RR256[ferry-loops]}" "${RR256[ferry]}"))"
   fi
   for t in "${ORDER[@]}"; do
     [[ -n "${NOTES[$t]}" ]] && echo "- $t: wrk reported ${NOTES[$t]%; }"
@@ -243,6 +265,7 @@ notes=$(
   fi
   [[ -n "$FERRY_HTTP_EXTRA" ]] && echo "- every Ferry target's config has under \`http:\`: \`$(echo "$FERRY_HTTP_EXTRA" | tr -s ' \n' ' ' | sed 's/^ //')\`"
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
-  echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds (odd rounds in target order, even rounds reversed$([[ "$RESTART_FERRY" == 1 ]] && echo "; Ferry servers restarted every round in that order")) of wrk -t1 -c1 -d${DURATION}s and wrk -t2 -c64 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
-  echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
+  echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds (odd rounds in target order, even rounds reversed$([[ "$RESTART_FERRY" == 1 ]] && echo "; Ferry servers restarted every round in that order")) of wrk -t1 -c1, -t2 -c64 and -t2 -c256 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
+  echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process (all its loops) / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
+  echo "- front-end ceiling: 10⁶ ÷ server CPU µs/req, the requests per second one core of the front end could carry if PHP were free"
 } | publish_report latest.md "Ferry hello-world benchmark" "raw wrk output in bench/results/raw/"

@@ -68,6 +68,12 @@ struct Shard : std::enable_shared_from_this<Shard> {
     unsigned spawning = 0; // spawn coroutines in progress, back-off included
     clock::time_point stop_deadline = clock::time_point::max();
     std::atomic<std::uint64_t> spawned_total{0}, recycled_total{0}, lent_total{0};
+    // Written by this shard's thread only (a plain store), read by others.
+    std::atomic<std::uint64_t> requests_total{0}, waited_total{0}, longest_wait_us{0};
+    static void bump(std::atomic<std::uint64_t> &c)
+    {
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
     // For the other loops.
     Allocator::Published published;
     std::atomic<unsigned> serving_pub{0};
@@ -391,6 +397,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         Reply res;
         unsigned skipped_broken = 0;
         const unsigned total_workers = group_workers();
+        bump(requests_total);
         // A worker may ask to stop instead of answering: the same request goes to another worker.
         for (unsigned attempt = 0; attempt <= total_workers + 1; ++attempt) {
             WorkerPtr w = stopping.raised() ? nullptr : allocator.take_idle(); // no coroutine frame
@@ -412,7 +419,14 @@ struct Shard : std::enable_shared_from_this<Shard> {
                 if (multi())
                     step = co_await run_elsewhere(ctx, body, body_out, sink, res);
                 if (step == Step::none) {
+                    const auto queued_at = clock::now();
                     Allocation a = co_await allocator.wait(sink);
+                    bump(waited_total);
+                    const auto us = static_cast<std::uint64_t>(
+                        std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - queued_at)
+                            .count());
+                    if (us > longest_wait_us.load(std::memory_order_relaxed))
+                        longest_wait_us.store(us, std::memory_order_relaxed);
                     if (!a.worker) {
                         res.outcome = a.outcome;
                         res.message = std::move(a.why);
@@ -666,9 +680,18 @@ struct Pool::Impl {
         co_await on_each<Result<void>>(
             loops(), [this, deadline](std::size_t i) { return shards[i]->shutdown(deadline); });
         reaper->stop();
-        std::uint64_t dropped = 0;
-        for (auto &s : shards)
+        std::uint64_t dropped = 0, requests = 0, waited = 0, longest = 0, lent = 0;
+        for (auto &s : shards) {
             dropped += s->allocator.dropped();
+            requests += s->requests_total.load();
+            waited += s->waited_total.load();
+            longest = std::max(longest, s->longest_wait_us.load());
+            lent += s->lent_total.load();
+        }
+        // What a user tuning num_workers and io_threads wants to know: how often a request had to queue.
+        log::info("pool", std::to_string(requests) + " request(s) served; " + std::to_string(waited) +
+                              " waited for a worker (longest " + std::to_string(longest / 1000) + " ms); " +
+                              std::to_string(lent) + " worker(s) lent between loops");
         if (dropped > 0)
             log::info("pool",
                       std::to_string(dropped) +
@@ -856,6 +879,10 @@ std::uint64_t Pool::recycled_total() const
 std::uint64_t Pool::dropped_total() const
 {
     return sum(impl_->shards, [](Shard &s) { return s.allocator.dropped(); });
+}
+std::uint64_t Pool::waited_total() const
+{
+    return sum(impl_->shards, [](Shard &s) { return s.waited_total.load(); });
 }
 std::uint64_t Pool::lent_total() const
 {

@@ -21,10 +21,12 @@
 #include <cstring>
 #include <numeric>
 #include <optional>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <system_error>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace ferry::server {
 namespace {
@@ -125,21 +127,67 @@ awaitable<bool> accept_failed(tcp::acceptor &acceptor, const error_code &ec)
     co_return true;
 }
 
-// http.accept: handoff. On loop 0: each connection is accepted straight onto the loop with the fewest
-// (its socket registered with that loop's reactor), where its session runs; it never moves again.
+// An accepted connection's descriptor on its way to its loop: closed if it never gets there (the loop
+// stopped).
+struct AcceptedFd {
+    explicit AcceptedFd(int f) : fd(f) {}
+    AcceptedFd(AcceptedFd &&o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    AcceptedFd &operator=(AcceptedFd &&) = delete;
+    ~AcceptedFd()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
+    int fd;
+};
+
+// On the target loop's thread: the socket is registered with that loop's reactor there (a reactor is touched
+// by its own thread only), and its session starts.
+void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
+{
+    tcp::socket sock(lr->io);
+    error_code ec;
+    sock.assign(protocol, accepted.fd, ec);
+    if (ec) {
+        lr->connections.fetch_sub(1, std::memory_order_relaxed);
+        log::error("http", "cannot register an accepted connection: " + ec.message());
+        return; // `accepted` closes it
+    }
+    accepted.release();
+    asio::co_spawn(lr->io, run_session(lr, std::move(sock)), log_exceptions{"session"});
+}
+
+// http.accept: handoff. On loop 0: connections are accepted with accept4() when the listening socket is
+// readable (up to a batch per wake-up) and each is posted to the loop with the fewest connections, where it
+// stays.
 awaitable<void> accept_handoff(Runtime *rt)
 {
+    constexpr int batch = 64; // then the other work of loop 0 gets its turn
+    const tcp protocol = rt->acceptor.local_endpoint().protocol();
+    const int listen_fd = rt->acceptor.native_handle();
     for (;;) {
-        LoopRuntime &target = rt->least_loaded();
-        auto [ec, sock] =
-            co_await rt->acceptor.async_accept(asio::any_io_executor(target.io.get_executor()), nothrow);
-        if (ec) {
-            if (!co_await accept_failed(rt->acceptor, ec))
-                co_return;
-            continue;
+        auto [ec] = co_await rt->acceptor.async_wait(tcp::acceptor::wait_read, nothrow);
+        for (int i = 0; !ec && i < batch; ++i) {
+            int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED)
+                    continue;
+                if (errno != EAGAIN && errno != EWOULDBLOCK)
+                    ec = error_code(errno, asio::error::get_system_category());
+                break;
+            }
+            LoopRuntime &target = rt->least_loaded();
+            target.connections.fetch_add(1, std::memory_order_relaxed);
+            if (&target.io == &rt->io) // this loop's own
+                adopt(&target, protocol, AcceptedFd(fd));
+            else
+                asio::post(target.io, [lr = &target, protocol, accepted = AcceptedFd(fd)]() mutable {
+                    adopt(lr, protocol, std::move(accepted));
+                });
         }
-        target.connections.fetch_add(1, std::memory_order_relaxed);
-        asio::co_spawn(target.io, run_session(&target, std::move(sock)), log_exceptions{"session"});
+        if (ec && !co_await accept_failed(rt->acceptor, ec))
+            co_return;
     }
 }
 
@@ -334,6 +382,7 @@ void listen(Runtime &rt, const conf::Config &cfg)
     if (cfg.http.accept != "reuseport" || rt.loops.size() == 1) {
         open(rt.acceptor, false);
         rt.acceptor.listen(asio::socket_base::max_listen_connections);
+        rt.acceptor.non_blocking(true); // accept4() until EAGAIN
         return;
     }
     if (ep.port() != 0) {
@@ -444,7 +493,9 @@ int run(const conf::Config &cfg)
     // Loops 1..n run on their own threads from now on (idle until the workers are ready); loop 0 on this one.
     std::vector<std::thread> threads;
     for (unsigned i = 1; i < n_loops; ++i)
-        threads.emplace_back([&l = *loops[i]] {
+        threads.emplace_back([&l = *loops[i], i] {
+            // "ferry-loop-N" in top -H, ps -L and /proc/PID/task/TID/comm.
+            ::pthread_setname_np(::pthread_self(), ("ferry-loop-" + std::to_string(i)).substr(0, 15).c_str());
             auto work = asio::make_work_guard(l);
             l.run();
         });

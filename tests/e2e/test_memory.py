@@ -19,7 +19,7 @@ MiB = 1 << 20
 # Under ASan+UBSan, freed memory goes to the sanitizer's quarantine, not back to the system: the RSS
 # figures mean nothing there, so those assertions run in the regular build only.
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
-needs_real_allocator = unittest.skipIf(SANITIZED, "RSS is not meaningful under AddressSanitizer")
+needs_real_allocator = unittest.skipIf(SANITIZED, "RSS is not meaningful under a sanitizer (ASan, TSan)")
 
 
 def rss_kib(pid, field="VmRSS"):

@@ -145,6 +145,8 @@ public:
     std::uint64_t spawned_total() const;
     std::uint64_t recycled_total() const;
     std::uint64_t dropped_total() const; // requests not executed: their client left while they waited
+    // Requests that queued for a worker (none was idle on any loop).
+    std::uint64_t waited_total() const;
     // Workers one loop lent to another (a request ran on another loop's worker).
     std::uint64_t lent_total() const;
 
