@@ -32,6 +32,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "php", "echo.php")
+IO_THREADS = 1  # --io-threads
 WARMUP = 4          # warm-up connections per scenario, kept open while measuring
 BATCH = 32          # requests in flight at once (one per connection)
 SETTLE = 0.5        # seconds to wait before reading RSS
@@ -174,6 +175,7 @@ server:
   command: "php {FIXTURE}"
 http:
   address: 127.0.0.1:0
+  io_threads: {IO_THREADS}
   pool:
     num_workers: 2
   limits:
@@ -245,10 +247,14 @@ def main():
                     help="connections for the large scenarios (default 2000)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "ferry"), metavar="PATH",
                     help="ferry binary (default build/ferry)")
+    ap.add_argument("--io-threads", type=int, default=1, metavar="N",
+                    help="http.io_threads of the measured server (default 1)")
     ap.add_argument("--only", default=",".join(names),
                     help=f"comma-separated scenarios (default all: {','.join(names)})")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)   # ferry runs in a temp dir
+    global IO_THREADS
+    IO_THREADS = max(1, args.io_threads)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     for s in chosen:
         if s not in names:
@@ -265,7 +271,7 @@ def main():
             sys.exit(f"RLIMIT_NOFILE hard limit {hard} < {want}: use fewer connections")
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
-    print(f"ferry {args.bin}; fixture tests/php/echo.php, 2 workers; KiB of ferry RSS per connection")
+    print(f"ferry {args.bin}; {IO_THREADS} event loop(s); fixture tests/php/echo.php, 2 workers; KiB of ferry RSS per connection")
     worst = None
     for sc in all_sc:
         if sc.name not in chosen:
