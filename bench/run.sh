@@ -7,12 +7,13 @@
 #   DURATION   seconds per measured wrk run (default 5)
 #   ROUNDS     interleaved rounds of (c1, c64, c256) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
-#   TARGETS    comma-separated subset of: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s
-#              (default: ferry,ferry-loops,ferry-maxjobs,ferry-psr7,fpm,php-s, plus ferry-before when
+#   TARGETS    comma-separated subset of: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s
+#              (default: ferry,ferry-loops,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s, plus ferry-before when
 #              FERRY_BEFORE_BIN is set)
 #   IO_THREADS http.io_threads of targets ferry, ferry-maxjobs and ferry-psr7 (default 1)
 #   LOOPS      http.io_threads of target ferry-loops (default 2)
-#   MAX_JOBS   http.pool.max_jobs of target ferry-maxjobs (default 10000): what recycling costs
+#   MAX_JOBS   http.pool.max_jobs of targets ferry-maxjobs and ferry-fork (default 10000): what recycling
+#              costs; ferry-fork also has http.pool.fork: true (workers forked from a template)
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
 #   RESTART_FERRY  1 = restart the Ferry servers every round in that round's order (default: 1 when
 #              ferry-before is a target, to compare two binaries without a start-order bias)
@@ -27,7 +28,7 @@ WORKERS=${WORKERS:-2}
 IO_THREADS=${IO_THREADS:-1}
 LOOPS=${LOOPS:-2}
 FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
-TARGETS=${TARGETS:-ferry,ferry-loops,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-psr7,fpm,php-s}
+TARGETS=${TARGETS:-ferry,ferry-loops,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s}
 MAX_JOBS=${MAX_JOBS:-10000}
 case ",$TARGETS," in *,ferry-before,*) RESTART_FERRY=${RESTART_FERRY:-1} ;; *) RESTART_FERRY=${RESTART_FERRY:-0} ;; esac
 RESULTS_DIR="$ROOT/bench/results"
@@ -45,13 +46,13 @@ IFS=',' read -r -a _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
   t=${t// /}
   case "$t" in
-    ferry|ferry-loops|ferry-before|ferry-maxjobs|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
+    ferry|ferry-loops|ferry-before|ferry-maxjobs|ferry-fork|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
     "") ;;
-    *) die "unknown target '$t' (known: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-psr7,fpm,php-s)" ;;
+    *) die "unknown target '$t' (known: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s)" ;;
   esac
 done
 ORDER=()
-for t in ferry ferry-loops ferry-before ferry-maxjobs ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
+for t in ferry ferry-loops ferry-before ferry-maxjobs ferry-fork ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
 [[ ${#ORDER[@]} -gt 0 ]] || die "TARGETS selects nothing"
 
 if [[ -n "${WANT[fpm]:-}" ]]; then
@@ -60,7 +61,7 @@ if [[ -n "${WANT[fpm]:-}" ]]; then
 fi
 
 # ---------------------------------------------------------------- targets
-if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
+if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-fork]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
 [[ "$MAX_JOBS" =~ ^[0-9]+$ && "$MAX_JOBS" -ge 1 ]] || die "MAX_JOBS must be a positive integer"
 [[ "$IO_THREADS" =~ ^[0-9]+$ && "$IO_THREADS" -ge 1 ]] || die "IO_THREADS must be a positive integer"
 [[ "$LOOPS" =~ ^[0-9]+$ && "$LOOPS" -ge 1 ]] || die "LOOPS must be a positive integer"
@@ -72,6 +73,10 @@ start_ferry_target() {  # a ferry target's server, as every round starts it
     ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
     ferry-maxjobs)
       start_ferry ferry-maxjobs "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS" "  io_threads: $IO_THREADS"
+      ;;
+    ferry-fork)
+      start_ferry ferry-fork "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS
+    fork: true" "  io_threads: $IO_THREADS"
       ;;
     ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" "" "  io_threads: $IO_THREADS" ;;
   esac
@@ -182,6 +187,7 @@ label() {
     ferry-loops) echo "Ferry, plain API (hello.php), $LOOPS loops" ;;
     ferry-before) echo "Ferry before${BEFORE_REV:+ ($BEFORE_REV)}, plain API (hello.php)" ;;
     ferry-maxjobs) echo "Ferry, plain API, $IO_THREADS loop(s), max_jobs: $MAX_JOBS" ;;
+    ferry-fork) echo "Ferry, plain API, $IO_THREADS loop(s), max_jobs: $MAX_JOBS, fork: true" ;;
     ferry-psr7) echo "Ferry, PSR-7 (psr7_hello.php)" ;;
     fpm) echo "nginx + php-fpm (static $WORKERS)" ;;
     php-s) echo "php -S (1 process)" ;;
@@ -238,6 +244,9 @@ table=$(
 notes=$(
   if [[ -n "${WANT[ferry-maxjobs]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- recycling: ferry-maxjobs ÷ ferry = $(vs_before "${R64[ferry-maxjobs]}" "${R64[ferry]}") at c64 (median of per-round ratios $(paired "${RR64[ferry-maxjobs]}" "${RR64[ferry]}")), $(vs_before "${R1[ferry-maxjobs]}" "${R1[ferry]}") at c1"
+  fi
+  if [[ -n "${WANT[ferry-fork]:-}" && -n "${WANT[ferry]:-}" ]]; then
+    echo "- recycling with fork: ferry-fork ÷ ferry = $(vs_before "${R64[ferry-fork]}" "${R64[ferry]}") at c64 (median of per-round ratios $(paired "${RR64[ferry-fork]}" "${RR64[ferry]}")), $(vs_before "${R1[ferry-fork]}" "${R1[ferry]}") at c1; recycled workers: $(grep -c ' ready (' "${LOGS[ferry-fork]}" || true) started in the log"
   fi
   if [[ -n "${WANT[ferry-loops]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- loops: ferry-loops ($LOOPS) ÷ ferry ($IO_THREADS) = $(vs_before "${R1[ferry-loops]}" "${R1[ferry]}") at c1, $(vs_before "${R64[ferry-loops]}" "${R64[ferry]}") at c64, $(vs_before "${R256[ferry-loops]}" "${R256[ferry]}") at c256 (medians of per-round ratios: $(paired "${RR1[ferry-loops]}" "${RR1[ferry]}") / $(paired "${RR64[ferry-loops]}" "${RR64[ferry]}") / $(paired "${RR256[ferry-loops]}" "${RR256[ferry]}"))"

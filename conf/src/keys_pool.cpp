@@ -38,6 +38,7 @@ const schema::Table<PoolConfig> &pool()
         {
             integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
+            boolean("fork", &PoolConfig::fork),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),
             duration("destroy_timeout", &PoolConfig::destroy_timeout),
             group("supervisor", supervisor()),

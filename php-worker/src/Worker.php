@@ -21,6 +21,8 @@ final class Worker
     private bool $stopped = false;
     private int $codec = Frame::JSON;
     private bool $exitOnFailure = false;
+    /** The server asked this process to be its fork template (its pid), until the first waitRequest(). */
+    private ?int $templateFor = null;
 
     /**
      * @param bool|null $msgpack   announce msgpack in the handshake (null: when ext-msgpack is loaded)
@@ -73,6 +75,13 @@ final class Worker
             throw new \LogicException('answer the current request (respond(), error(), requestStop()) first');
         }
         StdoutGuard::rearm();
+        if ($this->templateFor !== null) {
+            // Everything the script did before its first waitRequest() is shared by the workers forked here.
+            $server = $this->templateFor;
+            $this->templateFor = null;
+            ForkTemplate::serve($server); // returns in a new worker, on its own pipes
+            $this->handshake();
+        }
         while (!$this->stopped) {
             $frame = $this->receive();
             if ($frame === null) {
@@ -351,6 +360,16 @@ final class Worker
             $reply = ['pid' => \getmypid()];
             if ($this->msgpack) {
                 $reply['codec'] = 'msgpack';
+            }
+            if (!empty($cmd['template'])) {
+                // docs/protocol.md §8: the server wants this process as its fork template.
+                $why = \is_int($cmd['pid']) && $cmd['pid'] > 0 ? ForkTemplate::unsupported() : 'bad server pid';
+                $reply['template'] = $why === null;
+                if ($why !== null) {
+                    $reply['why'] = $why;
+                } else {
+                    $this->templateFor = $cmd['pid'];
+                }
             }
             $this->send(Frame::pack(Frame::CONTROL, \json_encode($reply, \JSON_THROW_ON_ERROR)));
             return;

@@ -21,6 +21,7 @@ namespace {
 // Runs in the child between fork and exec (docs/architecture.md, "Workers", Boost.Process traps 3 and 5).
 struct child_setup {
     pid_t parent;
+    int extra_fd = -1; // becomes fd 3 (a fork template's control socket)
 
     bp::error_code on_exec_setup(bp::posix::default_launcher &, const bp::filesystem::path &,
                                  const char *const *)
@@ -38,6 +39,10 @@ struct child_setup {
         // Boost.Process closes no inherited fd by itself on every kernel: the listening socket, client
         // connections and other workers' pipes must not reach PHP.
         ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+        if (extra_fd == 3)
+            ::fcntl(3, F_SETFD, 0);
+        else if (extra_fd >= 0 && ::dup2(extra_fd, 3) != 3)
+            ::_exit(127);
         return {};
     }
 
@@ -96,7 +101,7 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                    const std::vector<std::string> &env, boost::asio::writable_pipe &in,
-                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err)
+                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err, int extra_fd)
 {
     // The launcher calls notify_fork() on its executor's context around fork(). On the server's context that
     // means re-registering every descriptor in the child (epoll) or cancelling and restarting every pending
@@ -104,9 +109,9 @@ Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
     // the pipes stay bound to `io`.
     static boost::asio::io_context fork_context;
     bp::error_code ec;
-    auto proc = bp::default_process_launcher()(fork_context.get_executor(), ec, bp::filesystem::path(exe),
-                                               args, bp::process_stdio{in, out, err},
-                                               bp::process_environment{env}, child_setup{::getpid()});
+    auto proc = bp::default_process_launcher()(
+        fork_context.get_executor(), ec, bp::filesystem::path(exe), args, bp::process_stdio{in, out, err},
+        bp::process_environment{env}, child_setup{::getpid(), extra_fd});
     if (ec)
         return fail("cannot start " + exe + ": " + ec.message());
     int pid = proc.id();

@@ -21,9 +21,10 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 
 // Spawns `exe args...` in its own process group with stdin/stdout/stderr on the given pipes.
 // The child dies with the server (PR_SET_PDEATHSIG), inherits no other fd, and has default signal
-// dispositions. `in` is left non-blocking. Returns the pid, or an error naming the command.
+// dispositions. `in` is left non-blocking. `extra_fd` (a fork template's control socket, docs/protocol.md §8)
+// becomes the child's fd 3. Returns the pid, or an error naming the command.
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                    const std::vector<std::string> &env, boost::asio::writable_pipe &in,
-                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err);
+                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err, int extra_fd = -1);
 
 } // namespace ferry::pool::detail

@@ -16,6 +16,7 @@
 #include "exchange.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
+#include "fork_template.hpp"
 #include "reaper.hpp"
 #include "spawner.hpp"
 #include "supervisor.hpp"
@@ -25,10 +26,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
 #include <mutex>
 #include <optional>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <unordered_map>
 
 namespace ferry::pool {
@@ -311,6 +318,9 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // ---- spawning ---------------------------------------------------------------------------------
 
     Result<WorkerPtr> launch();
+    // A new worker: forked from the pool's template (Options::fork) when there is a usable one, else
+    // launch().
+    awaitable<Result<WorkerPtr>> launch_worker();
 
     static awaitable<void> spawn_worker(std::shared_ptr<Shard> self)
     {
@@ -320,7 +330,12 @@ struct Shard : std::enable_shared_from_this<Shard> {
             self->changed_now();
             co_return;
         }
-        auto launched = self->launch();
+        auto launched = co_await self->launch_worker();
+        if (!launched && self->stopping.raised()) {
+            --self->spawning;
+            self->changed_now();
+            co_return;
+        }
         if (!launched) {
             --self->spawning;
             self->boot_failed(launched.error().message);
@@ -626,13 +641,47 @@ struct Pool::Impl {
             if (n > 1)
                 shards.back()->allocator.publish_to(&shards.back()->published);
         }
+        if (opt.fork) {
+            Shard &first = *shards[0];
+            tmpl = std::make_shared<ForkTemplate>(first.io, first.opt, first.spawner, first.stopping,
+                                                  [this](int pid, bool alive) -> std::optional<int> {
+                                                      if (alive)
+                                                          return claim(pid, template_owner);
+                                                      std::lock_guard lock(mu);
+                                                      owners.erase(pid);
+                                                      return std::nullopt;
+                                                  });
+        }
     }
 
     Options opt;
     std::vector<std::shared_ptr<Shard>> shards;
     std::shared_ptr<Reaper> reaper;
+    std::shared_ptr<ForkTemplate> tmpl; // Options::fork: on loops[0]
+    static constexpr unsigned template_owner = ~0u;
     std::mutex mu;
-    std::unordered_map<int, unsigned> owners; // pid → shard (guarded by mu)
+    std::unordered_map<int, unsigned> owners; // pid → shard, or template_owner (guarded by mu)
+    // Exits of pids nobody had claimed yet (guarded by mu): a forked worker's pid is known only when the
+    // template answers, and it may exit (and be reaped) before its shard records it. Bounded; the oldest go.
+    struct Unclaimed {
+        int pid, status;
+        clock::time_point at;
+    };
+    std::deque<Unclaimed> unclaimed;
+
+    // Records that `pid` belongs to `owner`; the wait status instead when it has already been reaped.
+    std::optional<int> claim(int pid, unsigned owner)
+    {
+        std::lock_guard lock(mu);
+        for (auto it = unclaimed.begin(); it != unclaimed.end(); ++it)
+            if (it->pid == pid) {
+                int status = it->status;
+                unclaimed.erase(it);
+                return status;
+            }
+        owners.emplace(pid, owner);
+        return std::nullopt;
+    }
 
     void reaped(int pid, int status)
     {
@@ -640,10 +689,22 @@ struct Pool::Impl {
         {
             std::lock_guard lock(mu);
             auto it = owners.find(pid);
-            if (it == owners.end())
+            if (it == owners.end()) {
+                // Not (yet) ours: a forked worker not claimed yet, or what a dead worker left behind and the
+                // kernel re-parented to us (we are a child subreaper in fork mode).
+                auto now = clock::now();
+                while (!unclaimed.empty() &&
+                       (unclaimed.size() >= 64 || now - unclaimed.front().at > std::chrono::seconds(10)))
+                    unclaimed.pop_front();
+                unclaimed.push_back({pid, status, now});
                 return;
+            }
             owner = it->second;
             owners.erase(it);
+        }
+        if (owner == template_owner) { // on loops[0], the template's loop
+            tmpl->on_exit(status);
+            return;
         }
         if (owner == 0) { // the reaper's own loop
             shards[0]->on_exit(pid, status);
@@ -667,6 +728,11 @@ struct Pool::Impl {
             if (auto prepared = s->spawner.prepare(); !prepared)
                 co_return prepared;
         asio::co_spawn(shards[0]->io, Reaper::run(reaper), log_exceptions{"reaper"});
+        // Forked workers are grandchildren of ours (docs/protocol.md §8): as a child subreaper we become
+        // their parent when the template's middle process exits, and reap them like the others.
+        if (tmpl && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+            co_return fail(std::string("http.pool.fork: cannot become a child subreaper: ") +
+                           std::strerror(errno));
         auto results =
             co_await on_each<Result<void>>(loops(), [this](std::size_t i) { return shards[i]->start(); });
         for (auto &r : results)
@@ -679,6 +745,8 @@ struct Pool::Impl {
     {
         co_await on_each<Result<void>>(
             loops(), [this, deadline](std::size_t i) { return shards[i]->shutdown(deadline); });
+        if (tmpl)
+            co_await tmpl->stop(deadline);
         reaper->stop();
         std::uint64_t dropped = 0, requests = 0, waited = 0, longest = 0, lent = 0;
         for (auto &s : shards) {
@@ -755,6 +823,67 @@ Result<WorkerPtr> Shard::launch()
     return launched;
 }
 
+namespace {
+awaitable<Result<int>> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends)
+{
+    co_return co_await t->fork(ends);
+}
+
+// Three pipes for a forked worker: our ends into `w`, the child's ends into `ends`.
+Result<void> make_pipes(Worker &w, ForkTemplate::ChildEnds &ends)
+{
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0)
+        return fail(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+        ::close(in[0]), ::close(in[1]);
+        return fail(std::string("pipe: ") + std::strerror(errno));
+    }
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+        ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
+        return fail(std::string("pipe: ") + std::strerror(errno));
+    }
+    ::fcntl(in[1], F_SETFL, ::fcntl(in[1], F_GETFL) | O_NONBLOCK); // written with write_all_fast
+    error_code ec;
+    w.channel->stdin_pipe().assign(in[1], ec);
+    w.channel->stdout_pipe().assign(out[0], ec);
+    w.err.assign(err[0], ec);
+    ends = {in[0], out[1], err[1]};
+    return {};
+}
+} // namespace
+
+awaitable<Result<WorkerPtr>> Shard::launch_worker()
+{
+    std::shared_ptr<ForkTemplate> t = group.tmpl;
+    if (!t || t->disabled())
+        co_return launch();
+    auto w = std::make_shared<Worker>(io, opt.max_frame_payload);
+    ForkTemplate::ChildEnds ends;
+    if (auto piped = make_pipes(*w, ends); !piped) {
+        log::warn("pool", "http.pool.fork: " + piped.error().message + "; starting the worker on its own");
+        co_return launch();
+    }
+    // (GCC 12 miscompiles co_await inside ?:, destroying a temporary twice: plain ifs.)
+    Result<int> pid = fail("not forked");
+    if (index == 0)
+        pid = co_await t->fork(ends);
+    else
+        pid = co_await asio::co_spawn(shard(0).io, fork_from(t, ends), use_awaitable);
+    if (!pid && stopping.raised())
+        co_return pid.error();
+    if (!pid) {
+        log::debug("pool", "not forked (" + pid.error().message + "): starting the worker on its own");
+        co_return launch();
+    }
+    w->pid = *pid;
+    w->home = index;
+    if (auto status =
+            group.claim(w->pid, index)) // it ended before we knew it: its exit, once it is registered
+        asio::post(io, [self = shared_from_this(), p = w->pid, st = *status] { self->on_exit(p, st); });
+    co_return w;
+}
+
 awaitable<Shard::Step> Shard::run_elsewhere(const relay::RequestContext &ctx, BodyRef body,
                                             std::string &body_out, StreamSink *sink, Reply &res)
 {
@@ -808,6 +937,8 @@ void Pool::abandon()
 Pool::~Pool()
 {
     abandon();
+    if (impl_->tmpl)
+        impl_->tmpl->kill();
     // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG).
     for (auto &s : impl_->shards)
         for (auto &[pid, w] : s->workers)

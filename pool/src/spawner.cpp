@@ -8,6 +8,11 @@
 #include <boost/json/value.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace ferry::pool {
@@ -50,13 +55,32 @@ Result<WorkerPtr> Spawner::launch()
     return w;
 }
 
-awaitable<Result<void>> Spawner::handshake(WorkerPtr w)
+Result<WorkerPtr> Spawner::launch_template()
+{
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return fail(std::string("cannot create the fork template's socket: ") + std::strerror(errno));
+    auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload);
+    w->is_template = true;
+    w->control_fd = sv[0];
+    ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+    auto pid =
+        detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err, sv[1]);
+    ::close(sv[1]);
+    if (!pid)
+        return pid.error();
+    w->pid = *pid;
+    return w;
+}
+
+awaitable<Result<void>> Spawner::handshake(WorkerPtr w, bool as_template)
 {
     relay::Channel &ch = *w->channel;
     ch.begin_exchange();
     ch.arm(opt_.boot_timeout);
     std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
-                                            "{\"pid\":" + std::to_string(::getpid()) + "}");
+                                            "{\"pid\":" + std::to_string(::getpid()) +
+                                                (as_template ? ",\"template\":true}" : "}"));
     if (!co_await ch.send(hello)) {
         ch.disarm();
         co_return fail("it closed its stdin before the handshake");
@@ -86,6 +110,16 @@ awaitable<Result<void>> Spawner::handshake(WorkerPtr w)
         co_return fail("bad PID handshake reply: \"" + relay::printable(reply) + "\"");
     if (auto c = obj.if_contains("codec"); c && c->is_string() && c->as_string() == "msgpack")
         w->codec = relay::Codec::msgpack;
+    if (as_template) {
+        auto t = obj.if_contains("template");
+        w->template_ok = t && t->is_bool() && t->as_bool();
+        if (!w->template_ok) {
+            auto why = obj.if_contains("why");
+            w->not_template = why && why->is_string()
+                                  ? relay::printable(std::string_view(why->as_string()), 300)
+                                  : std::string("it does not speak Ferry's fork protocol (use php-worker/)");
+        }
+    }
     co_return Result<void>{};
 }
 

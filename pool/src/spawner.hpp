@@ -27,9 +27,12 @@ public:
     awaitable<void> back_off();
     // Starts one process (state spawning) on a fresh worker; its channel is not read yet.
     Result<WorkerPtr> launch();
+    // Starts the fork template's process (docs/protocol.md §8): the same command, stdin a unix socket.
+    Result<WorkerPtr> launch_template();
     // The PID handshake (docs/protocol.md §2): our pid, the worker's pid back (and its context codec), within
-    // Options::boot_timeout. The error says what went wrong, in words for the log.
-    awaitable<Result<void>> handshake(WorkerPtr w);
+    // Options::boot_timeout. The error says what went wrong, in words for the log. `as_template` asks the
+    // process to be the fork template; its answer is in w->template_ok / w->not_template.
+    awaitable<Result<void>> handshake(WorkerPtr w, bool as_template = false);
     // The log line for a worker that failed to boot: the error, how the process ended, its last stderr.
     static std::string boot_failure(const Worker &w, const std::string &error);
 

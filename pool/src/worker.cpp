@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace ferry::pool {
 
@@ -44,7 +45,11 @@ Worker::Worker(asio::io_context &io, std::uint32_t max_payload)
 {
 }
 
-Worker::~Worker() = default;
+Worker::~Worker()
+{
+    if (control_fd >= 0)
+        ::close(control_fd);
+}
 
 void Worker::on_exit(int status)
 {

@@ -58,7 +58,14 @@ struct Worker {
     int wait_status = 0;
     Event exit_event;
 
-    std::string tag() const { return "worker " + std::to_string(pid); }
+    // A fork template (fork_template.hpp) instead of a worker: whether its handshake accepted the role, and
+    // why not.
+    bool is_template = false;
+    bool template_ok = false;
+    std::string not_template;
+    int control_fd = -1; // a template's control socket (its fd 3); closed with the Worker
+
+    std::string tag() const { return (is_template ? "template " : "worker ") + std::to_string(pid); }
     bool broken() const { return channel->broken(); }
 
     // The reaper saw the process end: records how, ends what is left of its process group (a child it

@@ -416,6 +416,7 @@ int run(const conf::Config &cfg)
         popt.env.push_back(k + "=" + v);
     popt.num_workers = cfg.http.pool.num_workers;
     popt.max_jobs = cfg.http.pool.max_jobs;
+    popt.fork = cfg.http.pool.fork;
     popt.allocate_timeout = cfg.http.pool.allocate_timeout;
     popt.destroy_timeout = cfg.http.pool.destroy_timeout;
     popt.boot_timeout = cfg.http.pool.allocate_timeout;

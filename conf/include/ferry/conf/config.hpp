@@ -33,6 +33,9 @@ struct Address {
 struct PoolConfig {
     unsigned num_workers = 0;   // the YAML's 0 is resolved by load() to the number of CPUs
     std::uint64_t max_jobs = 0; // 0 = unlimited
+    // Ferry's own: workers are forked from a template process that booted the app (docs/protocol.md §8)
+    // instead of each booting PHP; falls back to starting each worker when the worker cannot be a template.
+    bool fork = false;
     Duration allocate_timeout = std::chrono::seconds(60);
     Duration destroy_timeout = std::chrono::seconds(60);
     Duration exec_ttl{0}; // supervisor.exec_ttl: 504 + kill beyond it (0 = off)

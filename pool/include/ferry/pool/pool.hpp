@@ -26,6 +26,9 @@ struct Options {
     std::string mode = "http";        // RR_MODE
     unsigned num_workers = 1;
     std::uint64_t max_jobs = 0; // 0 = unlimited
+    // Fork new workers from a template process that booted the app once (docs/protocol.md §8), instead of
+    // starting PHP for each; when the worker cannot be a template, workers are started as usual (logged).
+    bool fork = false;
     std::chrono::milliseconds allocate_timeout{60000};
     std::chrono::milliseconds destroy_timeout{60000};
     std::chrono::milliseconds boot_timeout{60000}; // PID handshake must finish within this

@@ -1,0 +1,210 @@
+#include "fork_template.hpp"
+
+#include "ferry/relay/frame.hpp"
+#include "ferry/relay/log.hpp"
+#include "reaper.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace ferry::pool {
+
+void ForkTemplate::ChildEnds::close()
+{
+    for (int *fd : {&in, &out, &err})
+        if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+        }
+}
+
+ForkTemplate::ForkTemplate(asio::io_context &io, const Options &opt, Spawner &spawner, const Flag &stopping,
+                           std::function<std::optional<int>(int, bool)> track)
+    : io_(io), opt_(opt), spawner_(spawner), stopping_(stopping), track_(std::move(track)), turn_(io)
+{
+}
+
+awaitable<Result<int>> ForkTemplate::fork(ChildEnds ends)
+{
+    while (busy_)
+        co_await turn_.wait_until(clock::time_point::max());
+    busy_ = true;
+    auto pid = co_await fork_one(ends);
+    ends.close();
+    busy_ = false;
+    turn_.notify();
+    co_return pid;
+}
+
+awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends)
+{
+    if (stopping_.raised())
+        co_return fail("the pool is stopping");
+    if (auto ready = co_await ensure(); !ready)
+        co_return ready.error();
+    relay::Channel &ch = *proc_->channel;
+    static const std::string command =
+        relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true})");
+    // One message carries the command and the three descriptors (SCM_RIGHTS).
+    int fds[3] = {ends.in, ends.out, ends.err};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+    iovec iov{const_cast<char *>(command.data()), command.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof fds);
+    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ch.begin_exchange();
+    ssize_t sent;
+    do
+        sent = ::sendmsg(proc_->control_fd, &msg, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    if (sent != static_cast<ssize_t>(command.size())) {
+        std::string why = sent < 0 ? std::strerror(errno) : "short write";
+        retire("sending a fork command failed: " + why);
+        co_return fail("the fork template is gone (" + why + ")");
+    }
+    ch.arm(opt_.boot_timeout);
+    auto frame = co_await ch.next_frame();
+    ch.disarm();
+    if (!frame) {
+        std::string why = frame.error().message;
+        retire("no answer to a fork command: " + why);
+        co_return fail("the fork template did not answer: " + why);
+    }
+    const auto flags = frame->header.flags;
+    std::string reply(frame->payload);
+    if (auto end = ch.end_exchange(); !end) {
+        retire("it wrote more than its answer: " + end.error().message);
+        co_return fail("the fork template broke the protocol");
+    }
+    if (flags & relay::flag::error)
+        co_return fail("the fork template could not fork: " + relay::printable(reply));
+    error_code ec;
+    auto v = boost::json::parse(reply, ec);
+    const boost::json::value *pidv = !ec && v.is_object() ? v.as_object().if_contains("pid") : nullptr;
+    if (!pidv || !pidv->is_int64() || pidv->as_int64() <= 0) {
+        retire("bad answer to a fork command: \"" + relay::printable(reply) + "\"");
+        co_return fail("the fork template broke the protocol");
+    }
+    ++forked_;
+    co_return static_cast<int>(pidv->as_int64());
+}
+
+awaitable<Result<void>> ForkTemplate::ensure()
+{
+    if (disabled_)
+        co_return fail("forking is off: the worker cannot be a fork template");
+    if (proc_ && !proc_->exited && proc_->state == State::ready)
+        co_return Result<void>{};
+    if (clock::now() < retry_at_)
+        co_return fail("the fork template failed to start; starting workers without it for now");
+    auto launched = spawner_.launch_template();
+    if (!launched) {
+        retire(launched.error().message);
+        co_return launched.error();
+    }
+    WorkerPtr w = *launched;
+    proc_ = w;
+    if (auto status = track_(w->pid, true))
+        on_exit(*status); // it ended before we recorded it
+    asio::co_spawn(io_, forward_stderr(w), log_exceptions{"template stderr"});
+    auto booted = co_await spawner_.handshake(w, true);
+    if (!booted) {
+        co_await wait_exit(w, std::chrono::milliseconds(200));
+        std::string msg = Spawner::boot_failure(*w, booted.error().message);
+        retire(msg);
+        co_return fail(msg);
+    }
+    if (!w->template_ok) {
+        log::warn("pool", "http.pool.fork: " + w->tag() + " cannot be a fork template (" + w->not_template +
+                              "); each worker is started on its own instead");
+        disabled_ = true;
+        retire("");
+        co_return fail("forking is off: " + w->not_template);
+    }
+    w->state = State::ready;
+    failures_ = 0;
+    // Output from the template while no command is pending breaks the protocol: end it (the next fork
+    // starts a new one).
+    w->channel->on_unexpected =
+        [weak = std::weak_ptr<ForkTemplate>(shared_from_this())](const std::string &what) {
+            if (auto self = weak.lock())
+                self->retire("it wrote " + what);
+        };
+    w->channel->watch();
+    log::info("pool", w->tag() + " ready: new workers are forked from it");
+    co_return Result<void>{};
+}
+
+// After a template that failed (to start, or later): 1 s, doubling up to 32 s, before the next one is
+// started. Meanwhile workers are started without it (each boots PHP), so nothing waits for a template.
+void ForkTemplate::retire(const std::string &why)
+{
+    if (!why.empty()) {
+        ++failures_;
+        auto backoff = std::chrono::seconds(1) * (1u << std::min(failures_ - 1, 5u)); // 1 s .. 32 s
+        retry_at_ = clock::now() + backoff;
+        log::error("pool", "fork template" + (proc_ ? " " + std::to_string(proc_->pid) : std::string()) +
+                               ": " + why + "; new workers start without it for " +
+                               std::to_string(backoff.count()) + " s");
+    }
+    if (proc_) {
+        proc_->state = State::stopping;
+        proc_->signal(SIGKILL);
+    }
+}
+
+void ForkTemplate::on_exit(int status)
+{
+    if (!proc_)
+        return;
+    track_(proc_->pid, false);
+    bool expected = proc_->state == State::stopping || stopping_.raised();
+    if (!expected)
+        log::warn("pool", proc_->tag() + " " + describe_status(status) + " unexpectedly");
+    else
+        log::debug("pool", proc_->tag() + " " + describe_status(status));
+    proc_->state = State::dead;
+    proc_->on_exit(status);
+}
+
+awaitable<void> ForkTemplate::stop(clock::time_point deadline)
+{
+    WorkerPtr w = proc_;
+    if (!w || w->exited)
+        co_return;
+    w->state = State::stopping;
+    if (w->control_fd >= 0) {
+        ::close(w->control_fd); // EOF on its socket: it exits
+        w->control_fd = -1;
+    }
+    auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+                         std::chrono::milliseconds(100));
+    if (co_await wait_exit(w, std::min(left, std::chrono::milliseconds(5000))))
+        co_return;
+    log::warn("pool", w->tag() + " did not exit at EOF: killing it");
+    w->signal(SIGKILL);
+    co_await wait_exit(w, std::chrono::milliseconds(1000));
+}
+
+void ForkTemplate::kill()
+{
+    if (proc_) {
+        proc_->channel->abandon();
+        proc_->signal(SIGKILL);
+    }
+}
+
+} // namespace ferry::pool

@@ -1,0 +1,74 @@
+// The fork template (internal to pool/; Options::fork, docs/protocol.md §8): one PHP process per pool that
+// booted the application once and never serves; each new worker is a fork of it, so replacing a worker
+// (max_jobs, a crash, a reset) costs a fork instead of a PHP boot. The template runs on the pool's first
+// loop; shards on other loops reach it by co_spawn. The server is a child subreaper, so forked workers are
+// re-parented to it and reaped like the workers it starts itself.
+#pragma once
+
+#include "event.hpp"
+#include "ferry/conf/result.hpp"
+#include "ferry/pool/pool.hpp"
+#include "spawner.hpp"
+#include "worker.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ferry::pool {
+
+class ForkTemplate : public std::enable_shared_from_this<ForkTemplate> {
+public:
+    using clock = std::chrono::steady_clock;
+
+    // The descriptors a new worker gets as its stdin, stdout and stderr; fork() closes them.
+    struct ChildEnds {
+        int in = -1, out = -1, err = -1;
+        void close();
+    };
+
+    // `track(pid, alive)` records the template's pid for the reaper (alive; its wait status if it was already
+    // reaped) and forgets it (exited).
+    ForkTemplate(asio::io_context &io, const Options &opt, Spawner &spawner, const Flag &stopping,
+                 std::function<std::optional<int>(int pid, bool alive)> track);
+
+    // Forks one worker from the template, starting the template first if there is none: the new worker's pid.
+    // An error when there is no usable template (it cannot be one, it failed to start, it died); the caller
+    // then starts the worker itself. One fork at a time; callers queue.
+    awaitable<Result<int>> fork(ChildEnds ends);
+
+    // The worker command cannot be a template (not Ferry's library, no ext-ffi…): forking is off for good.
+    bool disabled() const { return disabled_.load(std::memory_order_relaxed); } // any loop may ask
+    int pid() const { return proc_ && !proc_->exited ? proc_->pid : 0; }
+    std::uint64_t forked() const { return forked_; }
+
+    // The reaper saw the template end.
+    void on_exit(int status);
+    // Ends the template (EOF on its socket, then SIGKILL at the deadline) and waits for it.
+    awaitable<void> stop(clock::time_point deadline);
+    // Kills it now (the pool's destructor, a fatal error).
+    void kill();
+
+private:
+    awaitable<Result<void>> ensure();
+    awaitable<Result<int>> fork_one(ChildEnds &ends);
+    void retire(const std::string &why);
+
+    asio::io_context &io_;
+    const Options &opt_;
+    Spawner &spawner_;
+    const Flag &stopping_;
+    std::function<std::optional<int>(int, bool)> track_;
+    WorkerPtr proc_; // the template process (its channel: the socket as stdin, frames on stdout)
+    bool busy_ = false;
+    Event turn_;
+    std::atomic<bool> disabled_{false};
+    unsigned failures_ = 0;
+    clock::time_point retry_at_{};
+    std::uint64_t forked_ = 0;
+};
+
+} // namespace ferry::pool

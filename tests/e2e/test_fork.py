@@ -1,0 +1,225 @@
+"""http.pool.fork: workers forked from a template that booted the app once (docs/protocol.md §8).
+
+Checked against the real binary and PHP: the boot runs once, every worker is its own process (own pid,
+process group, pipes, stderr, random seed) re-parented to the server, recycling and crashes fork instead
+of booting, a template that dies or cannot fork never costs a request, and nothing outlives the server.
+"""
+
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import children_of, wait_until, Server, ServerTestCase
+
+
+def template_pid(server):
+    """The template's pid, from its 'ready' log line."""
+    for line in server.stderr().splitlines():
+        if "ready: new workers are forked from it" in line:
+            return int(line.split("template ", 1)[1].split(" ", 1)[0])
+    return None
+
+
+class ForkTest(ServerTestCase):
+    SCRIPT = "fork.php"
+
+    def setUp(self):
+        super().setUp()
+        self.tmpdir = tempfile.TemporaryDirectory(prefix="ferry-fork-")
+        self.boot_log = os.path.join(self.tmpdir.name, "boots")
+        self.addCleanup(self.tmpdir.cleanup)
+
+    def boots(self):
+        try:
+            with open(self.boot_log) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def fork_server(self, pool=None, env=None, script="fork.php", command=None):
+        cfg = {"http": {"pool": dict({"num_workers": 2, "fork": True}, **(pool or {}))}}
+        if command:
+            cfg["server"] = {"command": command}
+        return self.start_server(cfg, script=script, env=dict({"FERRY_TEST_BOOT_LOG": self.boot_log}, **(env or {})))
+
+    def get(self, srv, path="/"):
+        status, _, body = srv.request("GET", path)
+        self.assertEqual(status, 200, body)
+        return json.loads(body)
+
+    def distinct_workers(self, srv, n):
+        """n concurrent slow requests, so that n different workers answer them: {pid: answer}."""
+        results = [None] * n
+
+        def one(i):
+            status, _, body = srv.request("GET", "/sleep?ms=300")
+            results[i] = json.loads(body) if status == 200 else status
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        return {d["pid"]: d for d in results if isinstance(d, dict)}
+
+    def test_boot_runs_once_and_workers_are_forks(self):
+        srv = self.fork_server(env={"FERRY_TEST_BOOT_MS": "300"})
+        tpl = template_pid(srv)
+        self.assertIsNotNone(tpl, srv.stderr())
+        self.assertEqual(self.boots(), [tpl], "only the template ran the boot code")
+        seen = self.distinct_workers(srv, 2)
+        self.assertEqual(len(seen), 2, seen)
+        ferry = srv.proc.pid
+        for pid, d in seen.items():
+            self.assertNotEqual(pid, tpl)
+            self.assertEqual(d["boot"], tpl, "state from the boot is the template's")
+            self.assertEqual(d["ppid"], ferry, "re-parented to the server (child subreaper)")
+            self.assertEqual(d["pgid"], pid, "its own process group")
+        self.assertNotEqual(*[d["rand"] for d in seen.values()], "each fork reseeds mt_rand")
+        # The template is a child of the server too, and serves nothing.
+        self.assertIn(tpl, children_of(ferry))
+        self.assertEqual(sorted(srv.workers()), sorted([tpl] + list(seen)))
+
+    def test_max_jobs_recycles_by_fork_without_waits(self):
+        srv = self.fork_server(pool={"max_jobs": 20}, env={"FERRY_TEST_BOOT_MS": "200"})
+        tpl = template_pid(srv)
+        pids = set()
+        for _ in range(300):
+            d = self.get(srv)
+            pids.add(d["pid"])
+            self.assertEqual(d["boot"], tpl)
+        # 300 requests at 20–25 jobs per worker: well over 10 workers, every one forked, none booted.
+        self.assertGreaterEqual(len(pids), 10, pids)
+        self.assertEqual(self.boots(), [tpl])
+        self.assertEqual(template_pid(srv), tpl)
+        srv.stop()
+        self.assertIn("300 request(s) served; 0 waited for a worker", srv.stderr())
+
+    def test_crash_is_502_and_replaced_by_a_fork(self):
+        srv = self.fork_server(pool={"num_workers": 1})
+        tpl = template_pid(srv)
+        first = self.get(srv)["pid"]
+        status, _, _ = srv.request("GET", "/exit")
+        self.assertEqual(status, 502)
+        self.assertTrue(srv.wait_for_log(f"worker {first} exited with code 3"), srv.stderr())
+        d = self.get(srv)
+        self.assertNotEqual(d["pid"], first)
+        self.assertEqual(d["boot"], tpl)
+        self.assertEqual(self.boots(), [tpl])
+
+    def test_forked_worker_has_its_own_stderr(self):
+        srv = self.fork_server(pool={"num_workers": 1})
+        pid = self.get(srv, "/stderr")["pid"]
+        # Tagged with the worker's own pid: fd 2 is its own pipe, not the template's.
+        self.assertTrue(srv.wait_for_log(f"pid {pid}: forked worker stderr {pid}"), srv.stderr())
+
+    def test_template_killed_is_replaced_and_no_request_fails(self):
+        srv = self.fork_server(pool={"max_jobs": 5})
+        tpl = template_pid(srv)
+        os.kill(tpl, signal.SIGKILL)
+        self.assertTrue(srv.wait_for_log(f"template {tpl} killed by signal 9"), srv.stderr())
+        # Recycling goes on (workers started on their own while no template is up), then a new template.
+        for _ in range(60):
+            self.get(srv)
+        self.assertTrue(wait_until(lambda: template_pid_after(srv, tpl), 10), srv.stderr())
+        new = template_pid_after(srv, tpl)
+        for _ in range(30):
+            self.get(srv)
+        self.assertIn(new, self.boots())
+
+    def test_stop_leaves_nothing(self):
+        srv = self.fork_server(pool={"max_jobs": 3})
+        for _ in range(20):
+            self.get(srv)
+        tpl = template_pid(srv)
+        srv.stop()  # asserts exit 0 and that no process with the server's marker is left
+        self.assertIn(f"template {tpl}", srv.stderr())
+
+    def test_server_killed_takes_forked_workers_with_it(self):
+        srv = self.fork_server()
+        self.distinct_workers(srv, 2)
+        self.assertEqual(len(srv.workers()), 3)  # template + 2 workers
+        srv.proc.kill()
+        srv.proc.wait(5)
+        # PR_SET_PDEATHSIG: the template (our child) and the forked workers (re-parented to us) die with us.
+        self.assertTrue(wait_until(lambda: not srv.workers(), 5), srv.workers())
+
+    def test_concurrent_requests_while_recycling(self):
+        srv = self.fork_server(pool={"max_jobs": 10, "num_workers": 3})
+        errors, done = [], []
+
+        def client():
+            conn = srv.conn()
+            try:
+                for _ in range(80):
+                    conn.request("GET", "/sleep?ms=1")
+                    r = conn.getresponse()
+                    r.read()
+                    if r.status != 200:
+                        errors.append(r.status)
+                done.append(1)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=client) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(done), 6)
+        self.assertEqual(len(self.boots()), 1)
+
+
+def template_pid_after(server, old):
+    pids = []
+    for line in server.stderr().splitlines():
+        if "ready: new workers are forked from it" in line:
+            pids.append(int(line.split("template ", 1)[1].split(" ", 1)[0]))
+    later = [p for p in pids if p != old]
+    return later[-1] if later else None
+
+
+class ForkFallbackTest(ServerTestCase):
+    SCRIPT = "fork.php"
+
+    def test_roadrunner_worker_cannot_be_a_template(self):
+        srv = self.start_server({"http": {"pool": {"num_workers": 2, "fork": True}}}, script="rr_worker.php")
+        self.assertTrue(srv.wait_for_log("cannot be a fork template"), srv.stderr())
+        status, _, _ = srv.request("GET", "/")
+        self.assertEqual(status, 200)
+        self.assertEqual(len(srv.workers()), 2, "the template is gone; workers were started on their own")
+
+    def test_without_ffi_workers_are_started_on_their_own(self):
+        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "php", "fork.php")
+        srv = self.start_server({"server": {"command": f"php -d ffi.enable=0 {fixture}"},
+                                 "http": {"pool": {"num_workers": 1, "fork": True, "max_jobs": 3}}})
+        self.assertTrue(srv.wait_for_log("cannot be a fork template (FFI cannot load libc"), srv.stderr())
+        pids = set()
+        for _ in range(40):
+            status, _, body = srv.request("GET", "/sleep?ms=2")
+            self.assertEqual(status, 200)
+            d = json.loads(body)
+            self.assertEqual(d["boot"], d["pid"], "booted by itself")
+            pids.add(d["pid"])
+        self.assertGreaterEqual(len(pids), 3)
+        self.assertEqual(srv.stderr().count("cannot be a fork template"), 1, "said once")
+
+    def test_boot_failure_with_fork_is_a_clear_error(self):
+        srv = Server({"http": {"pool": {"num_workers": 1, "fork": True}}}, script="boot_fail.php")
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        with self.assertRaises(AssertionError):
+            srv.start(timeout=10)
+        self.assertIn("failed to boot", srv.stderr())
+        self.assertTrue(wait_until(lambda: not srv.workers(), 5), srv.workers())
+
+
+if __name__ == "__main__":
+    unittest.main()
