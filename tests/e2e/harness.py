@@ -276,7 +276,10 @@ class Server:
                 pass
 
     def close(self):
-        """Removes the temporary directory (config, logs)."""
+        """Removes the temporary directory (config, logs); a server still running is killed first, so that a
+        test that forgot to stop it leaves no process behind."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
         self.tmp.cleanup()
 
     # -- logs -------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ class StaticTest(unittest.TestCase):
         srv = Server(cfg, **kw)
         srv.start()
         self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())  # runs first: a clean stop, checked
         return srv
 
     def get(self, srv, path, headers=None, method="GET"):
@@ -280,11 +281,12 @@ class StaticTest(unittest.TestCase):
         srv = self.server({"allow": [".css"], "on_forbidden": "403"})
         self.assertEqual(self.get(srv, "/css/site.css")[0], 200)
         self.assertEqual(self.get(srv, "/notes.txt")[0], 403)
-        srv.close()
+        srv.stop()
         # Without "static" in http.middleware the section does nothing.
         srv = Server({"http": {"static": {"dir": self.pub}}})
         srv.start()
         self.addCleanup(srv.close)
+        self.addCleanup(srv.stop)
         self.assertPhp(srv, "/css/site.css")
 
     def test_precompressed_siblings(self):
