@@ -18,6 +18,10 @@ constexpr const char *usage_text = R"(usage: ferry <command> [options]
 commands:
   serve            start the HTTP server and its PHP worker pool (default config: ./.rr.yaml)
   config           print the effective configuration and exit (same as serve --dry-run)
+  workers          list the running server's workers (pid, state, jobs, memory, age) [--json] [-i: every second]
+  reset [pool]     rolling reset of the running server's workers (pool: http)
+  stop             graceful stop of the running server
+                   (workers, reset and stop reach the server through rpc.listen of the same config file)
   version          print the version
   help             this text
 
@@ -53,8 +57,10 @@ int main(int argc, char **argv)
         std::printf("ferry %s\n", ferry::version);
         return 0;
     }
-    if (command != "serve" && command != "config")
+    const bool control = command == "workers" || command == "reset" || command == "stop";
+    if (command != "serve" && command != "config" && !control)
         return usage_error("unknown command \"" + command + "\"");
+    std::vector<std::string> control_args; // the control commands' own: --json, -i, a pool name
 
     std::string config_path = ".rr.yaml";
     std::vector<std::string> overrides;
@@ -93,6 +99,8 @@ int main(int argc, char **argv)
             if (!v)
                 return usage_error(a + " needs a level");
             level_text = *v;
+        } else if (control) {
+            control_args.push_back(a);
         } else {
             return usage_error("unknown option \"" + a + "\"");
         }
@@ -111,6 +119,11 @@ int main(int argc, char **argv)
     }
     for (const auto &w : loaded->warnings)
         ferry::log::warn("config", w);
+    if (control) {
+        int code = ferry::server::control_command(command, control_args, loaded->config);
+        ferry::log::flush();
+        return code;
+    }
     if (dry_run) {
         std::fputs(ferry::conf::dump(loaded->config).c_str(), stdout);
         ferry::log::flush();

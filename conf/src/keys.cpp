@@ -27,9 +27,11 @@ const schema::Table<Config> &config()
                 .warn_if_missing(),
             section("server", &Config::server, server()),
             section("http", &Config::http, http()),
+            section("rpc", &Config::rpc, rpc()),
+            section("reload", &Config::reload, reload()),
         },
-        {"rpc", "logs", "status", "metrics", "reload", "websockets", "broadcast", "kv", "jobs", "grpc", "tcp",
-         "service", "temporal", "otel", "endure", "fileserver", "centrifuge", "lock", "redis"},
+        {"logs", "status", "metrics", "websockets", "broadcast", "kv", "jobs", "grpc", "tcp", "service",
+         "temporal", "otel", "endure", "fileserver", "centrifuge", "lock", "redis"},
     };
     return table;
 }

@@ -14,5 +14,7 @@ const schema::Table<ServerConfig> &server();       // keys_server.cpp
 const schema::Table<HttpConfig> &http();           // keys_http.cpp
 const schema::Table<PoolConfig> &pool();           // keys_pool.cpp
 const schema::Table<StaticConfig> &static_files(); // keys_static.cpp
+const schema::Table<RpcConfig> &rpc();             // keys_rpc.cpp
+const schema::Table<ReloadConfig> &reload();       // keys_reload.cpp
 
 } // namespace ferry::conf::keys

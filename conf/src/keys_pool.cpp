@@ -14,6 +14,9 @@ void resolve_pool(PoolConfig &pool)
     if (pool.num_workers == 0) {
         pool.num_workers = usable_cpus();
     }
+    if (pool.max_recycling == 0) {
+        pool.max_recycling = std::max(1u, pool.num_workers / 4);
+    }
 }
 
 const schema::Table<PoolConfig> &supervisor()
@@ -41,9 +44,13 @@ const schema::Table<PoolConfig> &pool()
             boolean("fork", &PoolConfig::fork),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),
             duration("destroy_timeout", &PoolConfig::destroy_timeout),
+            duration("boot_timeout", &PoolConfig::boot_timeout),
+            duration("reset_timeout", &PoolConfig::reset_timeout),
+            integer("max_recycling", &PoolConfig::max_recycling,
+                    "a non-negative integer; 0 = num_workers / 4"),
             group("supervisor", supervisor()),
         },
-        {"max_queue_size", "reset_timeout", "stream_timeout", "debug", "command", "dynamic_allocator"},
+        {"max_queue_size", "stream_timeout", "debug", "command", "dynamic_allocator"},
         resolve_pool,
     };
     return table;

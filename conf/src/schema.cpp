@@ -146,6 +146,9 @@ void emit(YAML::Emitter &out, const Section &section, const void *object)
 {
     out << YAML::BeginMap;
     for (const Key &key : section.keys) {
+        if (key.kind == Kind::section && key.section->is_present &&
+            !key.section->is_present(key.enter_const(object)))
+            continue; // absent means something: not dumped
         out << YAML::Key << std::string(key.name) << YAML::Value;
         if (key.kind == Kind::section) {
             emit(out, *key.section, key.enter_const(object));
@@ -351,6 +354,8 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind ki
 Result<> Walk::key(const YAML::Node &node, const std::string &path, const Key &key, void *object)
 {
     if (key.kind == Kind::section) {
+        if (key.section->mark_present)
+            key.section->mark_present(key.enter(object));
         return section(&node, path, *key.section, key.enter(object), {});
     }
     std::string shown;

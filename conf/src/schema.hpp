@@ -99,6 +99,10 @@ struct Section {
     std::vector<Key> keys;                     // in dump order
     std::vector<std::string_view> unsupported; // RoadRunner keys Ferry lacks: a warning, not an error
     std::function<void(void *)> resolve;       // after reading (present or not): derived values
+    // A section whose presence means something (reload: turns the watcher on): marks it present when the key
+    // is there, even empty; the dump leaves it out when it is not.
+    std::function<void(void *)> mark_present;
+    std::function<bool(const void *)> is_present;
 };
 
 // A key of a table for struct S (the type keeps a key from landing in another struct's table).
@@ -125,13 +129,20 @@ template <typename S> struct Field : Key {
 // The keys of a section filling struct S, the RoadRunner keys it lacks, and what it resolves after reading.
 template <typename S> class Table {
 public:
+    // `present`: a member set to true when the section's key is in the document (see Section).
     Table(std::initializer_list<Field<S>> keys, std::initializer_list<std::string_view> unsupported = {},
-          void (*resolve)(S &) = nullptr)
+          void (*resolve)(S &) = nullptr, bool S::*present = nullptr)
     {
         section_.keys.assign(keys.begin(), keys.end());
         section_.unsupported.assign(unsupported.begin(), unsupported.end());
         if (resolve != nullptr) {
             section_.resolve = [resolve](void *object) { resolve(*static_cast<S *>(object)); };
+        }
+        if (present != nullptr) {
+            section_.mark_present = [present](void *object) { static_cast<S *>(object)->*present = true; };
+            section_.is_present = [present](const void *object) {
+                return static_cast<const S *>(object)->*present;
+            };
         }
     }
     const Section &section() const { return section_; }

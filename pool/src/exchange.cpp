@@ -81,8 +81,9 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
         auto frame = co_await ch.next_frame();
         if (!frame) {
             if (ch.error_kind() == relay::ChannelError::timed_out) {
-                // The supervisor failed the exchange (exec_ttl): the client gets its 504 first.
-                res.outcome = Outcome::timed_out;
+                // The supervisor failed the exchange (exec_ttl: 504; a reset's reset_timeout: 503): the
+                // client gets its answer first.
+                res.outcome = w->reset_killed ? Outcome::no_worker : Outcome::timed_out;
                 res.message = w->tag() + ": " + frame.error().message;
                 co_return After::kill_later;
             }

@@ -15,6 +15,17 @@
 
 namespace ferry::pool {
 
+namespace {
+// A retired template exits at EOF; one that does not within `limit` is killed.
+awaitable<void> end_within(WorkerPtr w, std::chrono::milliseconds limit)
+{
+    const bool exited = co_await wait_exit(w, limit);
+    if (!exited)
+        w->signal(SIGKILL);
+    co_return;
+}
+} // namespace
+
 void ForkTemplate::ChildEnds::close()
 {
     for (int *fd : {&in, &out, &err})
@@ -30,23 +41,24 @@ ForkTemplate::ForkTemplate(asio::io_context &io, const Options &opt, Spawner &sp
 {
 }
 
-awaitable<Result<int>> ForkTemplate::fork(ChildEnds ends)
+awaitable<Result<int>> ForkTemplate::fork(ChildEnds ends, std::uint64_t gen)
 {
     while (busy_)
         co_await turn_.wait_until(clock::time_point::max());
     busy_ = true;
-    auto pid = co_await fork_one(ends);
+    boot_failed_ = false;
+    auto pid = co_await fork_one(ends, gen);
     ends.close();
     busy_ = false;
     turn_.notify();
     co_return pid;
 }
 
-awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends)
+awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen)
 {
     if (stopping_.raised())
         co_return fail("the pool is stopping");
-    if (auto ready = co_await ensure(); !ready)
+    if (auto ready = co_await ensure(gen); !ready)
         co_return ready.error();
     relay::Channel &ch = *proc_->channel;
     static const std::string command =
@@ -102,10 +114,20 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends)
     co_return static_cast<int>(pidv->as_int64());
 }
 
-awaitable<Result<void>> ForkTemplate::ensure()
+void ForkTemplate::renew(std::uint64_t gen)
+{
+    failures_ = 0;
+    retry_at_ = {};
+    if (gen > gen_ && proc_ && !proc_->exited && proc_->state == State::ready && !busy_)
+        retire(""); // idle: end it now (a fork in progress renews it itself)
+}
+
+awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen)
 {
     if (disabled_)
         co_return fail("forking is off: the worker cannot be a fork template");
+    if (proc_ && !proc_->exited && proc_->state == State::ready && gen_ < gen)
+        retire(""); // started before a reset: its code is old
     if (proc_ && !proc_->exited && proc_->state == State::ready)
         co_return Result<void>{};
     if (clock::now() < retry_at_)
@@ -116,15 +138,19 @@ awaitable<Result<void>> ForkTemplate::ensure()
         co_return launched.error();
     }
     WorkerPtr w = *launched;
+    if (proc_ && !proc_->exited)
+        old_.push_back(proc_); // retired, its exit not reaped yet
     proc_ = w;
+    gen_ = gen;
     if (auto status = track_(w->pid, true))
-        on_exit(*status); // it ended before we recorded it
+        on_exit(w->pid, *status); // it ended before we recorded it
     asio::co_spawn(io_, forward_stderr(w), log_exceptions{"template stderr"});
     auto booted = co_await spawner_.handshake(w, true);
     if (!booted) {
         co_await wait_exit(w, std::chrono::milliseconds(200));
         std::string msg = Spawner::boot_failure(*w, booted.error().message);
-        retire(msg);
+        retire(msg, true); // the pool logs it as the worker's boot failure
+        boot_failed_ = true;
         co_return fail(msg);
     }
     if (!w->template_ok) {
@@ -150,38 +176,56 @@ awaitable<Result<void>> ForkTemplate::ensure()
 
 // After a template that failed (to start, or later): 1 s, doubling up to 32 s, before the next one is
 // started. Meanwhile workers are started without it (each boots PHP), so nothing waits for a template.
-void ForkTemplate::retire(const std::string &why)
+void ForkTemplate::retire(const std::string &why, bool quiet)
 {
     if (!why.empty()) {
         ++failures_;
         auto backoff = std::chrono::seconds(1) * (1u << std::min(failures_ - 1, 5u)); // 1 s .. 32 s
         retry_at_ = clock::now() + backoff;
-        log::error("pool", "fork template" + (proc_ ? " " + std::to_string(proc_->pid) : std::string()) +
-                               ": " + why + "; new workers start without it for " +
-                               std::to_string(backoff.count()) + " s");
+        if (!quiet)
+            log::error("pool", "fork template" + (proc_ ? " " + std::to_string(proc_->pid) : std::string()) +
+                                   ": " + why + "; new workers start without it for " +
+                                   std::to_string(backoff.count()) + " s");
     }
-    if (proc_) {
-        proc_->state = State::stopping;
-        proc_->signal(SIGKILL);
+    if (!proc_ || proc_->exited)
+        return;
+    proc_->state = State::stopping;
+    if (why.empty() && proc_->control_fd >= 0) {
+        ::close(proc_->control_fd); // EOF on its socket: it exits by itself
+        proc_->control_fd = -1;
+        asio::co_spawn(io_, end_within(proc_, std::chrono::milliseconds(2000)),
+                       log_exceptions{"template stop"});
+        return;
     }
+    proc_->signal(SIGKILL);
 }
 
-void ForkTemplate::on_exit(int status)
+void ForkTemplate::on_exit(int pid, int status)
 {
-    if (!proc_)
-        return;
-    track_(proc_->pid, false);
-    bool expected = proc_->state == State::stopping || stopping_.raised();
+    WorkerPtr w;
+    if (proc_ && proc_->pid == pid) {
+        w = proc_;
+    } else {
+        auto it = std::find_if(old_.begin(), old_.end(), [pid](const WorkerPtr &o) { return o->pid == pid; });
+        if (it == old_.end())
+            return;
+        w = *it;
+        old_.erase(it);
+    }
+    track_(pid, false);
+    bool expected = w->state == State::stopping || stopping_.raised();
     if (!expected)
-        log::warn("pool", proc_->tag() + " " + describe_status(status) + " unexpectedly");
+        log::warn("pool", w->tag() + " " + describe_status(status) + " unexpectedly");
     else
-        log::debug("pool", proc_->tag() + " " + describe_status(status));
-    proc_->state = State::dead;
-    proc_->on_exit(status);
+        log::debug("pool", w->tag() + " " + describe_status(status));
+    w->state = State::dead;
+    w->on_exit(status);
 }
 
 awaitable<void> ForkTemplate::stop(clock::time_point deadline)
 {
+    for (auto old = old_; auto &o : old) // retired ones end within 2 s by themselves
+        co_await wait_exit(o, std::chrono::milliseconds(2500));
     WorkerPtr w = proc_;
     if (!w || w->exited)
         co_return;
@@ -201,6 +245,8 @@ awaitable<void> ForkTemplate::stop(clock::time_point deadline)
 
 void ForkTemplate::kill()
 {
+    for (auto &w : old_)
+        w->signal(SIGKILL);
     if (proc_) {
         proc_->channel->abandon();
         proc_->signal(SIGKILL);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ferry::pool {
 
@@ -38,37 +39,48 @@ public:
     // Forks one worker from the template, starting the template first if there is none: the new worker's pid.
     // An error when there is no usable template (it cannot be one, it failed to start, it died); the caller
     // then starts the worker itself. One fork at a time; callers queue.
-    awaitable<Result<int>> fork(ChildEnds ends);
+    // `gen`: the pool's reset generation; a template started before it (older code) is replaced first.
+    awaitable<Result<int>> fork(ChildEnds ends, std::uint64_t gen = 0);
+    // True when the last fork failed because the template could not boot the application (its error was the
+    // boot failure's message): a worker started on its own would fail the same way.
+    bool boot_failed() const { return boot_failed_; }
+    // A rolling reset to `gen`: the back-off is cleared; the next fork replaces the template.
+    void renew(std::uint64_t gen);
 
     // The worker command cannot be a template (not Ferry's library, no ext-ffi…): forking is off for good.
     bool disabled() const { return disabled_.load(std::memory_order_relaxed); } // any loop may ask
     int pid() const { return proc_ && !proc_->exited ? proc_->pid : 0; }
     std::uint64_t forked() const { return forked_; }
 
-    // The reaper saw the template end.
-    void on_exit(int status);
+    // The reaper saw a template (this one or a retired one) end.
+    void on_exit(int pid, int status);
     // Ends the template (EOF on its socket, then SIGKILL at the deadline) and waits for it.
     awaitable<void> stop(clock::time_point deadline);
     // Kills it now (the pool's destructor, a fatal error).
     void kill();
 
 private:
-    awaitable<Result<void>> ensure();
-    awaitable<Result<int>> fork_one(ChildEnds &ends);
-    void retire(const std::string &why);
+    awaitable<Result<void>> ensure(std::uint64_t gen);
+    awaitable<Result<int>> fork_one(ChildEnds &ends, std::uint64_t gen);
+    // Ends the template: `why` non-empty = a failure (logged unless `quiet`, with a back-off); empty =
+    // retired (a reset, or it cannot be a template).
+    void retire(const std::string &why, bool quiet = false);
 
     asio::io_context &io_;
     const Options &opt_;
     Spawner &spawner_;
     const Flag &stopping_;
     std::function<std::optional<int>(int, bool)> track_;
-    WorkerPtr proc_; // the template process (its channel: the socket as stdin, frames on stdout)
+    WorkerPtr proc_;             // the template process (its channel: the socket as stdin, frames on stdout)
+    std::vector<WorkerPtr> old_; // retired templates whose exit was not reaped yet
     bool busy_ = false;
     Event turn_;
     std::atomic<bool> disabled_{false};
     unsigned failures_ = 0;
     clock::time_point retry_at_{};
     std::uint64_t forked_ = 0;
+    std::uint64_t gen_ = 0; // of the template running
+    bool boot_failed_ = false;
 };
 
 } // namespace ferry::pool

@@ -73,6 +73,13 @@ struct Shard : std::enable_shared_from_this<Shard> {
     Supervisor supervisor;
     Exchange exchange;
     unsigned spawning = 0; // spawn coroutines in progress, back-off included
+    // Rolling reset: workers started before the last reset have a lower generation (stale). While new workers
+    // fail to boot (boot_broken), none is retired, so the old ones keep serving; `reset_failure` tells the
+    // reset in progress why it stopped.
+    std::uint64_t generation = 0;
+    bool boot_broken = false;
+    std::string reset_failure;
+    unsigned reset_kills = 0;
     clock::time_point stop_deadline = clock::time_point::max();
     std::atomic<std::uint64_t> spawned_total{0}, recycled_total{0}, lent_total{0};
     // Written by this shard's thread only (a plain store), read by others.
@@ -112,14 +119,19 @@ struct Shard : std::enable_shared_from_this<Shard> {
         return n;
     }
 
-    // Keeps this shard's share of num_workers serving or booting (retiring ones do not count).
+    // Keeps this shard's share of num_workers serving or booting (retiring ones do not count): a missing
+    // worker is started at once; replacements for workers that still serve (max_jobs, a reset), max_recycling
+    // at a time.
     void maintain()
     {
         publish_state();
         if (stopping.raised())
             return;
-        unsigned have = spawning + serving(false);
-        for (unsigned i = have; i < opt.num_workers; ++i) {
+        const unsigned fresh = serving(false), total = serving(true);
+        const unsigned missing = opt.num_workers > total ? opt.num_workers - total : 0;
+        const unsigned wanted = opt.num_workers > fresh ? opt.num_workers - fresh : 0;
+        const unsigned target = std::min(wanted, missing + std::max(1u, opt.max_recycling));
+        for (unsigned i = spawning; i < target; ++i) {
             ++spawning;
             asio::co_spawn(io, spawn_worker(shared_from_this()), log_exceptions{"spawn worker"});
         }
@@ -228,7 +240,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // A request is done and the worker is clean: count the job, then recycle, stop or reuse it.
     void release(const WorkerPtr &w)
     {
-        switch (supervisor.job_done(*w)) {
+        switch (supervisor.job_done(*w, boot_broken)) {
         case Supervisor::AfterJob::keep:
             break;
         case Supervisor::AfterJob::retire:
@@ -242,18 +254,66 @@ struct Shard : std::enable_shared_from_this<Shard> {
         make_available(w);
     }
 
-    // A new worker is ready: retire one worker that waits for its replacement.
+    // A new worker is ready: retire one worker that waits for its replacement, an idle one first. A busy one
+    // stops when its request is done; one a reset made stale has reset_timeout for it.
     void retire_one()
     {
+        WorkerPtr busy;
         for (auto &[pid, w] : workers) {
             if (!w->retire || w->stop_on_release || w->state == State::stopping || w->state == State::dead)
                 continue;
-            if (w->state == State::ready)
+            if (w->state == State::ready) {
                 start_stop(w);
-            else
-                w->stop_on_release = true;
-            return;
+                return;
+            }
+            if (!busy)
+                busy = w;
         }
+        if (busy) {
+            busy->stop_on_release = true;
+            if (busy->gen < generation)
+                busy->reset_deadline = clock::now() + opt.reset_timeout;
+        }
+    }
+
+    // ---- rolling reset ----------------------------------------------------------------------------
+
+    // Workers older than `gen` that still serve (spawning ones included) or, with `exiting`, are still alive
+    // at all: a reset to `gen` is done when none is left.
+    unsigned older_than(std::uint64_t gen, bool exiting = false) const
+    {
+        unsigned n = 0;
+        for (const auto &[pid, w] : workers)
+            if (w->gen < gen && (exiting || (w->state != State::stopping && w->state != State::dead)))
+                ++n;
+        return n;
+    }
+
+    awaitable<Result<ResetReport>> reset(std::uint64_t gen)
+    {
+        generation = std::max(generation, gen);
+        spawner.booted(); // a reset clears the boot back-off: the new code gets its try now
+        boot_broken = false;
+        reset_failure.clear();
+        const unsigned kills_before = reset_kills;
+        ResetReport report;
+        for (auto &[pid, w] : workers)
+            if (w->gen < gen && (w->state == State::ready || w->state == State::working)) {
+                w->retire = true;
+                ++report.replaced;
+            }
+        maintain();
+        for (;;) {
+            if (stopping.raised())
+                co_return fail("the server is stopping");
+            if (!reset_failure.empty())
+                co_return fail(reset_failure);
+            if (older_than(gen, true) == 0) // every old process is gone
+                break;
+            co_await changed.wait_until(clock::time_point::max());
+        }
+        report.killed = reset_kills - kills_before;
+        co_return report;
     }
 
     void start_stop(const WorkerPtr &w)
@@ -268,6 +328,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
                        stop_worker(w, deadline, std::shared_ptr<const Flag>(shared_from_this(), &stopping)),
                        log_exceptions{"stop worker"});
         maintain();
+        changed.notify(); // a reset waits for old workers to be on their way out
     }
 
     // The worker broke mid-request or at boot: kill it now; the reaper replaces it.
@@ -307,6 +368,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
         else
             log::warn("pool", what + " unexpectedly while " + state_name(w->state));
         w->on_exit(status); // what it started (exec('sleep 600 &')) ends with it
+        if (w->reset_killed)
+            ++reset_kills;
         allocator.remove(w);
         // A working worker's request notices EOF on its stdout and answers 502 itself.
         if (w->state != State::working)
@@ -325,6 +388,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     static awaitable<void> spawn_worker(std::shared_ptr<Shard> self)
     {
         co_await self->spawner.back_off();
+        const std::uint64_t spawn_gen = self->generation; // the code it loads is at least this recent
         if (self->stopping.raised()) {
             --self->spawning;
             self->changed_now();
@@ -342,6 +406,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
             co_return;
         }
         WorkerPtr w = *launched;
+        if (!w->is_template && w->gen == 0)
+            w->gen = spawn_gen;
         self->spawned_total.fetch_add(1, std::memory_order_relaxed);
         self->workers.emplace(w->pid, w);
         w->channel->on_unexpected = [weak_self = std::weak_ptr<Shard>(self),
@@ -363,6 +429,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
             co_return;
         }
         if (!booted) {
+            self->hold_replacements(); // before kill_broken(), whose maintain() would start another one
             // Give the process a moment to exit by itself so the message can say how it ended (its own exit
             // code, not our SIGKILL) and what it printed; then make sure it is gone.
             if (w->state != State::dead)
@@ -374,7 +441,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
             co_return;
         }
         self->spawner.booted();
+        self->boot_broken = false;
         w->max_jobs = self->supervisor.jittered_max_jobs();
+        if (w->gen < self->generation)
+            w->retire = true; // a reset began while it booted: it may have loaded the old code
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
                               " context)");
         w->state = State::ready; // counted as serving before retire_one() asks maintain() for more
@@ -383,10 +453,41 @@ struct Shard : std::enable_shared_from_this<Shard> {
         self->changed_now();
     }
 
+    bool first_boot_failure(); // of this reset, on any loop
+
+    // A new worker failed to boot: the workers still serving keep serving (retiring them for a reset or
+    // max_jobs would end the last good ones) until a reset tries again. True when there were such workers.
+    bool hold_replacements()
+    {
+        unsigned kept = 0;
+        for (auto &[pid, w] : workers)
+            if (w->retire && !w->stop_on_release &&
+                (w->state == State::ready || w->state == State::working)) {
+                w->retire = false;
+                ++kept;
+            }
+        if (kept == 0 && older_than(generation) == 0)
+            return false;
+        if (!boot_broken)
+            log::warn("pool",
+                      "new workers cannot boot: " + std::to_string(serving(true)) +
+                          " worker(s) with the code they loaded keep serving; recycling waits for a reset "
+                          "that boots");
+        boot_broken = true;
+        return true;
+    }
+
     void boot_failed(const std::string &msg)
     {
         spawner.boot_failed(msg);
-        log::error("pool", msg);
+        const bool in_reset = older_than(generation) > 0;
+        // During a reset every loop tries its own new workers: the error is logged by the first loop only.
+        if (!in_reset || first_boot_failure())
+            log::error("pool", msg);
+        else
+            log::debug("pool", msg);
+        if (hold_replacements())
+            reset_failure = msg;
         publish_state();
         if (serving(true) == 0 && allocator.waiting() > 0)
             allocator.fail_waiters("no worker available: " + msg);
@@ -692,7 +793,12 @@ struct Pool::Impl {
     Options opt;
     std::vector<std::shared_ptr<Shard>> shards;
     std::shared_ptr<Reaper> reaper;
-    std::shared_ptr<ForkTemplate> tmpl; // Options::fork: on loops[0]
+    std::shared_ptr<ForkTemplate> tmpl;              // Options::fork: on loops[0]
+    std::uint64_t generation = 0;                    // of the last rolling reset (loops[0])
+    std::atomic<std::uint64_t> failed_generation{0}; // the last reset whose new workers failed to boot
+
+    // True for the first boot failure of the reset to `gen` (any loop).
+    bool first_failure_of(std::uint64_t gen) { return failed_generation.exchange(gen) != gen; }
     static constexpr unsigned template_owner = ~0u;
     std::mutex mu;
     std::unordered_map<int, unsigned> owners; // pid → shard, or template_owner (guarded by mu)
@@ -738,7 +844,7 @@ struct Pool::Impl {
             owners.erase(it);
         }
         if (owner == template_owner) { // on loops[0], the template's loop
-            tmpl->on_exit(status);
+            tmpl->on_exit(pid, status);
             return;
         }
         if (owner == 0) { // the reaper's own loop
@@ -801,6 +907,56 @@ struct Pool::Impl {
                           " queued request(s) were not executed: their client left while they waited");
     }
 
+    awaitable<Result<ResetReport>> reset(std::string why)
+    {
+        const std::uint64_t gen = ++generation;
+        const auto started = clock::now();
+        log::info("pool", "rolling reset (" + why + "): replacing every worker, " +
+                              std::to_string(std::max(1u, opt.max_recycling)) + " at a time per loop");
+        if (tmpl)
+            tmpl->renew(gen); // the next fork starts a template with the new code
+        auto results = co_await on_each<Result<ResetReport>>(
+            loops(), [this, gen](std::size_t i) { return shards[i]->reset(gen); });
+        ResetReport total;
+        for (auto &r : results) {
+            if (!r) {
+                log::error(
+                    "pool",
+                    "rolling reset (" + why + ") stopped: " +
+                        (r.error().message.find("failed to boot") != std::string::npos
+                             ? std::string("a new worker could not boot (above); the old ones keep serving")
+                             : r.error().message));
+                co_return r.error();
+            }
+            total.replaced += r->replaced;
+            total.killed += r->killed;
+        }
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count();
+        log::info("pool",
+                  "rolling reset (" + why + ") done in " + std::to_string(ms) +
+                      " ms: " + std::to_string(total.replaced) + " worker(s) replaced" +
+                      (total.killed ? ", " + std::to_string(total.killed) + " killed at reset_timeout" : ""));
+        co_return total;
+    }
+
+    awaitable<std::vector<WorkerInfo>> snapshot()
+    {
+        auto parts = co_await on_each<std::vector<WorkerInfo>>(loops(), [this](std::size_t i) {
+            return [](Shard *s) -> awaitable<std::vector<WorkerInfo>> {
+                std::vector<WorkerInfo> out;
+                for (const auto &[pid, w] : s->workers)
+                    out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created, s->index,
+                                             w->retire || w->stop_on_release});
+                co_return out;
+            }(shards[i].get());
+        });
+        std::vector<WorkerInfo> all;
+        for (auto &p : parts)
+            all.insert(all.end(), p.begin(), p.end());
+        std::sort(all.begin(), all.end(), [](const auto &a, const auto &b) { return a.pid < b.pid; });
+        co_return all;
+    }
+
     void kill_all(const std::string &why)
     {
         {
@@ -816,6 +972,11 @@ struct Pool::Impl {
             asio::post(shards[i]->io, [s = shards[i]] { s->raise_stop(); });
     }
 };
+
+bool Shard::first_boot_failure()
+{
+    return group.first_failure_of(generation);
+}
 
 bool Shard::multi() const
 {
@@ -859,9 +1020,10 @@ Result<WorkerPtr> Shard::launch()
 }
 
 namespace {
-awaitable<Result<int>> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends)
+awaitable<Result<int>> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends,
+                                 std::uint64_t gen)
 {
-    co_return co_await t->fork(ends);
+    co_return co_await t->fork(ends, gen);
 }
 
 // Three pipes for a forked worker: our ends into `w`, the child's ends into `ends`.
@@ -902,11 +1064,11 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker()
     // (GCC 12 miscompiles co_await inside ?:, destroying a temporary twice: plain ifs.)
     Result<int> pid = fail("not forked");
     if (index == 0)
-        pid = co_await t->fork(ends);
+        pid = co_await t->fork(ends, generation);
     else
-        pid = co_await asio::co_spawn(shard(0).io, fork_from(t, ends), use_awaitable);
-    if (!pid && stopping.raised())
-        co_return pid.error();
+        pid = co_await asio::co_spawn(shard(0).io, fork_from(t, ends, generation), use_awaitable);
+    if (!pid && (stopping.raised() || t->boot_failed()))
+        co_return pid.error(); // the template could not boot the code: neither can a worker (said once)
     if (!pid) {
         log::debug("pool", "not forked (" + pid.error().message + "): starting the worker on its own");
         co_return launch();
@@ -1004,6 +1166,16 @@ awaitable<void> Pool::shutdown()
 void Pool::kill_all(const std::string &why)
 {
     impl_->kill_all(why);
+}
+
+awaitable<Result<ResetReport>> Pool::reset(std::string why)
+{
+    return impl_->reset(std::move(why));
+}
+
+awaitable<std::vector<WorkerInfo>> Pool::snapshot()
+{
+    return impl_->snapshot();
 }
 
 std::vector<WorkerInfo> Pool::workers() const

@@ -32,7 +32,8 @@ public:
         retire, // it reached max_jobs: start its replacement; it serves on until the replacement is ready
         stop,   // a retiring worker reached twice its limit: stop it now (requests wait for the replacement)
     };
-    AfterJob job_done(Worker &w);
+    // `paused`: new workers fail to boot, so none is retired (the old ones are the only good ones).
+    AfterJob job_done(Worker &w, bool paused);
 
     // The time of the last tick: a request's start time without a clock read per request.
     clock::time_point now() const { return coarse_now_; }

@@ -46,6 +46,11 @@ struct Worker {
     std::uint64_t max_jobs = 0;   // with jitter; 0 = unlimited
     bool retire = false;          // recycle as soon as a replacement is ready
     bool stop_on_release = false; // stop when the current request is done
+    // Rolling reset: the pool's generation when this worker was started (a reset makes older ones stale), the
+    // time a stale busy worker must be done by (reset_timeout), and whether it was killed for it.
+    std::uint64_t gen = 0;
+    std::chrono::steady_clock::time_point reset_deadline = std::chrono::steady_clock::time_point::max();
+    bool reset_killed = false;
 
     // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.
     std::chrono::steady_clock::time_point exec_started;

@@ -2,6 +2,7 @@
 // and graceful shutdown (docs/architecture.md, "Several loops").
 #include "ferry/server/server.hpp"
 
+#include "control/control.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
 #include "handlers/handler.hpp"
@@ -72,9 +73,10 @@ struct Runtime {
     pool::Pool &pool;
     tcp::acceptor acceptor; // handoff
     asio::signal_set signals;
-    bool stop_requested = false;   // SIGTERM/SIGINT seen
-    bool serving = false;          // workers started, accepting
-    asio::steady_timer stop_event; // cancelled when a stop is requested
+    bool stop_requested = false;        // SIGTERM/SIGINT seen
+    bool serving = false;               // workers started, accepting
+    asio::steady_timer stop_event;      // cancelled when a stop is requested
+    detail::Control *control = nullptr; // resets (reload, SIGHUP, RPC), ferry.Stop
     int exit_code = 0;
     unsigned next_loop = 0;
 
@@ -338,6 +340,8 @@ awaitable<void> lifecycle(Runtime *rt)
     if (handoff)
         asio::co_spawn(rt->io, accept_handoff(rt), log_exceptions{"accept"});
 
+    if (auto started = rt->control->start(rt->pool); !started)
+        log::error("core", started.error().message + "; the server runs without it");
     rt->serving = true;
     if (!rt->stop_requested) {
         rt->stop_event.expires_at(steady::time_point::max());
@@ -346,6 +350,7 @@ awaitable<void> lifecycle(Runtime *rt)
     // One budget for the whole stop: requests in flight finish and workers stop within destroy_timeout;
     // what is left then is killed, so a stop takes at most destroy_timeout + ~2 s.
     auto deadline = steady::now() + cfg.http.pool.destroy_timeout;
+    rt->control->stop();
     rt->acceptor.close(ignored);
     auto busy = co_await on_each<unsigned>(
         rt->executors(), [rt, deadline](std::size_t i) { return drain_loop(rt->loops[i].get(), deadline); });
@@ -419,11 +424,28 @@ int run(const conf::Config &cfg)
     popt.fork = cfg.http.pool.fork;
     popt.allocate_timeout = cfg.http.pool.allocate_timeout;
     popt.destroy_timeout = cfg.http.pool.destroy_timeout;
-    popt.boot_timeout = cfg.http.pool.allocate_timeout;
+    popt.boot_timeout = cfg.http.pool.boot_timeout;
+    popt.reset_timeout = cfg.http.pool.reset_timeout;
+    popt.max_recycling = cfg.http.pool.max_recycling;
     popt.exec_ttl = cfg.http.pool.exec_ttl;
     popt.exec_warn = cfg.http.pool.exec_warn;
     pool::Budget budget(cfg.http.max_body_memory);
     popt.budget = &budget;
+    // The control plane binds rpc.listen before the workers start: they get its address (RR_RPC).
+    Runtime *runtime = nullptr;
+    detail::Control control(*loops[0], cfg, [&runtime] {
+        if (runtime && !runtime->stop_requested) {
+            log::info("core", "stop asked over RPC: finishing requests in flight");
+            runtime->stop_requested = true;
+            runtime->stop_event.cancel();
+        }
+    });
+    if (auto bound = control.bind(); !bound) {
+        log::error("core", bound.error().message);
+        return 1;
+    }
+    if (auto a = control.rpc_address(); !a.empty())
+        popt.env.push_back("RR_RPC=" + a);
     pool::Pool pool(contexts, popt);
 
     // Static files: the directory and the MIME table are checked before anything starts.
@@ -483,6 +505,8 @@ int run(const conf::Config &cfg)
         loop_rts.push_back(std::move(lr));
     }
     Runtime rt(loop_rts, pool);
+    rt.control = &control;
+    runtime = &rt;
 
     try {
         listen(rt, cfg);

@@ -194,7 +194,8 @@ class ForkFallbackTest(ServerTestCase):
         self.assertTrue(srv.wait_for_log("cannot be a fork template"), srv.stderr())
         status, _, _ = srv.request("GET", "/")
         self.assertEqual(status, 200)
-        self.assertEqual(len(srv.workers()), 2, "the template is gone; workers were started on their own")
+        self.assertTrue(wait_until(lambda: len(srv.workers()) == 2, 5),
+                        ("the template is gone; workers were started on their own", srv.workers()))
 
     def test_without_ffi_workers_are_started_on_their_own(self):
         fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "php", "fork.php")

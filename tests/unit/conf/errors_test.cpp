@@ -114,8 +114,8 @@ TEST(ConfWarnings, UnknownKeyWithLineAndPath)
 
 TEST(ConfWarnings, RecognisedButUnsupported)
 {
-    const std::string yaml = minimal + R"(rpc:
-  listen: tcp://127.0.0.1:6001
+    const std::string yaml = minimal + R"(metrics:
+  address: 127.0.0.1:2112
 logs:
   level: debug
 http:
@@ -131,7 +131,7 @@ http:
     // http.middleware and http.static are Ferry's too now (the server names unsupported middleware).
     ASSERT_EQ(r.warnings.size(), 4u);
     const std::vector<std::pair<std::string, std::string>> expected{
-        {".rr.yaml:4:1:", "\"rpc\""},
+        {".rr.yaml:4:1:", "\"metrics\""},
         {".rr.yaml:6:1:", "\"logs\""},
         {".rr.yaml:14:7:", "\"http.pool.supervisor.max_worker_memory\""},
         {".rr.yaml:15:5:", "\"http.pool.debug\""},

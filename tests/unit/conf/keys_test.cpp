@@ -113,7 +113,8 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
 
 TEST(ConfKeys, EveryKeyIsDumpedInTableOrder)
 {
-    const std::string text = ferry::conf::dump(load(minimal).config);
+    // reload: is dumped only when present (its presence turns the watcher on).
+    const std::string text = ferry::conf::dump(load(minimal + "reload: {}\n").config);
     std::istringstream lines(text);
     std::string line;
     std::vector<std::string> at; // the sections the current line is in
@@ -146,6 +147,7 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
     expected.server.command = {"php", "worker.php"};
     expected.http.pool.num_workers = cpus();
     expected.http.io_threads = ferry::conf::default_io_threads(cpus());
+    expected.http.pool.max_recycling = std::max(1u, cpus() / 4);
     EXPECT_EQ(defaults.config, expected);
 
     const std::string text = ferry::conf::dump(defaults.config);

@@ -36,8 +36,15 @@ struct PoolConfig {
     // Ferry's own: workers are forked from a template process that booted the app (docs/protocol.md §8)
     // instead of each booting PHP; falls back to starting each worker when the worker cannot be a template.
     bool fork = false;
-    Duration allocate_timeout = std::chrono::seconds(60);
+    Duration allocate_timeout = std::chrono::seconds(60); // a request's wait for a free worker (then 503)
     Duration destroy_timeout = std::chrono::seconds(60);
+    // Ferry's own: spawn + PID handshake of one worker; beyond it the boot failed.
+    Duration boot_timeout = std::chrono::seconds(60);
+    // A rolling reset's wait for a busy old worker: then it is killed and its request answered 503.
+    Duration reset_timeout = std::chrono::seconds(60);
+    // Ferry's own: workers being replaced at the same moment (rolling reset; later the supervisor); the
+    // YAML's 0 (the default) is resolved to a quarter of num_workers, at least 1.
+    unsigned max_recycling = 0;
     Duration exec_ttl{0}; // supervisor.exec_ttl: 504 + kill beyond it (0 = off)
     Duration exec_warn =
         std::chrono::seconds(30); // supervisor.exec_warn: log a request running longer (0 = off)
@@ -117,11 +124,52 @@ struct HttpConfig {
     friend bool operator==(const HttpConfig &, const HttpConfig &) = default;
 };
 
+// rpc (conf/src/keys_rpc.cpp; server/src/control/): the control listener, docs/protocol.md §6.
+struct RpcConfig {
+    std::string listen;        // "tcp://127.0.0.1:6001" or "unix:///run/ferry.sock"; "" = none
+    bool allow_remote = false; // Ferry's own: listen on an address other than loopback (warned)
+
+    friend bool operator==(const RpcConfig &, const RpcConfig &) = default;
+};
+
+// reload (conf/src/keys_reload.cpp; pool/src/watcher.*): the file watcher that resets the workers. Present in
+// the document = on. RoadRunner 2.x's `services.http.{dirs, recursive, ignore, patterns}` are merged into the
+// top-level lists by load().
+struct ReloadService {
+    std::vector<std::string> dirs, ignore, patterns;
+    bool recursive = true;
+
+    friend bool operator==(const ReloadService &, const ReloadService &) = default;
+};
+struct ReloadServices {
+    ReloadService http;
+
+    friend bool operator==(const ReloadServices &, const ReloadServices &) = default;
+};
+struct ReloadConfig {
+    bool enabled = false;                               // the `reload` key is there
+    Duration interval = std::chrono::milliseconds(100); // quiet time after the last change before the reset
+    // Globs relative to each dir ("**/*.php", "*.{php,twig}", "src/**"); a RoadRunner suffix (".php") means
+    // "**/*.php". Empty: "**/*.php".
+    std::vector<std::string> patterns;
+    std::vector<std::string> dirs; // empty: "."
+    bool recursive = true;
+    std::vector<std::string> ignore; // directories (names or paths relative to a dir, or globs) never watched
+    std::string backend =
+        "auto"; // Ferry's own: "auto" (inotify, polling when unavailable), "inotify", "poll"
+    Duration poll_interval = std::chrono::seconds(1); // Ferry's own: how often the polling backend looks
+    ReloadServices services;                          // RoadRunner 2.x
+
+    friend bool operator==(const ReloadConfig &, const ReloadConfig &) = default;
+};
+
 struct Config {
     std::string version = "3";
     std::string source; // file path it was loaded from ("" = defaults)
     ServerConfig server;
     HttpConfig http;
+    RpcConfig rpc;
+    ReloadConfig reload;
 
     friend bool operator==(const Config &, const Config &) = default; // compares source too
 };

@@ -32,7 +32,10 @@ struct Options {
     std::chrono::milliseconds allocate_timeout{60000};
     std::chrono::milliseconds destroy_timeout{60000};
     std::chrono::milliseconds boot_timeout{60000}; // PID handshake must finish within this
-    std::uint32_t max_frame_payload = 1u << 30;    // largest response frame accepted (1 GiB)
+    // A rolling reset waits this long for a busy old worker, then kills it (its request gets 503).
+    std::chrono::milliseconds reset_timeout{60000};
+    unsigned max_recycling = 1;                 // workers of a loop being replaced at once by a rolling reset
+    std::uint32_t max_frame_payload = 1u << 30; // largest response frame accepted (1 GiB)
     std::chrono::milliseconds exec_ttl{0}; // a request running longer gets 504, its worker killed (0 = off)
     std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
     // Response bodies larger than this are handed to the connection without a copy (when `budget` allows).
@@ -103,6 +106,14 @@ struct WorkerInfo {
     std::string state; // spawning, ready, working, stopping
     std::uint64_t jobs = 0;
     std::chrono::system_clock::time_point created;
+    unsigned loop = 0;      // the event loop whose shard owns it
+    bool replacing = false; // it waits for its replacement (max_jobs, a reset)
+};
+
+// What a rolling reset did.
+struct ResetReport {
+    unsigned replaced = 0; // old workers retired
+    unsigned killed = 0;   // busy beyond reset_timeout
 };
 
 // With several event loops (docs/architecture.md, "Several loops") the pool is one shard per loop: each loop
@@ -137,6 +148,17 @@ public:
     awaitable<void> shutdown(); // deadline: destroy_timeout from now
     // Second signal: SIGKILL every worker now, each logged with `why`.
     void kill_all(const std::string &why);
+
+    // Rolling reset (docs/architecture.md, "Rolling reset"): every worker (and the fork template) is replaced
+    // by a fresh one, max_recycling at a time on each loop. A new worker passes its handshake before an old
+    // one is retired; an old one finishes its request first (reset_timeout, then it is killed: 503). Requests
+    // keep being served by whichever worker is ready. Done when no old worker is left; an error when new
+    // workers cannot boot (the old ones keep serving; the boot error is logged once). Resets that overlap
+    // coalesce: the later one replaces whatever the earlier one has not. It clears the boot back-off. On
+    // loops[0].
+    awaitable<Result<ResetReport>> reset(std::string why);
+    // The workers of every loop, read on their own loops. On loops[0].
+    awaitable<std::vector<WorkerInfo>> snapshot();
     // After the event loop stopped for good: destroys the requests still suspended on a worker (each holds
     // its worker, which holds it). Call while what their frames refer to still exists.
     void abandon();

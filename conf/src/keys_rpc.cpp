@@ -1,0 +1,48 @@
+// rpc: the control listener (server/src/control/; docs/protocol.md §6). RoadRunner's `listen`, and Ferry's
+// `allow_remote`: whoever reaches the listener controls the workers, so only loopback TCP addresses and unix
+// sockets are taken unless it is set.
+#include "keys.hpp"
+#include "values.hpp"
+
+namespace ferry::conf::keys {
+
+namespace {
+
+std::optional<schema::Problem> rpc_address(const schema::Value &value, const std::string &shown)
+{
+    const auto &v = std::get<std::string>(value);
+    if (v.empty())
+        return std::nullopt;
+    if (v.rfind("unix://", 0) == 0) {
+        if (v.size() > 7 + 107)
+            return schema::Problem{shown + " is too long for a unix socket path (at most 107 bytes)", {}};
+        if (v.size() == 7)
+            return schema::Problem{shown + " has no path (expected e.g. \"unix:///run/ferry.sock\")", {}};
+        return std::nullopt;
+    }
+    if (v.rfind("tcp://", 0) == 0) {
+        if (auto parsed = detail::parse_address(std::string_view(v).substr(6)); parsed)
+            return std::nullopt;
+        return schema::Problem{shown + " is not a valid TCP address (expected e.g. \"tcp://127.0.0.1:6001\")",
+                               {}};
+    }
+    return schema::Problem{shown + " is not a valid value (expected \"tcp://host:port\" or \"unix:///path\")",
+                           {}};
+}
+
+} // namespace
+
+const schema::Table<RpcConfig> &rpc()
+{
+    using namespace schema;
+    static const Table<RpcConfig> table{
+        {
+            string("listen", &RpcConfig::listen, "\"tcp://127.0.0.1:6001\" or \"unix:///path\"")
+                .checked(rpc_address),
+            boolean("allow_remote", &RpcConfig::allow_remote),
+        },
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

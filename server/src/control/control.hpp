@@ -1,0 +1,41 @@
+// The control plane of a running server (docs/architecture.md, "Control"): rolling resets asked by the file
+// watcher (reload:), by SIGHUP and by the RPC listener (rpc.listen), and ferry.Stop. Everything runs on
+// loops[0], where the pool's reset runs.
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/conf/result.hpp"
+#include "ferry/pool/pool.hpp"
+#include "ferry/relay/io.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace ferry::server::detail {
+
+class Control {
+public:
+    // `stop()` asks for a graceful stop (as SIGTERM does).
+    Control(asio::io_context &io, const conf::Config &cfg, std::function<void()> stop);
+    ~Control();
+    Control(const Control &) = delete;
+    Control &operator=(const Control &) = delete;
+
+    // Binds rpc.listen, if configured, so that the workers can be given its address (RR_RPC) before they
+    // start. The error names the key.
+    Result<void> bind();
+    // rpc.listen as bound ("tcp://127.0.0.1:6001"), "" without a listener.
+    std::string rpc_address() const;
+    // Once the workers are ready: the watcher, SIGHUP and the RPC listener start acting on `pool`.
+    Result<void> start(pool::Pool &pool);
+    // At a stop: no more resets are started.
+    void stop();
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+} // namespace ferry::server::detail

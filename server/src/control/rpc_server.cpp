@@ -1,0 +1,405 @@
+#include "rpc_server.hpp"
+
+#include "ferry/relay/log.hpp"
+#include "rpc_frame.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace ferry::server::detail {
+
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+using unix_socket = asio::local::stream_protocol;
+
+namespace {
+
+Result<std::string> ok(std::string s)
+{
+    return Result<std::string>(boost::system::in_place_value, std::move(s));
+}
+
+constexpr std::size_t max_rpc_payload = 1 << 20;         // an argument is a plugin name; a MiB is plenty
+constexpr auto frame_timeout = std::chrono::seconds(10); // to finish a frame once it began
+constexpr unsigned max_connections = 64;
+constexpr const char *methods_known =
+    "resetter.List, resetter.Reset, informer.List, informer.Workers, ferry.Stop";
+
+// RoadRunner's worker states (roadrunner-server/pool fsm): the numbers informer.Workers reports.
+int rr_state(const std::string &s)
+{
+    if (s == "ready")
+        return 1;
+    if (s == "working")
+        return 2;
+    if (s == "stopping")
+        return 4;
+    if (s == "stopped")
+        return 5;
+    return 0; // spawning: inactive
+}
+
+// Resident memory (bytes) and CPU use since start (%) of a process, from /proc; 0 when it is gone.
+struct ProcStat {
+    std::uint64_t rss = 0;
+    double cpu_percent = 0;
+};
+ProcStat proc_stat(int pid)
+{
+    ProcStat out;
+    {
+        std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+        std::uint64_t size = 0, resident = 0;
+        if (statm >> size >> resident)
+            out.rss = resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    }
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+        return out;
+    auto close = line.rfind(')');
+    if (close == std::string::npos)
+        return out;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    std::vector<std::string> f;
+    while (rest >> field)
+        f.push_back(field);
+    if (f.size() < 20)
+        return out;
+    const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    const double cpu = (std::stod(f[11]) + std::stod(f[12])) / hz; // utime + stime
+    const double started = std::stod(f[19]) / hz;                  // since boot
+    std::ifstream uptime("/proc/uptime");
+    double up = 0;
+    if (uptime >> up && up > started)
+        out.cpu_percent = std::round(cpu / (up - started) * 10000.0) / 100.0;
+    return out;
+}
+
+// The plugin name of resetter.Reset / informer.Workers: a JSON string ("http"); empty or null = http.
+Result<std::string> plugin_arg(std::string_view arg)
+{
+    if (arg.empty())
+        return ok("http");
+    error_code ec;
+    auto v = json::parse(json::string_view(arg.data(), arg.size()), ec);
+    if (ec)
+        return fail("the argument is not JSON: " + ec.message());
+    if (v.is_null())
+        return ok("http");
+    if (!v.is_string())
+        return fail("the argument must be a plugin name (a JSON string, e.g. \"http\")");
+    return ok(std::string(v.as_string()));
+}
+
+} // namespace
+
+awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg)
+{
+    if (method == "resetter.List" || method == "informer.List")
+        co_return ok(R"(["http"])");
+    if (method == "resetter.Reset" || method == "informer.Workers") {
+        auto plugin = plugin_arg(arg);
+        if (!plugin)
+            co_return plugin.error();
+        if (*plugin != "http")
+            co_return fail("no plugin \"" + relay::printable(*plugin, 64) + "\" (Ferry has: http)");
+        if (method == "resetter.Reset") {
+            auto done = co_await target.reset("RPC resetter.Reset");
+            if (!done)
+                co_return done.error();
+            co_return ok("true");
+        }
+        if (!target.pool)
+            co_return fail("the workers are not started yet");
+        auto workers = co_await target.pool->snapshot();
+        json::array list;
+        const auto now = std::chrono::system_clock::now();
+        for (const auto &w : workers) {
+            ProcStat st = proc_stat(w.pid);
+            json::object o;
+            o["pid"] = w.pid;
+            o["status"] = rr_state(w.state);
+            o["numExecs"] = w.jobs;
+            o["created"] =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(w.created.time_since_epoch()).count();
+            o["memoryUsage"] = st.rss;
+            o["CPUPercent"] = st.cpu_percent;
+            o["command"] = target.command;
+            o["statusStr"] = w.state;
+            // Ferry's own
+            o["loop"] = w.loop;
+            o["replacing"] = w.replacing;
+            o["ageSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(now - w.created).count();
+            list.push_back(std::move(o));
+        }
+        json::object out;
+        out["workers"] = std::move(list);
+        co_return ok(json::serialize(out));
+    }
+    if (method == "ferry.Stop") {
+        if (target.stop)
+            target.stop();
+        co_return ok("true");
+    }
+    co_return fail("unknown method \"" + relay::printable(method, 80) + "\" (known: " + methods_known + ")");
+}
+
+struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
+    Impl(asio::io_context &io_, const conf::RpcConfig &c, RpcTarget t)
+        : io(io_), cfg(c), target(std::move(t)), tcp_acceptor(io_), unix_acceptor(io_)
+    {
+    }
+    asio::io_context &io;
+    conf::RpcConfig cfg;
+    RpcTarget target;
+    tcp::acceptor tcp_acceptor;
+    unix_socket::acceptor unix_acceptor;
+    std::string address, unix_path;
+    unsigned connections = 0;
+    bool stopped = false;
+
+    // ---- one connection -----------------------------------------------------------------------
+
+    template <typename Socket> struct Watch {
+        std::shared_ptr<Socket> sock;
+        std::uint64_t gen = 0;
+        bool fired = false;
+    };
+
+    template <typename Socket>
+    static awaitable<void> session(std::shared_ptr<Impl> self, std::shared_ptr<Socket> sock, std::string peer)
+    {
+        ++self->connections;
+        struct Count {
+            Impl &i;
+            ~Count() { --i.connections; }
+        } count{*self};
+        std::string buf;
+        char chunk[4096];
+        asio::steady_timer watchdog(self->io);
+        auto watch = std::make_shared<Watch<Socket>>();
+        watch->sock = sock;
+        for (;;) {
+            RpcParse p = parse_rpc(buf, max_rpc_payload);
+            if (p.status == relay::DecodeStatus::error) {
+                log::warn("rpc", peer + ": not an RPC frame (" + p.error + "); closing the connection");
+                co_return;
+            }
+            if (p.status == relay::DecodeStatus::ok) {
+                buf.erase(0, p.needed);
+                RpcMessage &m = p.message;
+                std::string reply;
+                const std::uint8_t codec = m.flags & ~(relay::flag::control | relay::flag::error);
+                if (!(codec & relay::flag::codec_json)) {
+                    reply = encode_rpc(relay::flag::codec_json | relay::flag::error, m.seq, m.method,
+                                       "Ferry's RPC speaks JSON (flags 0x08); this call has flags " +
+                                           std::to_string(m.flags));
+                } else {
+                    log::debug("rpc", peer + ": " + relay::printable(m.method, 80));
+                    auto r = co_await rpc_call(self->target, m.method, m.body);
+                    reply = r ? encode_rpc(relay::flag::codec_json, m.seq, m.method, *r)
+                              : encode_rpc(relay::flag::codec_json | relay::flag::error, m.seq, m.method,
+                                           r.error().message);
+                    if (!r)
+                        log::info("rpc",
+                                  peer + ": " + relay::printable(m.method, 80) + ": " + r.error().message);
+                }
+                auto [wec, wn] = co_await asio::async_write(*sock, asio::buffer(reply), nothrow);
+                if (wec)
+                    co_return;
+                continue;
+            }
+            if (!buf.empty()) { // a frame began: it must be whole within frame_timeout
+                const std::uint64_t g = ++watch->gen;
+                watchdog.expires_after(frame_timeout);
+                watchdog.async_wait([watch, g](error_code ec) {
+                    if (!ec && watch->gen == g) {
+                        watch->fired = true;
+                        error_code ignored;
+                        watch->sock->close(ignored);
+                    }
+                });
+            }
+            auto [ec, n] = co_await sock->async_read_some(asio::buffer(chunk), nothrow);
+            ++watch->gen; // whatever the timer does now is stale
+            watchdog.cancel();
+            if (ec) {
+                if (watch->fired)
+                    log::warn("rpc", peer + ": half a frame for " + std::to_string(frame_timeout.count()) +
+                                         " s; closing the connection");
+                else if (!buf.empty())
+                    log::warn("rpc", peer + ": closed in the middle of a frame");
+                co_return;
+            }
+            buf.append(chunk, n);
+        }
+    }
+
+    template <typename Acceptor, typename Socket>
+    static awaitable<void> accept_loop(std::shared_ptr<Impl> self, Acceptor &acceptor)
+    {
+        for (;;) {
+            auto sock = std::make_shared<Socket>(self->io);
+            auto [ec] = co_await acceptor.async_accept(*sock, nothrow);
+            if (self->stopped || ec == asio::error::operation_aborted)
+                co_return;
+            if (ec)
+                continue; // EMFILE and the like: the next one may work
+            std::string peer = "rpc client";
+            if constexpr (std::is_same_v<Socket, tcp::socket>) {
+                error_code pe;
+                auto ep = sock->remote_endpoint(pe);
+                if (!pe)
+                    peer = ep.address().to_string() + ":" + std::to_string(ep.port());
+            }
+            if (self->connections >= max_connections) {
+                log::warn("rpc", peer + ": " + std::to_string(max_connections) +
+                                     " RPC connections are open already; closing this one");
+                continue;
+            }
+            asio::co_spawn(self->io, session<Socket>(self, sock, peer), log_exceptions{"rpc session"});
+        }
+    }
+
+    // ---- binding --------------------------------------------------------------------------------
+
+    Result<void> bind_tcp(const std::string &hostport)
+    {
+        auto colon = hostport.rfind(':');
+        std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
+        if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+            host = host.substr(1, host.size() - 2);
+        if (host.empty())
+            host = "0.0.0.0";
+        error_code ec;
+        auto addr = asio::ip::make_address(host, ec);
+        if (ec)
+            return fail("rpc.listen: \"" + cfg.listen + "\": \"" + host + "\" is not an IP address");
+        if (!addr.is_loopback()) {
+            if (!cfg.allow_remote)
+                return fail("rpc.listen: \"" + cfg.listen +
+                            "\" is not a loopback address, and whoever reaches the RPC listener controls the "
+                            "workers; set rpc.allow_remote: true to listen there anyway");
+            log::warn("rpc", "listening on " + cfg.listen +
+                                 " (rpc.allow_remote): anyone who reaches it can reset and stop this server");
+        }
+        tcp::endpoint ep(addr, static_cast<unsigned short>(std::stoul(port)));
+        tcp_acceptor.open(ep.protocol(), ec);
+        if (!ec)
+            tcp_acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+        if (!ec)
+            tcp_acceptor.bind(ep, ec);
+        if (!ec)
+            tcp_acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        if (ec)
+            return fail("rpc.listen: cannot listen on \"" + cfg.listen + "\": " + ec.message());
+        auto bound = tcp_acceptor.local_endpoint();
+        std::string shown =
+            bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
+        address = "tcp://" + shown + ":" + std::to_string(bound.port());
+        return {};
+    }
+
+    Result<void> bind_unix(const std::string &path)
+    {
+        struct stat st;
+        if (::lstat(path.c_str(), &st) == 0) {
+            if (!S_ISSOCK(st.st_mode))
+                return fail("rpc.listen: \"" + path + "\" exists and is not a socket; not replacing it");
+            // A socket file: another server's, or one left by a server that died.
+            unix_socket::socket probe(io);
+            error_code ec;
+            probe.connect(unix_socket::endpoint(path), ec);
+            if (!ec)
+                return fail("rpc.listen: \"" + cfg.listen + "\" is in use by another running server");
+            ::unlink(path.c_str());
+        }
+        error_code ec;
+        const mode_t old = ::umask(0177); // created 0600: no window where others may connect
+        unix_acceptor.open(unix_socket(), ec);
+        if (!ec)
+            unix_acceptor.bind(unix_socket::endpoint(path), ec);
+        ::umask(old);
+        if (!ec)
+            ::chmod(path.c_str(), 0600);
+        if (!ec)
+            unix_acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        if (ec)
+            return fail("rpc.listen: cannot listen on \"" + cfg.listen + "\": " + ec.message());
+        unix_path = path;
+        address = cfg.listen;
+        return {};
+    }
+};
+
+RpcServer::RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target)
+    : impl_(std::make_shared<Impl>(io, config, std::move(target)))
+{
+}
+
+RpcServer::~RpcServer()
+{
+    stop();
+}
+
+Result<void> RpcServer::bind()
+{
+    const std::string &l = impl_->cfg.listen;
+    if (l.rfind("unix://", 0) == 0)
+        return impl_->bind_unix(l.substr(7));
+    return impl_->bind_tcp(l.substr(6));
+}
+
+void RpcServer::set_pool(pool::Pool *pool)
+{
+    impl_->target.pool = pool;
+}
+
+void RpcServer::run()
+{
+    auto &i = *impl_;
+    if (i.tcp_acceptor.is_open())
+        asio::co_spawn(i.io, Impl::accept_loop<tcp::acceptor, tcp::socket>(impl_, i.tcp_acceptor),
+                       log_exceptions{"rpc accept"});
+    if (i.unix_acceptor.is_open())
+        asio::co_spawn(i.io,
+                       Impl::accept_loop<unix_socket::acceptor, unix_socket::socket>(impl_, i.unix_acceptor),
+                       log_exceptions{"rpc accept"});
+    log::info("rpc", "listening on " + i.address);
+}
+
+void RpcServer::stop()
+{
+    if (!impl_ || impl_->stopped)
+        return;
+    impl_->stopped = true;
+    error_code ignored;
+    impl_->tcp_acceptor.close(ignored);
+    impl_->unix_acceptor.close(ignored);
+    if (!impl_->unix_path.empty())
+        ::unlink(impl_->unix_path.c_str());
+}
+
+const std::string &RpcServer::address() const
+{
+    return impl_->address;
+}
+
+} // namespace ferry::server::detail

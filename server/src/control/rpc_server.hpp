@@ -1,0 +1,55 @@
+// The RPC listener (docs/protocol.md §6; rpc.listen): RoadRunner's methods resetter.List, resetter.Reset,
+// informer.List and informer.Workers with RoadRunner's field names, plus ferry.Stop, JSON-encoded, over
+// tcp://host:port or unix://path. One coroutine per connection, calls answered in order; a frame that is not
+// an RPC frame is logged and its connection closed. Whoever reaches the listener controls the workers: a unix
+// socket is made mode 0600, and a TCP address other than loopback needs rpc.allow_remote (and is warned
+// about).
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/conf/result.hpp"
+#include "ferry/pool/pool.hpp"
+#include "ferry/relay/io.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ferry::server::detail {
+
+// What the methods act on.
+struct RpcTarget {
+    pool::Pool *pool = nullptr;
+    std::string command;        // the workers' command line, for informer.Workers
+    std::function<void()> stop; // ferry.Stop: a graceful stop, as SIGTERM
+    std::function<awaitable<Result<pool::ResetReport>>(std::string why)> reset; // resetter.Reset
+};
+
+// One call: the result as JSON, or the error message. Exposed for tests.
+awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg);
+
+class RpcServer {
+public:
+    RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target);
+    ~RpcServer();
+    RpcServer(const RpcServer &) = delete;
+    RpcServer &operator=(const RpcServer &) = delete;
+
+    // Binds and listens (nothing is accepted before run()); the error names rpc.listen.
+    Result<void> bind();
+    // The pool informer.Workers reads (set before run()).
+    void set_pool(pool::Pool *pool);
+    // Accepts until stop().
+    void run();
+    void stop();
+    // The bound address in rpc.listen's form ("tcp://127.0.0.1:6001": a port 0 resolved).
+    const std::string &address() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+} // namespace ferry::server::detail

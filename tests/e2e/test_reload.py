@@ -1,0 +1,412 @@
+"""Hot reload and worker control (reload:, rpc.listen, SIGHUP, the CLI): the real binary, real PHP workers,
+real files changed on disk while clients keep sending requests."""
+
+import json
+import os
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import zlib
+
+from harness import BIN, wait_until, ServerTestCase
+
+
+def frame(flags, payload, options=()):
+    hl = 3 + len(options)
+    head = bytes([0x10 | hl, flags]) + struct.pack("<I", len(payload))
+    head += struct.pack("<I", zlib.crc32(head[:6])) + b"\0\0" + b"".join(struct.pack("<I", o) for o in options)
+    return head + payload
+
+
+def read_frame(sock):
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+    head = exact(12)
+    if head is None:
+        return None
+    hl = head[0] & 0x0F
+    size = struct.unpack("<I", head[2:6])[0]
+    opts = exact(4 * (hl - 3)) or b""
+    options = [struct.unpack("<I", opts[i:i + 4])[0] for i in range(0, len(opts), 4)]
+    payload = exact(size) if size else b""
+    return head[1], options, payload
+
+
+class Rpc:
+    """A raw client of the RPC listener (docs/protocol.md §6)."""
+
+    def __init__(self, address):
+        if address.startswith("unix://"):
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.connect(address[7:])
+        else:
+            host, port = address[6:].rsplit(":", 1)
+            self.sock = socket.create_connection((host, int(port)))
+        self.sock.settimeout(60)
+        self.seq = 0
+
+    def call(self, method, arg=None):
+        """(ok, decoded result or error text)"""
+        self.seq += 1
+        m = method.encode()
+        self.sock.sendall(frame(0x08, m + json.dumps(arg).encode(), (self.seq, len(m))))
+        flags, options, payload = read_frame(self.sock)
+        assert options[0] == self.seq, options
+        body = payload[options[1]:]
+        if flags & 0x40:
+            return False, body.decode()
+        return True, json.loads(body)
+
+    def close(self):
+        self.sock.close()
+
+
+class ReloadCase(ServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = None  # every test starts its own server, on its own app directory
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.TemporaryDirectory(prefix="ferry-reload-")
+        self.addCleanup(self.tmp.cleanup)
+        self.app = os.path.join(self.tmp.name, "app")
+        os.makedirs(self.app)
+        self.write("version.php", "<?php return 'v1';\n")
+
+    def write(self, name, text, rename=False):
+        path = os.path.join(self.app, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if rename:  # as vim and JetBrains save: a new file renamed over the old one
+            tmp = path + ".tmp~"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.rename(tmp, path)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+
+    def serve(self, reload=None, pool=None, rpc=None, extra=None, reload_as_is=False):
+        cfg = {"http": {"pool": dict({"num_workers": 2}, **(pool or {}))}}
+        if reload_as_is:
+            cfg["reload"] = reload
+        elif reload is not False:
+            cfg["reload"] = dict({"dirs": [self.app], "interval": "100ms"}, **(reload or {}))
+        if rpc:
+            cfg["rpc"] = rpc
+        cfg.update(extra or {})
+        return self.start_server(cfg, script="versioned.php", env={"FERRY_TEST_APP": self.app})
+
+    def version(self, srv, path="/"):
+        status, _, body = srv.request("GET", path)
+        self.assertEqual(status, 200, body)
+        return body.decode().split(" ")[0]
+
+    def resets(self, srv):
+        return srv.stderr().count("resetting the workers")
+
+
+class WatcherTest(ReloadCase):
+    def test_edit_under_keep_alive_load_fails_no_request(self):
+        srv = self.serve()
+        stop = threading.Event()
+        counts = {"ok": 0, "bad": []}
+        seen = set()
+        lock = threading.Lock()
+
+        def client():
+            conn = srv.conn()
+            try:
+                while not stop.is_set():
+                    try:
+                        conn.request("GET", "/")
+                        r = conn.getresponse()
+                        body = r.read().decode()
+                    except Exception as e:  # noqa: BLE001 - counted as a failure
+                        with lock:
+                            counts["bad"].append(repr(e))
+                        conn.close()
+                        conn = srv.conn()
+                        continue
+                    with lock:
+                        if r.status == 200:
+                            counts["ok"] += 1
+                            seen.add(body.split(" ")[0])
+                        else:
+                            counts["bad"].append(r.status)
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=client) for _ in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            for v in ("v2", "v3", "v4"):
+                self.write("version.php", f"<?php return '{v}';\n")
+                self.assertTrue(wait_until(lambda: v in seen, 10), (v, seen, srv.stderr()))
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(20)
+        self.assertEqual(counts["bad"], [])
+        self.assertGreater(counts["ok"], 100)
+        self.assertEqual(self.version(srv), "v4")
+        self.assertIn("version.php", srv.stderr())  # the reset names the file that triggered it
+
+    def test_syntax_error_keeps_old_code_then_fix_serves_new(self):
+        srv = self.serve(pool={"max_jobs": 5})
+        self.assertEqual(self.version(srv), "v1")
+        self.write("version.php", "<?php return 'v2' +;\n")  # a parse error
+        self.assertTrue(srv.wait_for_log("failed to boot", 10), srv.stderr())
+        # The old workers keep serving (and max_jobs recycling waits: 5 jobs each would otherwise retire them).
+        for _ in range(30):
+            self.assertEqual(self.version(srv), "v1")
+        self.assertEqual(srv.stderr().count("failed to boot"), 1, srv.stderr())
+        self.assertIn("keep serving", srv.stderr())
+        self.write("version.php", "<?php return 'v3';\n")
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v3", 10), srv.stderr())
+
+    def test_rename_save_triggers(self):
+        srv = self.serve()
+        self.write("version.php", "<?php return 'v2';\n", rename=True)
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v2", 10), srv.stderr())
+
+    def test_new_subdirectory_is_watched(self):
+        srv = self.serve()
+        os.makedirs(os.path.join(self.app, "src", "deep"))
+        time.sleep(0.3)  # its watch is added
+        before = self.resets(srv)
+        self.write("src/deep/Thing.php", "<?php\n")
+        self.assertTrue(wait_until(lambda: self.resets(srv) > before, 5), srv.stderr())
+        self.assertIn("src/deep/Thing.php", srv.stderr())
+        # A directory created together with its file (mkdir -p && write at once): the file is seen too.
+        before = self.resets(srv)
+        self.write("lib/new/Fresh.php", "<?php\n")
+        self.assertTrue(wait_until(lambda: self.resets(srv) > before, 5), srv.stderr())
+
+    def test_ignored_directory_and_other_files_do_not_trigger(self):
+        srv = self.serve(reload={"ignore": ["cache"]})
+        os.makedirs(os.path.join(self.app, "cache"))
+        self.write("cache/compiled.php", "<?php\n")
+        self.write("notes.txt", "hello\n")
+        self.write("style.css", "body{}\n")
+        time.sleep(1.0)
+        self.assertEqual(self.resets(srv), 0, srv.stderr())
+        self.write("real.php", "<?php\n")
+        self.assertTrue(wait_until(lambda: self.resets(srv) == 1, 5), srv.stderr())
+
+    def test_glob_patterns(self):
+        srv = self.serve(reload={"patterns": ["*.{php,twig}", "config/**"]})
+        for name in ("templates/a.twig", "config/deep/app.yaml"):
+            before = self.resets(srv)
+            self.write(name, "x\n")
+            self.assertTrue(wait_until(lambda: self.resets(srv) > before, 5), (name, srv.stderr()))
+        before = self.resets(srv)
+        self.write("other.yaml", "x\n")
+        time.sleep(0.8)
+        self.assertEqual(self.resets(srv), before)
+
+    def test_burst_of_500_files_is_one_reset(self):
+        srv = self.serve()
+        for i in range(500):
+            self.write(f"gen/f{i:03d}.php", f"<?php return {i};\n")
+        self.assertTrue(wait_until(lambda: self.resets(srv) >= 1, 10), srv.stderr())
+        time.sleep(1.5)
+        self.assertEqual(self.resets(srv), 1, srv.stderr())
+        self.assertIn("500 file(s) changed", srv.stderr())
+
+    def test_polling_backend(self):
+        srv = self.serve(reload={"backend": "poll", "poll_interval": "200ms"})
+        self.assertIn("polling every 200 ms", srv.stderr())
+        self.write("version.php", "<?php return 'v2';\n")
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v2", 10), srv.stderr())
+
+    def test_roadrunner_2_shape(self):
+        srv = self.serve(reload={"interval": "1s", "patterns": [".php"],
+                                 "services": {"http": {"dirs": [self.app], "recursive": True}}},
+                         reload_as_is=True)
+        self.assertIn("watching " + self.app, srv.stderr())
+        self.write("version.php", "<?php return 'v2';\n")
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v2", 10), srv.stderr())
+
+    def test_reset_with_fork_template_loads_new_code(self):
+        srv = self.serve(pool={"fork": True})
+        self.assertEqual(self.version(srv), "v1")
+        self.write("version.php", "<?php return 'v2';\n")
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v2", 10), srv.stderr())
+        self.assertGreaterEqual(srv.stderr().count("ready: new workers are forked from it"), 2)
+
+    def test_missing_dir_is_a_clear_error(self):
+        srv = self.serve(reload={"dirs": [os.path.join(self.app, "nope")]})
+        self.assertIn('reload.dirs: "' + os.path.join(self.app, "nope") + '" is not a directory', srv.stderr())
+        self.assertEqual(self.version(srv), "v1")
+
+
+class ResetTest(ReloadCase):
+    def test_sighup_resets_every_worker(self):
+        srv = self.serve(reload=False)
+        before = set(srv.workers())
+        self.write("version.php", "<?php return 'v2';\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(srv.wait_for_log("rolling reset (SIGHUP) done", 10), srv.stderr())
+        self.assertEqual(self.version(srv), "v2")
+        self.assertFalse(before & set(srv.workers()))
+
+    def test_reset_timeout_kills_a_busy_worker_with_503(self):
+        srv = self.serve(reload=False, pool={"num_workers": 1, "reset_timeout": "1s"})
+        results = {}
+
+        def slow():
+            results["slow"] = srv.request("GET", "/sleep?ms=6000", timeout=20)
+
+        t = threading.Thread(target=slow)
+        t.start()
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGHUP)
+        t.join(20)
+        status, headers, _ = results["slow"]
+        self.assertEqual(status, 503)
+        self.assertIn("retry-after", {k.lower() for k, _ in headers})
+        self.assertTrue(srv.wait_for_log("reset_timeout", 5), srv.stderr())
+        self.assertTrue(srv.wait_for_log("1 killed at reset_timeout", 5), srv.stderr())
+        self.assertEqual(self.version(srv), "v1")
+
+
+class RpcTest(ReloadCase):
+    def rpc_server(self, **kw):
+        self.sock_path = os.path.join(self.tmp.name, "rpc.sock")
+        return self.serve(reload=False, rpc={"listen": "unix://" + self.sock_path}, **kw)
+
+    def cli(self, srv, *args, timeout=30):
+        return subprocess.run([BIN, *args, "-c", srv.config_path], capture_output=True, text=True,
+                              timeout=timeout, cwd=srv.tmp.name)
+
+    def test_informer_and_resetter(self):
+        srv = self.rpc_server()
+        self.assertEqual(stat.S_IMODE(os.stat(self.sock_path).st_mode), 0o600)
+        rpc = Rpc("unix://" + self.sock_path)
+        self.addCleanup(rpc.close)
+        self.assertEqual(rpc.call("informer.List", True), (True, ["http"]))
+        self.assertEqual(rpc.call("resetter.List", True), (True, ["http"]))
+        ok, res = rpc.call("informer.Workers", "http")
+        self.assertTrue(ok, res)
+        pids = sorted(w["pid"] for w in res["workers"])
+        self.assertEqual(pids, srv.workers())
+        w = res["workers"][0]
+        for key in ("pid", "status", "numExecs", "created", "memoryUsage", "CPUPercent", "command", "statusStr"):
+            self.assertIn(key, w)
+        self.assertGreater(w["memoryUsage"], 1 << 20)
+        self.assertIn("versioned.php", w["command"])
+        # A bad method: an error answer, and the connection stays usable.
+        ok, err = rpc.call("resetter.Nope", "http")
+        self.assertFalse(ok)
+        self.assertIn('unknown method "resetter.Nope"', err)
+        ok, err = rpc.call("informer.Workers", "grpc")
+        self.assertFalse(ok)
+        self.assertIn('no plugin "grpc"', err)
+        self.write("version.php", "<?php return 'v2';\n")
+        self.assertEqual(rpc.call("resetter.Reset", "http"), (True, True))
+        self.assertEqual(self.version(srv), "v2")
+        self.assertFalse(set(pids) & set(srv.workers()))
+
+    def test_malformed_frames_close_the_connection_only(self):
+        srv = self.rpc_server()
+        for junk in (b"GET / HTTP/1.1\r\n\r\n", frame(0x08, b"xx", (1,)), frame(0x08, b"ab", (1, 9))):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(5)
+            s.connect(self.sock_path)
+            s.sendall(junk)
+            self.assertEqual(s.recv(100), b"")  # closed
+            s.close()
+        self.assertTrue(srv.wait_for_log("not an RPC frame", 5), srv.stderr())
+        rpc = Rpc("unix://" + self.sock_path)
+        self.addCleanup(rpc.close)
+        self.assertTrue(rpc.call("informer.List", True)[0])
+        self.assertEqual(self.version(srv), "v1")
+
+    def test_msgpack_codec_is_refused_clearly(self):
+        self.rpc_server()
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.sock_path)
+        self.addCleanup(s.close)
+        s.sendall(frame(0x10, b"informer.List\xc3", (7, 13)))
+        flags, options, payload = read_frame(s)
+        self.assertTrue(flags & 0x40)
+        self.assertIn(b"speaks JSON", payload)
+
+    def test_cli_workers_reset_stop(self):
+        srv = self.rpc_server()
+        r = self.cli(srv, "workers")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for pid in srv.workers():
+            self.assertIn(str(pid), r.stdout)
+        self.assertIn("STATE", r.stdout)
+        r = self.cli(srv, "workers", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(w["pid"] for w in json.loads(r.stdout)["workers"]), srv.workers())
+        before = set(srv.workers())
+        self.write("version.php", "<?php return 'v2';\n")
+        r = self.cli(srv, "reset")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.version(srv), "v2")
+        self.assertFalse(before & set(srv.workers()))
+        r = self.cli(srv, "reset", "jobs")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('no plugin "jobs"', r.stderr)
+        r = self.cli(srv, "stop")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(srv.proc.wait(15), 0)
+        self.assertFalse(os.path.exists(self.sock_path))
+
+    def test_php_client_from_a_worker(self):
+        srv = self.rpc_server()
+        status, _, body = srv.request("GET", "/rpc")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(sorted(w["pid"] for w in json.loads(body)), srv.workers())
+
+    def test_cli_without_rpc_or_server(self):
+        srv = self.serve(reload=False)
+        r = self.cli(srv, "workers")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("has no rpc.listen", r.stderr)
+        gone = os.path.join(self.tmp.name, "gone.yaml")
+        with open(gone, "w") as f:
+            f.write(f'version: "3"\nserver:\n  command: php x.php\nrpc:\n  listen: unix://{self.tmp.name}/none.sock\n')
+        r = subprocess.run([BIN, "workers", "-c", gone], capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot reach the server", r.stderr)
+
+    def test_remote_tcp_needs_allow_remote(self):
+        cfg_path = os.path.join(self.tmp.name, "remote.yaml")
+        with open(cfg_path, "w") as f:
+            f.write('version: "3"\nserver:\n  command: "php -r sleep(1);"\nhttp:\n  address: 127.0.0.1:0\n'
+                    'rpc:\n  listen: tcp://0.0.0.0:0\n')
+        r = subprocess.run([BIN, "serve", "-c", cfg_path], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("rpc.listen", r.stderr)
+        self.assertIn("rpc.allow_remote", r.stderr)
+
+    def test_tcp_listener_and_rr_rpc(self):
+        srv = self.serve(reload=False, rpc={"listen": "tcp://127.0.0.1:0"})
+        addr = [l for l in srv.stderr().splitlines() if "rpc: listening on" in l][0].split("listening on ")[1]
+        rpc = Rpc(addr.strip())
+        self.addCleanup(rpc.close)
+        self.assertTrue(rpc.call("informer.Workers", "http")[0])
+        status, _, body = srv.request("GET", "/rpc")  # the workers got RR_RPC with the bound port
+        self.assertEqual(status, 200, body)
+
+
+if __name__ == "__main__":
+    unittest.main()
