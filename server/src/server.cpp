@@ -340,8 +340,8 @@ awaitable<void> lifecycle(Runtime *rt)
     if (handoff)
         asio::co_spawn(rt->io, accept_handoff(rt), log_exceptions{"accept"});
 
-    if (auto started = rt->control->start(rt->pool); !started)
-        log::error("core", started.error().message + "; the server runs without it");
+    if (auto control = rt->control->start(rt->pool); !control)
+        log::error("core", control.error().message + "; the server runs without it");
     rt->serving = true;
     if (!rt->stop_requested) {
         rt->stop_event.expires_at(steady::time_point::max());
