@@ -334,4 +334,50 @@ class ExampleAppTest(unittest.TestCase):
         c.close()
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(15), 0)
-        self.assertIn(b"stopped", proc.stderr.read())
+        err = proc.stderr.read()
+        self.assertIn(b"stopped", err)
+        self.assertIn(b"reload: watching", err)
+        self.assertIn(b"ready: new workers are forked from it", err)
+
+    def test_example_app_reloads_an_edit_and_answers_the_cli(self):
+        """The development loop the README promises: edit worker.php, save, refresh."""
+        import shutil
+        import tempfile
+        from harness import ROOT, wait_until
+        tmp = tempfile.mkdtemp(prefix="ferry-example-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        app = os.path.join(tmp, "hello")
+        shutil.copytree(os.path.join(ROOT, "examples", "hello"), app)
+        # The example's php-worker/ path is relative to the repository: point it there.
+        worker = os.path.join(app, "worker.php")
+        with open(worker) as f:
+            code = f.read()
+        code = code.replace("__DIR__ . '/../../php-worker", "'" + os.path.join(ROOT, "php-worker"))
+        with open(worker, "w") as f:
+            f.write(code)
+        env = dict(os.environ, FERRY_RPC=f"unix://{tmp}/rpc.sock")
+        proc = subprocess.Popen([BIN, "serve", "-w", app, "-o", f"http.address={HOST}:0"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        line = proc.stdout.readline().decode().strip()
+        self.assertTrue(line.startswith("listening on http://"), line + proc.stderr.read1().decode())
+        port = int(line.rsplit(":", 1)[1])
+
+        def page():
+            import http.client
+            c = http.client.HTTPConnection(HOST, port, timeout=10)
+            c.request("GET", "/?name=Ferry")
+            body = c.getresponse().read().decode()
+            c.close()
+            return body
+
+        self.assertIn("Hello, Ferry!</h1>", page())
+        with open(worker, "w") as f:
+            f.write(code.replace("Hello, ", "Howdy, "))
+        self.assertTrue(wait_until(lambda: "Howdy, Ferry!</h1>" in page(), 10))
+        r = subprocess.run([BIN, "workers", "-w", app], env=env, capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 worker(s)", r.stdout)
+        r = subprocess.run([BIN, "stop", "-w", app], env=env, capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(proc.wait(15), 0)

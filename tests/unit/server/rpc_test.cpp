@@ -1,0 +1,60 @@
+#include "control/rpc_frame.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace ferry::server::detail;
+namespace relay = ferry::relay;
+
+TEST(RpcFrame, RoundTripsAndSplitsAtEveryByte)
+{
+    const std::string f = encode_rpc(relay::flag::codec_json, 7, "informer.Workers", "\"http\"");
+    for (std::size_t cut = 0; cut < f.size(); ++cut) {
+        auto p = parse_rpc(std::string_view(f).substr(0, cut), 1 << 20);
+        ASSERT_EQ(p.status, relay::DecodeStatus::need_more) << cut;
+    }
+    auto p = parse_rpc(f + "trailing", 1 << 20);
+    ASSERT_EQ(p.status, relay::DecodeStatus::ok);
+    EXPECT_EQ(p.needed, f.size());
+    EXPECT_EQ(p.message.seq, 7u);
+    EXPECT_EQ(p.message.method, "informer.Workers");
+    EXPECT_EQ(p.message.body, "\"http\"");
+    EXPECT_EQ(p.message.flags, relay::flag::codec_json);
+}
+
+TEST(RpcFrame, GoldenBytesAsRoadRunnersPhpClientSendsThem)
+{
+    // Spiral\Goridge\RPC\RPC->call('resetter.Reset', 'http'): flags JSON, options [seq 1, 14], payload
+    // "resetter.Reset" . json_encode('http').
+    const std::string f = encode_rpc(relay::flag::codec_json, 1, "resetter.Reset", "\"http\"");
+    ASSERT_EQ(f.size(), 12u + 8u + 14u + 6u);
+    EXPECT_EQ(static_cast<unsigned char>(f[0]), 0x15); // version 1, 5 words of header
+    EXPECT_EQ(static_cast<unsigned char>(f[1]), 0x08);
+    EXPECT_EQ(f.substr(12, 8), std::string("\x01\0\0\0\x0e\0\0\0", 8));
+    EXPECT_EQ(f.substr(20), "resetter.Reset\"http\"");
+}
+
+TEST(RpcFrame, MalformedFramesAreErrorsThatSayWhy)
+{
+    auto one_option = relay::encode_frame(relay::flag::codec_json, 0, std::vector<std::uint32_t>{3}, "abc");
+    auto p = parse_rpc(one_option, 1 << 20);
+    EXPECT_EQ(p.status, relay::DecodeStatus::error);
+    EXPECT_NE(p.error.find("needs 2 options"), std::string::npos) << p.error;
+
+    auto too_long = relay::encode_frame(relay::flag::codec_json, 0, std::vector<std::uint32_t>{1, 10}, "abc");
+    p = parse_rpc(too_long, 1 << 20);
+    EXPECT_EQ(p.status, relay::DecodeStatus::error);
+    EXPECT_NE(p.error.find("does not fit"), std::string::npos) << p.error;
+
+    auto no_method = relay::encode_frame(relay::flag::codec_json, 0, std::vector<std::uint32_t>{1, 0}, "abc");
+    EXPECT_EQ(parse_rpc(no_method, 1 << 20).status, relay::DecodeStatus::error);
+
+    p = parse_rpc("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1 << 20);
+    EXPECT_EQ(p.status, relay::DecodeStatus::error);
+
+    auto big = encode_rpc(relay::flag::codec_json, 1, "m", std::string(2000, 'x'));
+    EXPECT_EQ(parse_rpc(big, 1000).status, relay::DecodeStatus::error); // over the payload limit
+
+    std::string bad_crc = encode_rpc(relay::flag::codec_json, 1, "m", "1");
+    bad_crc[7] ^= 0x55;
+    EXPECT_EQ(parse_rpc(bad_crc, 1 << 20).status, relay::DecodeStatus::error);
+}
