@@ -141,8 +141,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // on the loop that has waited longest), or park it (watched: output while idle is caught as it arrives).
     void make_available(const WorkerPtr &w)
     {
-        if (w->state == State::dead || w->exited)
-            return;
+        if (w->state == State::dead || w->state == State::stopping || w->exited)
+            return; // on its way out: it must not take a request after its stop frame
         if (w->stop_on_release || stopping.raised()) {
             start_stop(w);
             return;
@@ -448,7 +448,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
                               " context)");
         w->state = State::ready; // counted as serving before retire_one() asks maintain() for more
-        self->retire_one();
+        if (!w->retire)
+            self->retire_one(); // a fresh worker replaces one that waits for it (never itself)
         self->make_available(w);
         self->changed_now();
     }

@@ -264,6 +264,58 @@ class ResetTest(ReloadCase):
         self.assertEqual(self.version(srv), "v2")
         self.assertFalse(before & set(srv.workers()))
 
+    def test_overlapping_resets_coalesce_under_load_with_max_jobs(self):
+        sock = os.path.join(self.tmp.name, "rpc.sock")
+        srv = self.serve(reload=False, pool={"num_workers": 3, "max_jobs": 7},
+                         rpc={"listen": "unix://" + sock})
+        stop = threading.Event()
+        bad, ok = [], [0]
+
+        def client():
+            conn = srv.conn()
+            try:
+                while not stop.is_set():
+                    conn.request("GET", "/")
+                    r = conn.getresponse()
+                    r.read()
+                    if r.status == 200:
+                        ok[0] += 1
+                    else:
+                        bad.append(r.status)
+            except Exception as e:  # noqa: BLE001 - a failure
+                bad.append(repr(e))
+            finally:
+                conn.close()
+
+        load = [threading.Thread(target=client) for _ in range(3)]
+        for t in load:
+            t.start()
+        self.write("version.php", "<?php return 'v2';\n")
+        answers = []
+
+        def reset():
+            rpc = Rpc("unix://" + sock)
+            try:
+                answers.append(rpc.call("resetter.Reset", "http"))
+            finally:
+                rpc.close()
+
+        resets = [threading.Thread(target=reset) for _ in range(3)]
+        for t in resets:
+            t.start()
+        srv.proc.send_signal(signal.SIGHUP)
+        for t in resets:
+            t.join(60)
+        time.sleep(0.3)
+        stop.set()
+        for t in load:
+            t.join(20)
+        self.assertEqual(answers, [(True, True)] * 3)
+        self.assertEqual(bad, [], srv.stderr())
+        self.assertGreater(ok[0], 50)
+        self.assertEqual(self.version(srv), "v2")
+        self.assertTrue(wait_until(lambda: len(srv.workers()) == 3, 5), srv.workers())
+
     def test_reset_timeout_kills_a_busy_worker_with_503(self):
         srv = self.serve(reload=False, pool={"num_workers": 1, "reset_timeout": "1s"})
         results = {}
