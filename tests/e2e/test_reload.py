@@ -423,6 +423,25 @@ class RpcTest(ReloadCase):
         self.assertEqual(srv.proc.wait(15), 0)
         self.assertFalse(os.path.exists(self.sock_path))
 
+    def test_roadrunners_php_rpc_client(self):
+        """Spiral\\Goridge\\RPC\\RPC's framing, as tests/php/rr_rpc_client.php reproduces it."""
+        srv = self.rpc_server()
+        before = srv.workers()
+        self.write("version.php", "<?php return 'v2';\n")
+        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "php", "rr_rpc_client.php")
+        r = subprocess.run(["php", fixture, "unix://" + self.sock_path,
+                            "informer.List", "true", "informer.Workers", '"http"', "resetter.Reset", '"http"',
+                            "nope.Method", '"x"', "resetter.List", "true"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], 'ok ["http"]')
+        self.assertEqual(sorted(w["pid"] for w in json.loads(lines[1][3:])["workers"]), before)
+        self.assertEqual(lines[2], "ok true")
+        self.assertTrue(lines[3].startswith('error unknown method "nope.Method"'), lines[3])
+        self.assertEqual(lines[4], 'ok ["http"]')  # the connection survived the error
+        self.assertEqual(self.version(srv), "v2")
+
     def test_php_client_from_a_worker(self):
         srv = self.rpc_server()
         status, _, body = srv.request("GET", "/rpc")
