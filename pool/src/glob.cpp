@@ -11,16 +11,17 @@ bool has_glob_char(std::string_view s)
     return s.find_first_of("*?[{") != std::string_view::npos;
 }
 
-std::vector<std::string> split(std::string_view path)
+// The '/'-separated segments of `path`; empty ones ("a//b", a leading or trailing '/') are dropped.
+std::vector<std::string_view> split(std::string_view path)
 {
-    std::vector<std::string> out;
+    std::vector<std::string_view> out;
     std::size_t start = 0;
     while (start <= path.size()) {
         std::size_t slash = path.find('/', start);
         if (slash == std::string_view::npos)
             slash = path.size();
-        if (slash > start) // empty segments ("a//b", a leading or trailing '/') are dropped
-            out.emplace_back(path.substr(start, slash - start));
+        if (slash > start)
+            out.push_back(path.substr(start, slash - start));
         start = slash + 1;
     }
     return out;
@@ -106,22 +107,15 @@ Glob::Glob(std::string_view pattern) : pattern_(pattern)
     while (p.rfind("./", 0) == 0)
         p.erase(0, 2);
     anywhere_ = p.find('/') == std::string::npos;
-    for (const auto &alt : expand_braces(p))
-        alternatives_.push_back(split(alt));
+    for (const auto &alt : expand_braces(p)) {
+        auto segs = split(alt);
+        alternatives_.emplace_back(segs.begin(), segs.end());
+    }
 }
 
 bool Glob::match(std::string_view path) const
 {
-    std::vector<std::string_view> segs;
-    std::size_t start = 0;
-    while (start <= path.size()) {
-        std::size_t slash = path.find('/', start);
-        if (slash == std::string_view::npos)
-            slash = path.size();
-        if (slash > start)
-            segs.push_back(path.substr(start, slash - start));
-        start = slash + 1;
-    }
+    std::vector<std::string_view> segs = split(path);
     if (segs.empty())
         return false;
     if (anywhere_)
