@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -16,6 +17,29 @@
 namespace ferry::pool {
 
 namespace {
+// sendmsg() of `data` with three descriptors attached. A plain function: the control buffer must be aligned
+// for cmsghdr, which a coroutine frame does not guarantee (GCC 12; UBSan saw it misaligned).
+ssize_t send_with_fds(int sock, const std::string &data, std::array<int, 3> fds)
+{
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)] = {};
+    iovec iov{const_cast<char *>(data.data()), data.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * 3);
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * 3);
+    ssize_t sent;
+    do
+        sent = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    return sent;
+}
+
 // A retired template exits at EOF; one that does not within `limit` is killed.
 awaitable<void> end_within(WorkerPtr w, std::chrono::milliseconds limit)
 {
@@ -64,24 +88,8 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     static const std::string command =
         relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true})");
     // One message carries the command and the three descriptors (SCM_RIGHTS).
-    int fds[3] = {ends.in, ends.out, ends.err};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-    iovec iov{const_cast<char *>(command.data()), command.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
     ch.begin_exchange();
-    ssize_t sent;
-    do
-        sent = ::sendmsg(proc_->control_fd, &msg, MSG_NOSIGNAL);
-    while (sent < 0 && errno == EINTR);
+    const ssize_t sent = send_with_fds(proc_->control_fd, command, {ends.in, ends.out, ends.err});
     if (sent != static_cast<ssize_t>(command.size())) {
         std::string why = sent < 0 ? std::strerror(errno) : "short write";
         retire("sending a fork command failed: " + why);

@@ -230,7 +230,7 @@ class WatcherTest(ReloadCase):
 
     def test_polling_backend(self):
         srv = self.serve(reload={"backend": "poll", "poll_interval": "200ms"})
-        self.assertIn("polling every 200 ms", srv.stderr())
+        self.assertTrue(srv.wait_for_log("polling every 200 ms"), srv.stderr())
         self.write("version.php", "<?php return 'v2';\n")
         self.assertTrue(wait_until(lambda: self.version(srv) == "v2", 10), srv.stderr())
 
@@ -238,7 +238,7 @@ class WatcherTest(ReloadCase):
         srv = self.serve(reload={"interval": "1s", "patterns": [".php"],
                                  "services": {"http": {"dirs": [self.app], "recursive": True}}},
                          reload_as_is=True)
-        self.assertIn("watching " + self.app, srv.stderr())
+        self.assertTrue(srv.wait_for_log("watching " + self.app), srv.stderr())
         self.write("version.php", "<?php return 'v2';\n")
         self.assertTrue(wait_until(lambda: self.version(srv) == "v2", 10), srv.stderr())
 
@@ -251,7 +251,8 @@ class WatcherTest(ReloadCase):
 
     def test_missing_dir_is_a_clear_error(self):
         srv = self.serve(reload={"dirs": [os.path.join(self.app, "nope")]})
-        self.assertIn('reload.dirs: "' + os.path.join(self.app, "nope") + '" is not a directory', srv.stderr())
+        self.assertTrue(srv.wait_for_log('reload.dirs: "' + os.path.join(self.app, "nope") + '" is not a directory'),
+                        srv.stderr())
         self.assertEqual(self.version(srv), "v1")
 
 
@@ -472,6 +473,7 @@ class RpcTest(ReloadCase):
 
     def test_tcp_listener_and_rr_rpc(self):
         srv = self.serve(reload=False, rpc={"listen": "tcp://127.0.0.1:0"})
+        self.assertTrue(srv.wait_for_log("rpc: listening on"), srv.stderr())
         addr = [l for l in srv.stderr().splitlines() if "rpc: listening on" in l][0].split("listening on ")[1]
         rpc = Rpc(addr.strip())
         self.addCleanup(rpc.close)
