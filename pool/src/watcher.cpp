@@ -78,7 +78,9 @@ struct Watcher::Impl : std::enable_shared_from_this<Impl> {
     asio::steady_timer quiet, poll_timer;
 
     // debounce
+    static constexpr std::size_t max_pending = 10000;
     std::set<std::string> pending;
+    std::size_t pending_dropped = 0; // changes beyond max_pending in this burst
     bool armed = false;
     clock::time_point first, last;
 
@@ -113,7 +115,11 @@ struct Watcher::Impl : std::enable_shared_from_this<Impl> {
 
     void note(std::string path)
     {
-        pending.insert(std::move(path));
+        // Bounded: a process writing files without end under a watched directory must not grow the set.
+        if (pending.size() < max_pending)
+            pending.insert(std::move(path));
+        else
+            ++pending_dropped;
         last = clock::now();
         if (armed)
             return;
@@ -135,7 +141,10 @@ struct Watcher::Impl : std::enable_shared_from_this<Impl> {
         }
         self->armed = false;
         std::vector<std::string> files(self->pending.begin(), self->pending.end());
+        if (self->pending_dropped > 0)
+            files.push_back("(" + std::to_string(self->pending_dropped) + " more changes not listed)");
         self->pending.clear();
+        self->pending_dropped = 0;
         self->on_change(files);
     }
 

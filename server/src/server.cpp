@@ -332,6 +332,10 @@ awaitable<void> lifecycle(Runtime *rt)
     std::string host = shown + ":" + std::to_string(ep.port());
     co_await on_each<bool>(rt->executors(),
                            [rt, &host](std::size_t i) { return start_loop(rt->loops[i].get(), host); });
+    // The watcher and the RPC listener are up before the server says it is ready: a change saved right after
+    // "listening on" is seen.
+    if (auto control = rt->control->start(rt->pool); !control)
+        log::error("core", control.error().message + "; the server runs without it");
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
     log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
@@ -339,9 +343,6 @@ awaitable<void> lifecycle(Runtime *rt)
                           (rt->loops.size() > 1 ? std::string(", accept: ") + cfg.http.accept : ""));
     if (handoff)
         asio::co_spawn(rt->io, accept_handoff(rt), log_exceptions{"accept"});
-
-    if (auto control = rt->control->start(rt->pool); !control)
-        log::error("core", control.error().message + "; the server runs without it");
     rt->serving = true;
     if (!rt->stop_requested) {
         rt->stop_event.expires_at(steady::time_point::max());

@@ -390,6 +390,29 @@ class RpcTest(ReloadCase):
         self.assertTrue(rpc.call("informer.List", True)[0])
         self.assertEqual(self.version(srv), "v1")
 
+    def test_connections_are_capped_and_the_listener_keeps_working(self):
+        srv = self.rpc_server()
+        held = []
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(self.sock_path)
+            held.append(s)
+        self.addCleanup(lambda: [s.close() for s in held])
+        extra = socket.socket(socket.AF_UNIX)
+        extra.settimeout(5)
+        extra.connect(self.sock_path)
+        self.addCleanup(extra.close)
+        self.assertEqual(extra.recv(10), b"")  # the 65th is closed at once
+        self.assertTrue(srv.wait_for_log("64 RPC connections are open already"), srv.stderr())
+        for s in held[:2]:
+            s.close()
+        held = held[2:]
+        time.sleep(0.2)
+        rpc = Rpc("unix://" + self.sock_path)
+        self.addCleanup(rpc.close)
+        self.assertTrue(rpc.call("informer.List", True)[0])
+        self.assertEqual(self.version(srv), "v1")
+
     def test_msgpack_codec_is_refused_clearly(self):
         self.rpc_server()
         s = socket.socket(socket.AF_UNIX)
