@@ -122,4 +122,19 @@ Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
     return pid;
 }
 
+Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
+                   const std::vector<std::string> &env, int in_fd, int out_fd, int err_fd)
+{
+    static boost::asio::io_context fork_context; // as above
+    bp::error_code ec;
+    auto proc = bp::default_process_launcher()(fork_context.get_executor(), ec, bp::filesystem::path(exe),
+                                               args, bp::process_stdio{in_fd, out_fd, err_fd},
+                                               bp::process_environment{env}, child_setup{::getpid()});
+    if (ec)
+        return fail("cannot start " + exe + ": " + ec.message());
+    int pid = proc.id();
+    proc.detach();
+    return pid;
+}
+
 } // namespace ferry::pool::detail

@@ -26,5 +26,9 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                    const std::vector<std::string> &env, boost::asio::writable_pipe &in,
                    boost::asio::readable_pipe &out, boost::asio::readable_pipe &err, int extra_fd = -1);
+// The same on descriptors of the caller's: the child's ends of its stdin, stdout and stderr (they stay the
+// caller's to close).
+Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
+                   const std::vector<std::string> &env, int in_fd, int out_fd, int err_fd);
 
 } // namespace ferry::pool::detail

@@ -254,25 +254,47 @@ struct Shard : std::enable_shared_from_this<Shard> {
         make_available(w);
     }
 
-    // A new worker is ready: retire one worker that waits for its replacement, an idle one first. A busy one
-    // stops when its request is done; one a reset made stale has reset_timeout for it.
+    // A new worker is ready: retire one worker that waits for its replacement, an idle one first, the oldest
+    // generation first (under max_jobs churn a reset's old workers must not wait behind recycled new ones). A
+    // busy one stops when its request is done; one a reset made stale has reset_timeout for it.
     void retire_one()
     {
-        WorkerPtr busy;
+        WorkerPtr idle, busy;
         for (auto &[pid, w] : workers) {
             if (!w->retire || w->stop_on_release || w->state == State::stopping || w->state == State::dead)
                 continue;
-            if (w->state == State::ready) {
-                start_stop(w);
-                return;
-            }
-            if (!busy)
-                busy = w;
+            WorkerPtr &pick = w->state == State::ready ? idle : busy;
+            if (!pick || w->gen < pick->gen)
+                pick = w;
         }
-        if (busy) {
+        if (idle) {
+            start_stop(idle);
+        } else if (busy) {
             busy->stop_on_release = true;
             if (busy->gen < generation)
                 busy->reset_deadline = clock::now() + opt.reset_timeout;
+        }
+    }
+
+    // Workers waiting for a replacement are kept only while the fresh ones are too few: with enough, they all
+    // go (a worker that booted while a reset began arrives stale when its replacements are already there; it
+    // would otherwise idle on and the reset would wait for it forever).
+    void shed_surplus()
+    {
+        if (serving(false) < opt.num_workers)
+            return;
+        std::vector<WorkerPtr> surplus;
+        for (auto &[pid, w] : workers)
+            if (w->retire && !w->stop_on_release && (w->state == State::ready || w->state == State::working))
+                surplus.push_back(w);
+        for (auto &w : surplus) {
+            if (w->state == State::ready) {
+                start_stop(w);
+                continue;
+            }
+            w->stop_on_release = true;
+            if (w->gen < generation)
+                w->reset_deadline = clock::now() + opt.reset_timeout;
         }
     }
 
@@ -380,7 +402,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
 
     // ---- spawning ---------------------------------------------------------------------------------
 
-    Result<WorkerPtr> launch();
+    // A new worker started from its command (on loops[0], see Impl::launch_on_first), its pipes on this loop.
+    awaitable<Result<WorkerPtr>> launch();
     // A new worker: forked from the pool's template (Options::fork) when there is a usable one, else
     // launch().
     awaitable<Result<WorkerPtr>> launch_worker();
@@ -451,6 +474,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (!w->retire)
             self->retire_one(); // a fresh worker replaces one that waits for it (never itself)
         self->make_available(w);
+        self->shed_surplus();
         self->changed_now();
     }
 
@@ -811,6 +835,8 @@ struct Pool::Impl {
     };
     std::deque<Unclaimed> unclaimed;
 
+    Result<int> launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner);
+
     // Records that `pid` belongs to `owner`; the wait status instead when it has already been reaped.
     std::optional<int> claim(int pid, unsigned owner)
     {
@@ -1007,19 +1033,6 @@ bool Shard::hopeless() const
     return serving_anywhere == 0 && failing;
 }
 
-Result<WorkerPtr> Shard::launch()
-{
-    // Under the table's lock: the reaper, which looks a pid up after waitpid(), cannot miss a worker that
-    // exits at once. One launch at a time also keeps the launcher's fork context single-threaded.
-    std::lock_guard lock(group.mu);
-    auto launched = spawner.launch();
-    if (launched) {
-        (*launched)->home = index;
-        group.owners.emplace((*launched)->pid, index);
-    }
-    return launched;
-}
-
 namespace {
 awaitable<Result<int>> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends,
                                  std::uint64_t gen)
@@ -1027,7 +1040,7 @@ awaitable<Result<int>> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::
     co_return co_await t->fork(ends, gen);
 }
 
-// Three pipes for a forked worker: our ends into `w`, the child's ends into `ends`.
+// Three pipes for a new worker: our ends into `w`, the child's ends into `ends`.
 Result<void> make_pipes(Worker &w, ForkTemplate::ChildEnds &ends)
 {
     int in[2], out[2], err[2];
@@ -1051,16 +1064,58 @@ Result<void> make_pipes(Worker &w, ForkTemplate::ChildEnds &ends)
 }
 } // namespace
 
+// On loops[0]: every process is started from the thread that owns the signal handling. A fork from another
+// loop's thread could copy Asio's process-wide signal state while loops[0] held its lock, and the child,
+// before its exec, wait for that lock forever, with the launching loop waiting for the child (seen under
+// ASan with two loops).
+Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner)
+{
+    // Under the table's lock (and on the reaper's own loop): the reaper, which looks a pid up after
+    // waitpid(), cannot miss a worker that exits at once.
+    std::lock_guard lock(mu);
+    auto pid = spawner.launch_on(ends.in, ends.out, ends.err);
+    if (pid)
+        owners.emplace(*pid, owner);
+    return pid;
+}
+
+namespace {
+awaitable<Result<int>> launch_from(Pool::Impl *group, const Spawner *spawner, ForkTemplate::ChildEnds ends,
+                                   unsigned owner)
+{
+    co_return group->launch_on_first(*spawner, ends, owner);
+}
+} // namespace
+
+awaitable<Result<WorkerPtr>> Shard::launch()
+{
+    auto w = std::make_shared<Worker>(io, opt.max_frame_payload);
+    ForkTemplate::ChildEnds ends;
+    if (auto piped = make_pipes(*w, ends); !piped)
+        co_return piped.error();
+    Result<int> pid = fail("not started");
+    if (index == 0)
+        pid = group.launch_on_first(spawner, ends, index);
+    else
+        pid = co_await asio::co_spawn(shard(0).io, launch_from(&group, &spawner, ends, index), use_awaitable);
+    ends.close();
+    if (!pid)
+        co_return pid.error();
+    w->pid = *pid;
+    w->home = index;
+    co_return w;
+}
+
 awaitable<Result<WorkerPtr>> Shard::launch_worker()
 {
     std::shared_ptr<ForkTemplate> t = group.tmpl;
     if (!t || t->disabled())
-        co_return launch();
+        co_return co_await launch();
     auto w = std::make_shared<Worker>(io, opt.max_frame_payload);
     ForkTemplate::ChildEnds ends;
     if (auto piped = make_pipes(*w, ends); !piped) {
         log::warn("pool", "http.pool.fork: " + piped.error().message + "; starting the worker on its own");
-        co_return launch();
+        co_return co_await launch();
     }
     // (GCC 12 miscompiles co_await inside ?:, destroying a temporary twice: plain ifs.)
     Result<int> pid = fail("not forked");
@@ -1072,7 +1127,7 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker()
         co_return pid.error(); // the template could not boot the code: neither can a worker (said once)
     if (!pid) {
         log::debug("pool", "not forked (" + pid.error().message + "): starting the worker on its own");
-        co_return launch();
+        co_return co_await launch();
     }
     w->pid = *pid;
     w->home = index;

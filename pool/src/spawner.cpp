@@ -55,6 +55,11 @@ Result<WorkerPtr> Spawner::launch()
     return w;
 }
 
+Result<int> Spawner::launch_on(int in_fd, int out_fd, int err_fd) const
+{
+    return detail::launch(exe_, args_, env_, in_fd, out_fd, err_fd);
+}
+
 Result<WorkerPtr> Spawner::launch_template()
 {
     int sv[2];

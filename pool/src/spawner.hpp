@@ -27,6 +27,9 @@ public:
     awaitable<void> back_off();
     // Starts one process (state spawning) on a fresh worker; its channel is not read yet.
     Result<WorkerPtr> launch();
+    // Starts one process on descriptors of the caller's (the child's ends of three pipes): its pid. Reads
+    // only what prepare() set, so another loop's thread may call it.
+    Result<int> launch_on(int in_fd, int out_fd, int err_fd) const;
     // Starts the fork template's process (docs/protocol.md §8): the same command, stdin a unix socket.
     Result<WorkerPtr> launch_template();
     // The PID handshake (docs/protocol.md §2): our pid, the worker's pid back (and its context codec), within

@@ -268,7 +268,7 @@ class ResetTest(ReloadCase):
 
     def test_overlapping_resets_coalesce_under_load_with_max_jobs(self):
         sock = os.path.join(self.tmp.name, "rpc.sock")
-        srv = self.serve(reload=False, pool={"num_workers": 3, "max_jobs": 7},
+        srv = self.serve(reload=False, pool={"num_workers": 3, "max_jobs": 15},
                          rpc={"listen": "unix://" + sock})
         stop = threading.Event()
         bad, ok = [], [0]
@@ -312,6 +312,7 @@ class ResetTest(ReloadCase):
         stop.set()
         for t in load:
             t.join(20)
+        self.assertFalse([t for t in resets + load if t.is_alive()], srv.stderr())
         self.assertEqual(answers, [(True, True)] * 3)
         self.assertEqual(bad, [], srv.stderr())
         self.assertGreater(ok[0], 50)
