@@ -11,12 +11,33 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace ferry::pool {
 
 namespace {
+constexpr auto fork_answer_timeout = std::chrono::milliseconds(10000);
+
+// The parent pid of `pid` from /proc (0 when it is gone).
+int parent_of(int pid)
+{
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+        return 0;
+    auto close = line.rfind(')');
+    if (close == std::string::npos || close + 4 >= line.size())
+        return 0;
+    std::istringstream rest(line.substr(close + 2)); // "S 1234 ..."
+    std::string state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    return ppid;
+}
+
 // sendmsg() of `data` with three descriptors attached. A plain function: the control buffer must be aligned
 // for cmsghdr, which a coroutine frame does not guarantee (GCC 12; UBSan saw it misaligned).
 ssize_t send_with_fds(int sock, const std::string &data, std::array<int, 3> fds)
@@ -65,24 +86,28 @@ ForkTemplate::ForkTemplate(asio::io_context &io, const Options &opt, Spawner &sp
 {
 }
 
-awaitable<Result<int>> ForkTemplate::fork(ChildEnds ends, std::uint64_t gen)
+awaitable<ForkTemplate::Forked> ForkTemplate::fork(ChildEnds ends, std::uint64_t gen)
 {
     while (busy_)
         co_await turn_.wait_until(clock::time_point::max());
     busy_ = true;
-    boot_failed_ = false;
-    auto pid = co_await fork_one(ends, gen);
+    Forked out;
+    auto pid = co_await fork_one(ends, gen, out.boot_failed);
     ends.close();
     busy_ = false;
     turn_.notify();
-    co_return pid;
+    if (pid)
+        out.pid = *pid;
+    else
+        out.error = pid.error().message;
+    co_return out;
 }
 
-awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen)
+awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen, bool &boot_failed)
 {
     if (stopping_.raised())
         co_return fail("the pool is stopping");
-    if (auto ready = co_await ensure(gen); !ready)
+    if (auto ready = co_await ensure(gen, boot_failed); !ready)
         co_return ready.error();
     relay::Channel &ch = *proc_->channel;
     static const std::string command =
@@ -95,7 +120,8 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
         retire("sending a fork command failed: " + why);
         co_return fail("the fork template is gone (" + why + ")");
     }
-    ch.arm(opt_.boot_timeout);
+    ch.arm(std::min(opt_.boot_timeout,
+                    fork_answer_timeout)); // a fork takes milliseconds: one that hangs is broken
     auto frame = co_await ch.next_frame();
     ch.disarm();
     if (!frame) {
@@ -118,8 +144,14 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
         retire("bad answer to a fork command: \"" + relay::printable(reply) + "\"");
         co_return fail("the fork template broke the protocol");
     }
-    ++forked_;
-    co_return static_cast<int>(pidv->as_int64());
+    const int pid = static_cast<int>(pidv->as_int64());
+    // The template answers once the middle process is gone, so the worker is our child by then. Any other pid
+    // (a buggy or hostile template) is refused: it would be signalled as a worker, and it is not ours.
+    if (parent_of(pid) != ::getpid()) {
+        retire("it answered pid " + std::to_string(pid) + ", which is not a child of this server");
+        co_return fail("the fork template broke the protocol");
+    }
+    co_return pid;
 }
 
 void ForkTemplate::renew(std::uint64_t gen)
@@ -130,7 +162,7 @@ void ForkTemplate::renew(std::uint64_t gen)
         retire(""); // idle: end it now (a fork in progress renews it itself)
 }
 
-awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen)
+awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_failed)
 {
     if (disabled_)
         co_return fail("forking is off: the worker cannot be a fork template");
@@ -158,7 +190,7 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen)
         co_await wait_exit(w, std::chrono::milliseconds(200));
         std::string msg = Spawner::boot_failure(*w, booted.error().message);
         retire(msg, true); // the pool logs it as the worker's boot failure
-        boot_failed_ = true;
+        boot_failed = true;
         co_return fail(msg);
     }
     if (!w->template_ok) {

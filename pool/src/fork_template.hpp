@@ -36,21 +36,26 @@ public:
     ForkTemplate(asio::io_context &io, const Options &opt, Spawner &spawner, const Flag &stopping,
                  std::function<std::optional<int>(int pid, bool alive)> track);
 
-    // Forks one worker from the template, starting the template first if there is none: the new worker's pid.
-    // An error when there is no usable template (it cannot be one, it failed to start, it died); the caller
-    // then starts the worker itself. One fork at a time; callers queue.
-    // `gen`: the pool's reset generation; a template started before it (older code) is replaced first.
-    awaitable<Result<int>> fork(ChildEnds ends, std::uint64_t gen = 0);
-    // True when the last fork failed because the template could not boot the application (its error was the
-    // boot failure's message): a worker started on its own would fail the same way.
-    bool boot_failed() const { return boot_failed_; }
+    // What fork() gives: the new worker's pid, or why there is none; `boot_failed` when the template could
+    // not boot the application (the error is that boot failure's message): a worker started on its own would
+    // fail the same way. Returned by value, so that a caller on another loop reads nothing of the template's
+    // state.
+    struct Forked {
+        int pid = 0;
+        std::string error;
+        bool boot_failed = false;
+    };
+    // Forks one worker from the template, starting the template first if there is none. No pid when there is
+    // no usable template (it cannot be one, it failed to start, it died, it broke the protocol); the caller
+    // then starts the worker itself. One fork at a time; callers queue. `gen`: the pool's reset generation; a
+    // template started before it (older code) is replaced first.
+    awaitable<Forked> fork(ChildEnds ends, std::uint64_t gen = 0);
     // A rolling reset to `gen`: the back-off is cleared; the next fork replaces the template.
     void renew(std::uint64_t gen);
 
     // The worker command cannot be a template (not Ferry's library, no ext-ffi…): forking is off for good.
     bool disabled() const { return disabled_.load(std::memory_order_relaxed); } // any loop may ask
     int pid() const { return proc_ && !proc_->exited ? proc_->pid : 0; }
-    std::uint64_t forked() const { return forked_; }
 
     // The reaper saw a template (this one or a retired one) end.
     void on_exit(int pid, int status);
@@ -60,8 +65,8 @@ public:
     void kill();
 
 private:
-    awaitable<Result<void>> ensure(std::uint64_t gen);
-    awaitable<Result<int>> fork_one(ChildEnds &ends, std::uint64_t gen);
+    awaitable<Result<void>> ensure(std::uint64_t gen, bool &boot_failed);
+    awaitable<Result<int>> fork_one(ChildEnds &ends, std::uint64_t gen, bool &boot_failed);
     // Ends the template: `why` non-empty = a failure (logged unless `quiet`, with a back-off); empty =
     // retired (a reset, or it cannot be a template).
     void retire(const std::string &why, bool quiet = false);
@@ -78,9 +83,7 @@ private:
     std::atomic<bool> disabled_{false};
     unsigned failures_ = 0;
     clock::time_point retry_at_{};
-    std::uint64_t forked_ = 0;
     std::uint64_t gen_ = 0; // of the template running
-    bool boot_failed_ = false;
 };
 
 } // namespace ferry::pool

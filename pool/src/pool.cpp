@@ -1034,8 +1034,8 @@ bool Shard::hopeless() const
 }
 
 namespace {
-awaitable<Result<int>> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends,
-                                 std::uint64_t gen)
+awaitable<ForkTemplate::Forked> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends,
+                                          std::uint64_t gen)
 {
     co_return co_await t->fork(ends, gen);
 }
@@ -1118,17 +1118,19 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker()
         co_return co_await launch();
     }
     // (GCC 12 miscompiles co_await inside ?:, destroying a temporary twice: plain ifs.)
-    Result<int> pid = fail("not forked");
+    ForkTemplate::Forked forked;
     if (index == 0)
-        pid = co_await t->fork(ends, generation);
+        forked = co_await t->fork(ends, generation);
     else
-        pid = co_await asio::co_spawn(shard(0).io, fork_from(t, ends, generation), use_awaitable);
-    if (!pid && (stopping.raised() || t->boot_failed()))
-        co_return pid.error(); // the template could not boot the code: neither can a worker (said once)
-    if (!pid) {
-        log::debug("pool", "not forked (" + pid.error().message + "): starting the worker on its own");
+        forked = co_await asio::co_spawn(shard(0).io, fork_from(t, ends, generation), use_awaitable);
+    if (forked.pid == 0 && (stopping.raised() || forked.boot_failed))
+        co_return fail(
+            forked.error); // the template could not boot the code: neither can a worker (said once)
+    if (forked.pid == 0) {
+        log::debug("pool", "not forked (" + forked.error + "): starting the worker on its own");
         co_return co_await launch();
     }
+    const Result<int> pid = forked.pid;
     w->pid = *pid;
     w->home = index;
     if (auto status =

@@ -8,6 +8,7 @@ of booting, a template that dies or cannot fork never costs a request, and nothi
 import json
 import os
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -211,6 +212,35 @@ class ForkFallbackTest(ServerTestCase):
             pids.add(d["pid"])
         self.assertGreaterEqual(len(pids), 3)
         self.assertEqual(srv.stderr().count("cannot be a fork template"), 1, "said once")
+
+    def bad_template(self, mode, env=None):
+        srv = Server({"http": {"pool": {"num_workers": 2, "fork": True}}}, script="bad_template.php",
+                     env=dict({"FERRY_TEST_BAD_TEMPLATE": mode}, **(env or {})))
+        self.addCleanup(srv.close)
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        srv.start(timeout=40)  # a template that hangs costs the first spawn up to 10 s
+        for _ in range(10):
+            status, _, body = srv.request("GET", "/")
+            self.assertEqual(status, 200, (body, srv.stderr()))
+            self.assertTrue(body.startswith(b"pid "), body)
+        return srv
+
+    def test_template_that_never_answers_is_killed_and_workers_start_anyway(self):
+        srv = self.bad_template("hang")
+        self.assertIn("no answer to a fork command", srv.stderr())
+        self.assertIn("new workers start without it", srv.stderr())
+
+    def test_template_answering_a_pid_that_is_not_ours_is_refused(self):
+        bystander = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(lambda: (bystander.kill(), bystander.wait()))
+        srv = self.bad_template("foreign", {"FERRY_TEST_FOREIGN_PID": str(bystander.pid)})
+        self.assertIn(f"answered pid {bystander.pid}, which is not a child of this server", srv.stderr())
+        srv.stop()
+        self.assertIsNone(bystander.poll(), "the server signalled a process that is not its worker")
+
+    def test_template_writing_garbage_is_killed(self):
+        srv = self.bad_template("garbage")
+        self.assertTrue(wait_until(lambda: "this is not a frame" in srv.stderr(), 5), srv.stderr())
 
     def test_boot_failure_with_fork_is_a_clear_error(self):
         srv = Server({"http": {"pool": {"num_workers": 1, "fork": True}}}, script="boot_fail.php")
