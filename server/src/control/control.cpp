@@ -87,9 +87,12 @@ Result<void> Control::bind()
     for (const auto &w : c.cfg.server.command)
         target.command += (target.command.empty() ? "" : " ") + w;
     std::weak_ptr<Impl> weak = impl_;
-    target.stop = [weak] {
-        if (auto self = weak.lock(); self && self->stop_server)
-            self->stop_server();
+    target.stop = [weak] { // posted: the caller's answer is written before the stop begins
+        if (auto self = weak.lock())
+            asio::post(self->io, [weak] {
+                if (auto s = weak.lock(); s && s->stop_server)
+                    s->stop_server();
+            });
     };
     target.reset = [weak](std::string why) -> awaitable<Result<pool::ResetReport>> {
         auto self = weak.lock();
