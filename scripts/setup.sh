@@ -30,8 +30,10 @@ PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
   libboost1.81-dev libyaml-cpp-dev node-llhttp libgtest-dev
   php8.2-cli php-msgpack phpunit php-nyholm-psr7
-  python3 procps media-types
+  python3 procps media-types libssl-dev
 )
+# Node.js and npm for the test clients (ws; later playwright-core): the machine's own when it has them.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 BENCH_PKGS=(nginx php8.2-fpm wrk)
 [ "$BENCH" -eq 1 ] && PKGS+=("${BENCH_PKGS[@]}")
 
@@ -95,5 +97,12 @@ if [ ! -f "$MSGPACK/include/msgpack.hpp" ]; then
   mv "$tmp/out" "$MSGPACK"                     # appears whole or not at all
   rm -rf "$tmp"
   trap - EXIT
+fi
+# --- npm packages of the end-to-end clients -> tests/e2e/node/node_modules (git-ignored), as locked
+NODE_CLIENTS=tests/e2e/node
+if [ ! -f "$NODE_CLIENTS/node_modules/.package-lock.json" ] ||
+   [ "$NODE_CLIENTS/package-lock.json" -nt "$NODE_CLIENTS/node_modules/.package-lock.json" ]; then
+  echo "setup: npm ci in $NODE_CLIENTS/"
+  ( cd "$NODE_CLIENTS" && npm ci --no-audit --no-fund --loglevel=error )
 fi
 echo "setup: ok"

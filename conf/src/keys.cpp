@@ -29,8 +29,9 @@ const schema::Table<Config> &config()
             section("http", &Config::http, http()),
             section("rpc", &Config::rpc, rpc()),
             section("reload", &Config::reload, reload()),
+            section("websockets", &Config::websockets, websockets()),
         },
-        {"logs", "status", "metrics", "websockets", "broadcast", "kv", "jobs", "grpc", "tcp", "service",
+        {"logs", "status", "metrics", "broadcast", "kv", "jobs", "grpc", "tcp", "service",
          "temporal", "otel", "endure", "fileserver", "centrifuge", "lock", "redis"},
     };
     return table;

@@ -16,5 +16,6 @@ const schema::Table<PoolConfig> &pool();           // keys_pool.cpp
 const schema::Table<StaticConfig> &static_files(); // keys_static.cpp
 const schema::Table<RpcConfig> &rpc();             // keys_rpc.cpp
 const schema::Table<ReloadConfig> &reload();       // keys_reload.cpp
+const schema::Table<WebsocketsConfig> &websockets(); // keys_websockets.cpp
 
 } // namespace ferry::conf::keys

@@ -809,7 +809,7 @@ struct Pool::Impl {
                                                       if (alive)
                                                           return claim(pid, template_owner);
                                                       std::lock_guard lock(mu);
-                                                      owners.erase(pid);
+                                                      exits().owners.erase(pid);
                                                       return std::nullopt;
                                                   });
         }
@@ -825,15 +825,33 @@ struct Pool::Impl {
     // True for the first boot failure of the reset to `gen` (any loop).
     bool first_failure_of(std::uint64_t gen) { return failed_generation.exchange(gen) != gen; }
     static constexpr unsigned template_owner = ~0u;
-    std::mutex mu;
-    std::unordered_map<int, unsigned> owners; // pid → shard, or template_owner (guarded by mu)
-    // Exits of pids nobody had claimed yet (guarded by mu): a forked worker's pid is known only when the
-    // template answers, and it may exit (and be reaped) before its shard records it. Bounded; the oldest go.
-    struct Unclaimed {
-        int pid, status;
-        clock::time_point at;
+
+    // Every pool of the process (the HTTP workers, the websockets workers) shares one table of its children:
+    // each pool's reaper calls waitpid(-1), so it may reap another pool's worker and must route it there.
+    // Guarded by its mutex; written at spawn and exit only.
+    struct Exits {
+        std::mutex mu;
+        std::unordered_map<int, std::pair<Impl *, unsigned>> owners; // pid → pool, shard or template_owner
+        // Exits of pids nobody had claimed yet: a forked worker's pid is known only when the template
+        // answers, and it may exit (and be reaped) before its shard records it. Bounded; the oldest go.
+        struct Unclaimed {
+            int pid, status;
+            clock::time_point at;
+        };
+        std::deque<Unclaimed> unclaimed;
     };
-    std::deque<Unclaimed> unclaimed;
+    static Exits &exits()
+    {
+        static Exits table;
+        return table;
+    }
+    std::mutex &mu = exits().mu;
+
+    ~Impl()
+    {
+        std::lock_guard lock(mu);
+        std::erase_if(exits().owners, [this](const auto &kv) { return kv.second.first == this; });
+    }
 
     Result<int> launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner);
 
@@ -841,25 +859,29 @@ struct Pool::Impl {
     std::optional<int> claim(int pid, unsigned owner)
     {
         std::lock_guard lock(mu);
+        auto &unclaimed = exits().unclaimed;
         for (auto it = unclaimed.begin(); it != unclaimed.end(); ++it)
             if (it->pid == pid) {
                 int status = it->status;
                 unclaimed.erase(it);
                 return status;
             }
-        owners.emplace(pid, owner);
+        exits().owners.emplace(pid, std::make_pair(this, owner));
         return std::nullopt;
     }
 
     void reaped(int pid, int status)
     {
+        Impl *pool;
         unsigned owner;
         {
             std::lock_guard lock(mu);
+            auto &owners = exits().owners;
             auto it = owners.find(pid);
             if (it == owners.end()) {
-                // Not (yet) ours: a forked worker not claimed yet, or what a dead worker left behind and the
-                // kernel re-parented to us (we are a child subreaper in fork mode).
+                // Not (yet) anyone's: a forked worker not claimed yet, or what a dead worker left behind and
+                // the kernel re-parented to us (we are a child subreaper in fork mode).
+                auto &unclaimed = exits().unclaimed;
                 auto now = clock::now();
                 while (!unclaimed.empty() &&
                        (unclaimed.size() >= 64 || now - unclaimed.front().at > std::chrono::seconds(10)))
@@ -867,9 +889,14 @@ struct Pool::Impl {
                 unclaimed.push_back({pid, status, now});
                 return;
             }
-            owner = it->second;
+            std::tie(pool, owner) = it->second;
             owners.erase(it);
         }
+        pool->exited(pid, status, owner); // every pool's reaper runs on loops[0]
+    }
+
+    void exited(int pid, int status, unsigned owner)
+    {
         if (owner == template_owner) { // on loops[0], the template's loop
             tmpl->on_exit(pid, status);
             return;
@@ -988,7 +1015,9 @@ struct Pool::Impl {
     {
         {
             std::lock_guard lock(mu);
-            for (auto &[pid, owner] : owners) {
+            for (auto &[pid, owner] : exits().owners) {
+                if (owner.first != this)
+                    continue;
                 log::warn("pool", "worker " + std::to_string(pid) + ": " + why + ", killing it");
                 if (::kill(-pid, SIGKILL) != 0)
                     ::kill(pid, SIGKILL);
@@ -1075,7 +1104,7 @@ Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::Ch
     std::lock_guard lock(mu);
     auto pid = spawner.launch_on(ends.in, ends.out, ends.err);
     if (pid)
-        owners.emplace(*pid, owner);
+        exits().owners.emplace(*pid, std::make_pair(this, owner));
     return pid;
 }
 

@@ -216,7 +216,17 @@ void encode_json(const RequestContext &c, std::string &out)
         encode_form_json(*c.uploads, out);
     else
         out += "null";
-    out += ",\"attributes\":{}}";
+    out += ",\"attributes\":{";
+    first = true;
+    for (const auto &[k, v] : c.attributes) {
+        if (!first)
+            out += ',';
+        first = false;
+        append_json_string(out, k);
+        out += ':';
+        append_json_string(out, v);
+    }
+    out += "}}";
 }
 
 Result<void> decode_json(std::string_view in, ResponseContext &out)

@@ -106,7 +106,9 @@ void encode_msgpack(const RequestContext &c, std::string &out)
     else
         pk.pack_nil();
     pack_str(pk, "attributes");
-    pk.pack_map(0);
+    pk.pack_map(size32(c.attributes.size()));
+    for (const auto &[k, v] : c.attributes)
+        pack_entry(pk, k, v);
 }
 
 namespace {

@@ -12,6 +12,9 @@
 #include "memory.hpp"
 #include "shared_state.hpp"
 #include "static/static_handler.hpp"
+#include "handlers/websocket.hpp"
+#include "ws/connection.hpp"
+#include "ws/hub.hpp"
 
 #include <boost/asio/signal_set.hpp>
 
@@ -42,10 +45,16 @@ using detail::WheelEntry;
 // with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
 struct LoopRuntime {
     LoopRuntime(detail::Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, pool::Budget &b,
-                std::unique_ptr<detail::StaticHandler> static_files)
+                std::unique_ptr<detail::StaticHandler> static_files, pool::Pool *ws_pool,
+                detail::ws::Publisher *publisher)
         : io(io_), state(io_, c, b, router), files(std::move(static_files)), php(state, p), ticker(io_)
     {
         state.loop = index;
+        if (ws_pool) {
+            ws = std::make_unique<detail::ws::WsLoop>(state, c.websockets, *ws_pool, *publisher);
+            ws_handler = std::make_unique<detail::WebSocketHandler>(state, *ws);
+            router.add(*ws_handler);
+        }
         if (files)
             router.add(*files);
         router.add(php);
@@ -55,22 +64,24 @@ struct LoopRuntime {
     SharedState state;
     std::unique_ptr<detail::StaticHandler> files; // http.static: its file cache is this loop's
     detail::PhpHandler php;
+    std::unique_ptr<detail::ws::WsLoop> ws; // websockets: this loop's connections and topics
+    std::unique_ptr<detail::WebSocketHandler> ws_handler;
     std::optional<tcp::acceptor> acceptor; // reuseport
     asio::steady_timer ticker;
     bool stopping = false;
-    unsigned sessions = 0;
-    asio::steady_timer *sessions_waiter = nullptr; // cancelled when the last session ends
     std::atomic<unsigned> connections{0};          // for the hand-off: raised by loop 0, lowered here
 };
 
 struct Runtime {
-    Runtime(std::vector<std::unique_ptr<LoopRuntime>> &l, pool::Pool &p)
-        : loops(l), io(l[0]->io), pool(p), acceptor(io), signals(io, SIGINT, SIGTERM), stop_event(io)
+    Runtime(std::vector<std::unique_ptr<LoopRuntime>> &l, pool::Pool &p, pool::Pool *ws)
+        : loops(l), io(l[0]->io), pool(p), ws_pool(ws), acceptor(io), signals(io, SIGINT, SIGTERM),
+          stop_event(io)
     {
     }
     std::vector<std::unique_ptr<LoopRuntime>> &loops;
     detail::Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
     pool::Pool &pool;
+    pool::Pool *ws_pool; // websockets workers (null: no websockets section)
     tcp::acceptor acceptor; // handoff
     asio::signal_set signals;
     bool stop_requested = false;        // SIGTERM/SIGINT seen
@@ -106,15 +117,14 @@ struct Runtime {
 
 awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock)
 {
-    ++lr->sessions;
+    ++lr->state.sessions;
     try {
         co_await detail::http_session(lr->state, std::move(sock));
     } catch (const std::exception &e) {
         log::error("http", std::string("session ended by an exception: ") + e.what());
     }
     lr->connections.fetch_sub(1, std::memory_order_relaxed);
-    if (--lr->sessions == 0 && lr->sessions_waiter)
-        lr->sessions_waiter->cancel();
+    lr->state.session_ended();
 }
 
 // After a failed accept (EMFILE and friends): back off instead of spinning. False when the acceptor closed.
@@ -232,12 +242,12 @@ awaitable<void> tick(LoopRuntime *lr)
 // Until every session of the loop has ended, or the deadline.
 awaitable<void> sessions_ended(LoopRuntime *lr, steady::time_point deadline)
 {
-    if (lr->sessions == 0)
+    if (lr->state.sessions == 0)
         co_return;
     asio::steady_timer t(lr->io, deadline);
-    lr->sessions_waiter = &t;
+    lr->state.sessions_waiter = &t;
     co_await t.async_wait(nothrow);
-    lr->sessions_waiter = nullptr;
+    lr->state.sessions_waiter = nullptr;
 }
 
 // On each loop, when the workers are ready: the ticker, and the loop's own acceptor (reuseport).
@@ -262,7 +272,7 @@ awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
         if (c->idle)
             c->socket->cancel(ignored);
     co_await sessions_ended(lr, deadline);
-    co_return lr->sessions;
+    co_return lr->state.sessions;
 }
 
 // On each loop, once the workers are stopped: closes what is left.
@@ -274,7 +284,7 @@ awaitable<unsigned> close_loop(LoopRuntime *lr)
     lr->stopping = true;
     lr->ticker.cancel();
     co_await sessions_ended(lr, steady::now() + std::chrono::seconds(1));
-    co_return lr->sessions;
+    co_return lr->state.sessions;
 }
 
 void stop_loops(Runtime *rt)
@@ -302,6 +312,8 @@ awaitable<void> watch_signals(Runtime *rt)
     log::warn("core", "second signal: stopping now");
     rt->exit_code = 1;
     rt->pool.kill_all("second signal");
+    if (rt->ws_pool)
+        rt->ws_pool->kill_all("second signal");
     stop_loops(rt); // the connections close with their loops' state
 }
 
@@ -311,7 +323,19 @@ awaitable<void> lifecycle(Runtime *rt)
     error_code ignored;
     asio::co_spawn(rt->io, watch_signals(rt), log_exceptions{"signals"});
     auto started = co_await rt->pool.start();
+    if (started && rt->ws_pool && !rt->stop_requested) {
+        if (auto ws = co_await rt->ws_pool->start(); !ws && rt->ws_pool->serving_workers() == 0) {
+            log::error("pool", "cannot start the websockets workers: " + ws.error().message);
+            rt->exit_code = 1;
+            co_await rt->ws_pool->shutdown();
+            co_await rt->pool.shutdown();
+            stop_loops(rt);
+            co_return;
+        }
+    }
     if (rt->stop_requested) {
+        if (rt->ws_pool)
+            co_await rt->ws_pool->shutdown();
         co_await rt->pool.shutdown();
         rt->signals.cancel(ignored);
         log::info("core", "stopped");
@@ -321,6 +345,8 @@ awaitable<void> lifecycle(Runtime *rt)
     if (!started && rt->pool.serving_workers() == 0) {
         log::error("pool", "cannot start workers: " + started.error().message);
         rt->exit_code = 1;
+        if (rt->ws_pool)
+            co_await rt->ws_pool->shutdown();
         co_await rt->pool.shutdown();
         stop_loops(rt);
         co_return;
@@ -358,6 +384,8 @@ awaitable<void> lifecycle(Runtime *rt)
     if (unsigned n = std::accumulate(busy.begin(), busy.end(), 0u); n > 0)
         log::warn("core",
                   std::to_string(n) + " connection(s) still busy at the stop deadline (destroy_timeout)");
+    if (rt->ws_pool)
+        co_await rt->ws_pool->shutdown(deadline);
     co_await rt->pool.shutdown(deadline);
     co_await on_each<unsigned>(rt->executors(),
                                [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
@@ -449,6 +477,26 @@ int run(const conf::Config &cfg)
         popt.env.push_back("RR_RPC=" + a);
     pool::Pool pool(contexts, popt);
 
+    // websockets: a pool of its own (RR_MODE=websockets), and the cross-loop delivery of its topics.
+    std::unique_ptr<pool::Pool> ws_pool;
+    detail::Broadcast<detail::ws::Delivery> ws_broadcast;
+    detail::ws::LocalPublisher ws_publisher(ws_broadcast);
+    if (const auto &w = cfg.websockets; w.enabled) {
+        pool::Options wopt = popt;
+        wopt.mode = "websockets";
+        wopt.num_workers = w.pool.num_workers;
+        wopt.max_jobs = w.pool.max_jobs;
+        wopt.fork = w.pool.fork;
+        wopt.allocate_timeout = w.pool.allocate_timeout;
+        wopt.destroy_timeout = w.pool.destroy_timeout;
+        wopt.boot_timeout = w.pool.boot_timeout;
+        wopt.reset_timeout = w.pool.reset_timeout;
+        wopt.max_recycling = w.pool.max_recycling;
+        wopt.exec_ttl = w.pool.exec_ttl;
+        wopt.exec_warn = w.pool.exec_warn;
+        ws_pool = std::make_unique<pool::Pool>(contexts, wopt);
+    }
+
     // Static files: the directory and the MIME table are checked before anything starts.
     std::unique_ptr<detail::MimeTypes> mime;
     struct RootFd {
@@ -498,14 +546,18 @@ int run(const conf::Config &cfg)
         std::unique_ptr<detail::StaticHandler> files;
         if (mime)
             files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime);
-        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files));
+        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files), ws_pool.get(),
+                                                &ws_publisher);
+        if (lr->ws)
+            ws_broadcast.add_loop(loops[i]->get_executor(),
+                                  [w = lr->ws.get()](const detail::ws::SharedDelivery &d) { w->hub.deliver(*d); });
         lr->state.temp_dir = temp_dir;
         lr->state.limits.max_request_line = cfg.http.max_request_line;
         lr->state.limits.max_header_size = cfg.http.max_header_size;
         lr->state.limits.max_body_size = cfg.http.max_request_size;
         loop_rts.push_back(std::move(lr));
     }
-    Runtime rt(loop_rts, pool);
+    Runtime rt(loop_rts, pool, ws_pool.get());
     rt.control = &control;
     runtime = &rt;
 
@@ -538,6 +590,8 @@ int run(const conf::Config &cfg)
     for (auto &l : loops)
         l->destroy_handlers();
     pool.abandon();
+    if (ws_pool)
+        ws_pool->abandon();
     for (unsigned round = 0; round <= n_loops; ++round)
         for (auto &l : loops)
             l->destroy_handlers();

@@ -7,6 +7,8 @@
 #include "ferry/server/http_parser.hpp"
 #include "transport/transport.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -31,6 +33,15 @@ struct SharedState {
     Connections connections;
     bool draining = false; // stopping: finish what is in flight, take no new request
     std::uint64_t requests = 0;
+    // Open sessions: HTTP connections, and WebSocket connections after their handshake. A stop waits for
+    // them (sessions_waiter is cancelled when the last one ends).
+    unsigned sessions = 0;
+    asio::steady_timer *sessions_waiter = nullptr;
+    void session_ended()
+    {
+        if (--sessions == 0 && sessions_waiter)
+            sessions_waiter->cancel();
+    }
 };
 
 // Serves one client connection until it closes.

@@ -371,6 +371,12 @@ private:
 
 } // namespace
 
+void build_request_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
+                           std::string_view default_host)
+{
+    build_context(ctx, req, remote, default_host);
+}
+
 PhpHandler::PhpHandler(SharedState &state, pool::Pool &pool)
     : state_(state), pool_(pool), proxies_(state.config.http.trusted_subnets)
 {

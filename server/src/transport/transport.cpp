@@ -27,10 +27,22 @@ Transport::Transport(Connections &conns, tcp::socket socket, conf::Duration writ
 
 Transport::~Transport()
 {
-    conns_.wheel.remove(conn_);
-    conns_.list.erase(registered_);
+    if (registered_flag_) {
+        conns_.wheel.remove(conn_);
+        conns_.list.erase(registered_);
+    }
     error_code ec;
     socket_.close(ec);
+}
+
+tcp::socket Transport::take_socket()
+{
+    if (registered_flag_) {
+        conns_.wheel.remove(conn_);
+        conns_.list.erase(registered_);
+        registered_flag_ = false;
+    }
+    return std::move(socket_);
 }
 
 awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs)

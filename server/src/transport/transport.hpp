@@ -67,6 +67,9 @@ public:
     // timeout from the last progress). After every `fair_share` bytes in a row it lets the loop run other
     // connections first. file_short: the file ended early (truncated while sent): the caller must close.
     awaitable<Sent> send_file(int fd, std::uint64_t offset, std::uint64_t count);
+    // A protocol switch (WebSocket) takes the socket over: it leaves this loop's connection list and wheel
+    // here (its new owner registers it again); the Transport then holds nothing.
+    tcp::socket take_socket();
     // The client reset the connection (a FIN, a half-close, is not "gone").
     bool client_gone();
     // Sends FIN. With `linger`, then reads and drops what the client still sends (at most 4 MiB, 2 s) so
@@ -84,6 +87,7 @@ private:
     conf::Duration write_timeout_;
     std::string remote_;
     bool corked_ = false;
+    bool registered_flag_ = true;
 };
 
 } // namespace ferry::server::detail

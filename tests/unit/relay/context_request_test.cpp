@@ -91,7 +91,14 @@ void check_json(const RequestContext &c, const std::string &enc, std::string (*t
     EXPECT_EQ(o.at("parsed").get_bool(), c.parsed);
     EXPECT_TRUE(o.at("uploads").is_null());
     ASSERT_TRUE(o.at("attributes").is_object());
-    EXPECT_TRUE(o.at("attributes").get_object().empty());
+    const auto &as = o.at("attributes").get_object();
+    ASSERT_EQ(as.size(), c.attributes.size());
+    std::size_t a = 0;
+    for (const auto &kv : as) {
+        EXPECT_EQ(std::string(kv.key()), text(c.attributes[a].first));
+        EXPECT_EQ(jstr(kv.value()), text(c.attributes[a].second));
+        ++a;
+    }
 
     ASSERT_TRUE(o.at("headers").is_object()) << enc;
     const auto &hs = o.at("headers").get_object();
@@ -137,7 +144,10 @@ void check_msgpack(const RequestContext &c, const std::string &enc)
     EXPECT_EQ(m["parsed"].via.boolean, c.parsed);
     EXPECT_EQ(m["uploads"].type, msgpack::type::NIL);
     ASSERT_EQ(m["attributes"].type, msgpack::type::MAP);
-    EXPECT_EQ(m["attributes"].via.map.size, 0u);
+    auto am = mp_map(m["attributes"]);
+    ASSERT_EQ(am.size(), c.attributes.size());
+    for (const auto &[k, v] : c.attributes)
+        EXPECT_EQ(mstr(am[k]), v);
 
     const msgpack::object &hs = m["headers"];
     ASSERT_EQ(hs.type, msgpack::type::MAP);
@@ -365,5 +375,18 @@ TEST(RequestBoth, ManyHeadersUseLargeMaps)
     for (int i = 0; i < 20; ++i)
         c.cookies.emplace_back("c" + std::to_string(i), std::string(static_cast<std::size_t>(i), 'v'));
     check_json(c, encode(c, Codec::json), same);
+    check_msgpack(c, encode(c, Codec::msgpack));
+}
+
+// WebSocket events carry their fields as attributes (docs/protocol.md §9): string pairs, in order.
+TEST(RequestAttributes, EncodedInBothCodecs)
+{
+    RequestContext c = typical_get();
+    c.attributes = {{"ferry.ws.event", "message"}, {"ferry.ws.id", "0.42"}, {"quote\"key", "line\nbreak"}};
+    const std::string j = encode(c, Codec::json);
+    check_json(c, j, same);
+    EXPECT_NE(j.find(R"("attributes":{"ferry.ws.event":"message","ferry.ws.id":"0.42","quote\"key":"line\nbreak"}})"),
+              std::string::npos)
+        << j;
     check_msgpack(c, encode(c, Codec::msgpack));
 }

@@ -32,7 +32,9 @@ struct RequestContext {
     std::vector<std::pair<std::string, std::string>> cookies; // URL-decoded values
     std::string raw_query;
     bool parsed = false;
-    const FormTree *uploads = nullptr; // a multipart form's files (null: none); attributes: always {}
+    const FormTree *uploads = nullptr; // a multipart form's files (null: none)
+    // PSR-7 request attributes, strings only (WebSocket events carry theirs here: docs/protocol.md §9).
+    std::vector<std::pair<std::string, std::string>> attributes;
 };
 
 // Appends the encoded context to `out`.

@@ -1,0 +1,170 @@
+#include "handlers/websocket.hpp"
+
+#include "ferry/relay/log.hpp"
+#include "ferry/server/http_grammar.hpp"
+#include "handlers/php.hpp"
+#include "http/response.hpp"
+#include "shared_state.hpp"
+#include "transport/transport.hpp"
+#include "ws/actions.hpp"
+#include "ws/connection.hpp"
+#include "ws/handshake.hpp"
+
+#include <algorithm>
+
+namespace ferry::server::detail {
+namespace {
+
+bool sendable_value(std::string_view v)
+{
+    return v.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
+// Headers the worker may not set on a 101: the handshake's own, and those of a body.
+bool reserved_on_101(std::string_view name)
+{
+    for (std::string_view r : {"Connection", "Upgrade", "Sec-WebSocket-Accept", "Sec-WebSocket-Extensions",
+                               "Sec-WebSocket-Protocol", "Content-Length", "Transfer-Encoding", "Content-Type"})
+        if (iequals(name, r))
+            return true;
+    return false;
+}
+
+class WebSocketConnection final : public Handler::Connection {
+public:
+    WebSocketConnection(SharedState &st, ws::WsLoop &loop, const TrustedProxies &proxies)
+        : st_(st), loop_(loop), proxies_(proxies)
+    {
+    }
+
+    awaitable<After> handle(Exchange &ex) override
+    {
+        const Request &req = ex.request;
+        const std::string &remote = ex.transport.remote();
+        if (auto refusal = ws::check_upgrade(req, loop_.cfg.allowed_origin); refusal.status != 0) {
+            log::info("ws", remote + ": " + std::to_string(refusal.status) + " " + refusal.message);
+            refuse(ex.out, refusal.status, refusal.message, refusal.extra);
+            co_return After::close;
+        }
+        if (st_.draining) {
+            refuse(ex.out, 503, "the server is stopping", "Retry-After: 1\r\n");
+            co_return After::close;
+        }
+        const std::uint64_t id = loop_.make_id(st_.loop);
+        relay::RequestContext ctx;
+        build_request_context(ctx, req, remote, st_.default_host);
+        if (!proxies_.empty())
+            proxies_.apply(req, ctx);
+        ctx.attributes = {{"ferry.ws.event", "open"}, {"ferry.ws.id", ws::format_id(id)}};
+        std::string body;
+        pool::Reply reply = co_await loop_.pool.exec(ctx, pool::BodyRef{}, body, nullptr, st_.loop);
+        if (reply.outcome != pool::Outcome::ok) {
+            int status = reply.outcome == pool::Outcome::no_worker     ? 503
+                         : reply.outcome == pool::Outcome::timed_out   ? 504
+                         : reply.outcome == pool::Outcome::worker_error ? 500
+                                                                        : 502;
+            log::warn("ws", remote + ": the open event failed (" + std::to_string(status) + "): " + reply.message);
+            refuse(ex.out, status, {}, status == 503 ? "Retry-After: 1\r\n" : "");
+            co_return After::close;
+        }
+        const relay::ResponseContext &rc = reply.response;
+        if (rc.status >= 300 && rc.status <= 599) { // the worker said no
+            log::info("ws", remote + ": the worker refused the upgrade with " + std::to_string(rc.status));
+            Head h;
+            h.status = rc.status;
+            h.worker = &rc;
+            h.content_length = body.size();
+            h.keep_alive = false;
+            append_head(ex.out, h);
+            ex.out += body;
+            co_return After::close;
+        }
+        if (rc.status != 101 && (rc.status < 200 || rc.status > 299)) {
+            log::error("ws", "worker " + std::to_string(reply.worker_pid) + " answered the open event with status " +
+                                 std::to_string(rc.status) + " (expected 101 or 2xx to accept, 3xx-5xx to refuse)");
+            refuse(ex.out, 500, {}, {});
+            co_return After::close;
+        }
+        auto actions = ws::parse_actions(body);
+        if (!actions) {
+            log::error("ws", "worker " + std::to_string(reply.worker_pid) +
+                                 " answered the open event with bad actions: " + actions.error().message);
+            refuse(ex.out, 500, {}, {});
+            co_return After::close;
+        }
+        // The 101.
+        std::string &out = ex.out;
+        out += "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Accept: ";
+        out += ws::accept_key(req.header("Sec-WebSocket-Key"));
+        out += "\r\n";
+        const auto offered = ws::offered_protocols(req);
+        for (const auto &f : rc.headers) {
+            if (iequals(f.name, "Sec-WebSocket-Protocol")) {
+                if (f.values.size() != 1 ||
+                    std::find(offered.begin(), offered.end(), f.values[0]) == offered.end()) {
+                    log::error("ws", "worker " + std::to_string(reply.worker_pid) +
+                                         " chose a Sec-WebSocket-Protocol the client did not offer");
+                    out.clear();
+                    refuse(out, 500, {}, {});
+                    co_return After::close;
+                }
+                out += "Sec-WebSocket-Protocol: " + f.values[0] + "\r\n";
+                continue;
+            }
+            if (reserved_on_101(f.name) || !is_token(f.name))
+                continue;
+            for (const auto &v : f.values)
+                if (sendable_value(v))
+                    out += f.name + ": " + v + "\r\n";
+        }
+        out += "\r\n";
+        if (!co_await ex.transport.flush(out))
+            co_return After::close; // the client left while PHP decided (its close event never comes)
+        std::string early(ex.parser.take_buffered());
+        auto conn = std::make_shared<ws::WsConn>(loop_, ex.transport.take_socket(), id, std::move(ctx.uri), remote);
+        conn->apply(*actions);
+        conn->start(early);
+        co_return After::ended;
+    }
+
+private:
+    static void refuse(std::string &out, int status, std::string_view detail, std::string_view extra)
+    {
+        std::string body = std::to_string(status) + " " + std::string(reason_phrase(status));
+        if (!detail.empty())
+            body += ": " + std::string(detail);
+        body += '\n';
+        Head h;
+        h.status = status;
+        h.content_type = "text/plain; charset=utf-8";
+        h.extra = extra;
+        h.content_length = body.size();
+        h.keep_alive = false;
+        append_head(out, h);
+        out += body;
+    }
+
+    SharedState &st_;
+    ws::WsLoop &loop_;
+    const TrustedProxies &proxies_;
+};
+
+} // namespace
+
+WebSocketHandler::WebSocketHandler(SharedState &state, ws::WsLoop &loop)
+    : state_(state), loop_(loop), proxies_(state.config.http.trusted_subnets)
+{
+}
+
+bool WebSocketHandler::accepts(const Request &req) const
+{
+    return ws::is_upgrade_for(req, loop_.cfg.path);
+}
+
+std::unique_ptr<Handler::Connection> WebSocketHandler::connect()
+{
+    return std::make_unique<WebSocketConnection>(state_, loop_, proxies_);
+}
+
+} // namespace ferry::server::detail

@@ -1,0 +1,133 @@
+// One WebSocket connection after its handshake (internal to server/; docs/architecture.md, "WebSockets").
+// Lean by design, because idle connections are the common case: no coroutine frame while idle (the read
+// wait is a plain completion handler), reads go into the loop's shared scratch buffer (a partial frame's
+// bytes are the only per-connection buffer), and the send queue holds shared frames, allocated only while
+// something waits to be written. Events for PHP (message, close) run one at a time per connection, in order,
+// on a coroutine that exists only while there are events.
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/pool/pool.hpp"
+#include "transport/transport.hpp"
+#include "ws/frame.hpp"
+#include "ws/hub.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ferry::server::detail {
+struct SharedState;
+}
+
+namespace ferry::server::detail::ws {
+
+struct Action;
+
+struct WsStats {
+    std::uint64_t opened = 0, closed = 0;
+    std::uint64_t dropped = 0;         // messages dropped by a full send queue (overflow: drop_oldest)
+    std::uint64_t overflow_closes = 0; // connections closed with 1008 by a full send queue (overflow: close)
+    std::uint64_t protocol_errors = 0;
+};
+
+// What one loop's WebSocket connections share.
+struct WsLoop {
+    WsLoop(SharedState &s, const conf::WebsocketsConfig &c, pool::Pool &p, Publisher &pub)
+        : st(s), cfg(c), pool(p), publisher(pub)
+    {
+    }
+    SharedState &st;
+    const conf::WebsocketsConfig &cfg;
+    pool::Pool &pool; // the websockets workers
+    Publisher &publisher;
+    Hub hub;
+    std::vector<char> scratch; // every connection of the loop reads into it (64 KiB, made at the first read)
+    std::uint32_t next_id = 0;
+    WsStats stats;
+
+    std::uint64_t make_id(unsigned loop) { return (static_cast<std::uint64_t>(loop + 1) << 40) | ++next_id; }
+};
+
+std::string format_id(std::uint64_t id);       // "1.42": loop and number
+std::uint64_t parse_id(std::string_view text); // 0 when not an id
+std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payload);
+
+class WsConn : public std::enable_shared_from_this<WsConn> {
+public:
+    WsConn(WsLoop &loop, tcp::socket socket, std::uint64_t id, std::string uri, std::string remote);
+    ~WsConn();
+    WsConn(const WsConn &) = delete;
+    WsConn &operator=(const WsConn &) = delete;
+
+    // Starts reading; `early` are bytes the client sent after its handshake (already read by the HTTP side).
+    void start(std::string_view early);
+
+    std::uint64_t id() const { return id_; }
+    // Queues a frame (the send queue's limits and overflow policy apply).
+    void send(const std::shared_ptr<const std::string> &frame);
+    // Starts the close handshake: a close frame after what is queued, then the connection ends when the
+    // client answers (or after 2 s).
+    void close(std::uint16_t code, std::string_view reason);
+    // Applies a worker's actions for an event of this connection.
+    void apply(const std::vector<Action> &actions);
+    void set_data(std::string d) { data_ = std::move(d); }
+    bool open() const { return !dead_ && !close_sent_; }
+
+    std::vector<Hub::Membership> &memberships() { return memberships_; }
+    std::uint64_t stamp = 0; // the Hub's last publish to reach it
+    // Bytes held by this connection beyond the object itself (parser, queues, data).
+    std::size_t memory() const;
+
+private:
+    struct Out {
+        std::shared_ptr<const std::string> frame;
+        std::size_t offset; // bytes of it already written
+        bool control;
+    };
+    struct Ev {
+        bool close = false;
+        bool binary = false;
+        std::uint16_t code = 0;
+        std::string payload; // message bytes, or the close reason
+    };
+
+    void arm_read();
+    void on_readable(const error_code &ec);
+    void on_timeout();
+    bool handle(const Result &r); // false: stop reading
+    void queue_event(Ev e);
+    void fail(std::uint16_t code, std::string_view why);
+    void push(Out o);
+    void flush();
+    void arm_write();
+    void schedule();
+    void end(std::uint16_t code, std::string_view reason); // the connection is over: tell PHP, close
+    void shutdown_socket(); // after the last write: FIN, then a short lingering read
+    void finish();          // the socket is closed; the object goes when the last handler lets it go
+    static awaitable<void> pump(std::shared_ptr<WsConn> self);
+    awaitable<void> run_event(Ev &e);
+    void log_once(std::string_view what);
+
+    WsLoop &loop_;
+    tcp::socket socket_;
+    Conn conn_; // its deadline in the loop's timer wheel (ping, idle, close handshake)
+    std::list<Conn *>::iterator registered_;
+    std::uint64_t id_;
+    std::string uri_, remote_, data_;
+    FrameParser parser_;
+    std::vector<Hub::Membership> memberships_;
+    std::vector<Out> queue_; // [head_, size) waits to be written; emptied (and freed) when drained
+    std::size_t head_ = 0, queued_bytes_ = 0;
+    std::vector<Ev> events_; // for PHP, in order
+    std::size_t event_bytes_ = 0;
+    steady::time_point last_rx_, close_deadline_;
+    bool reading_ = false, writing_ = false, pumping_ = false, paused_ = false;
+    bool ping_out_ = false, close_sent_ = false, close_received_ = false, dead_ = false, ended_ = false;
+    bool overflow_logged_ = false, registered_in_hub_ = false, lingering_ = false;
+};
+
+} // namespace ferry::server::detail::ws

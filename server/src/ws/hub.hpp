@@ -1,0 +1,94 @@
+// Topics and connections of one event loop, and the seam every publish goes through (internal to server/;
+// docs/architecture.md, "WebSockets"). A message is encoded once into a shared frame; the Publisher carries
+// it to every loop once (the cross-loop Broadcast), and each loop's Hub hands the same buffer to its own
+// subscribers, who queue it without a copy. A broker (Redis pub/sub, NATS) for several Ferry nodes is a
+// Publisher too: it sends what is published here to the broker and feeds what the broker delivers into the
+// local Broadcast; the Hub does not change.
+#pragma once
+
+#include "loops/broadcast.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ferry::server::detail::ws {
+
+class WsConn;
+
+// What crosses loops: immutable once posted.
+struct Delivery {
+    enum class Kind : std::uint8_t { publish, send, close };
+    Kind kind = Kind::publish;
+    std::vector<std::string> topics; // publish
+    std::vector<std::uint64_t> ids;  // send, close: the target connections (on whichever loop they are)
+    std::uint64_t exclude = 0;       // publish: not to this connection (0: none)
+    std::shared_ptr<const std::string> frame; // publish, send: the encoded frame, shared by every receiver
+    std::uint16_t code = 1000;                // close
+    std::string reason;                       // close
+};
+using SharedDelivery = std::shared_ptr<const Delivery>;
+
+class Publisher {
+public:
+    virtual ~Publisher() = default;
+    // From any loop's thread: delivered to every loop (this one included), in the order published here.
+    virtual void publish(SharedDelivery d) = 0;
+};
+
+// One Ferry process: the cross-loop Broadcast.
+class LocalPublisher final : public Publisher {
+public:
+    explicit LocalPublisher(const Broadcast<Delivery> &loops) : loops_(loops) {}
+    void publish(SharedDelivery d) override { loops_.post(std::move(d)); }
+
+private:
+    const Broadcast<Delivery> &loops_;
+};
+
+struct HubStats {
+    std::uint64_t delivered = 0; // messages queued to receivers
+    std::uint64_t publishes = 0; // deliveries of kind publish seen by this loop
+};
+
+// One loop's topics and connections; touched by its own thread only.
+class Hub {
+public:
+    void add(WsConn *c);
+    void remove(WsConn *c); // leaves every topic too
+    void join(WsConn *c, const std::string &topic);
+    void leave(WsConn *c, const std::string &topic);
+    WsConn *find(std::uint64_t id) const;
+    // Runs a delivery on this loop's connections.
+    void deliver(const Delivery &d);
+
+    std::size_t connections() const { return conns_.size(); }
+    std::size_t topics() const { return topics_.size(); }
+    std::size_t subscribers(const std::string &topic) const;
+    const HubStats &stats() const { return stats_; }
+
+    // A connection's place in one topic's member list (swap-remove keeps leave O(1)).
+    struct Membership {
+        struct Topic *topic;
+        std::size_t slot;
+    };
+
+private:
+    std::unordered_map<std::string, std::unique_ptr<struct Topic>> topics_;
+    std::unordered_map<std::uint64_t, WsConn *> conns_;
+    std::uint64_t stamp_ = 0; // one per publish: a member of several of its topics gets it once
+    HubStats stats_;
+};
+
+struct Topic {
+    std::string name;
+    struct Member {
+        WsConn *conn;
+        std::size_t membership; // index in the connection's memberships
+    };
+    std::vector<Member> members;
+};
+
+} // namespace ferry::server::detail::ws
