@@ -232,6 +232,10 @@ awaitable<void> tick(LoopRuntime *lr)
             detail::return_free_memory(); // malloc_trim covers every thread's arena
         wheel.advance(steady::now(), [](WheelEntry &e) {
             auto &c = static_cast<Conn &>(e);
+            if (c.expire) {
+                c.expire(c);
+                return;
+            }
             c.timed_out = true;
             error_code ec;
             c.socket->cancel(ec);
@@ -271,6 +275,8 @@ awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
     for (Conn *c : lr->state.connections.list)
         if (c->idle)
             c->socket->cancel(ignored);
+    if (lr->ws)
+        lr->ws->drain(); // WebSockets say goodbye (1001) and end when their clients answer
     co_await sessions_ended(lr, deadline);
     co_return lr->state.sessions;
 }
@@ -281,6 +287,8 @@ awaitable<unsigned> close_loop(LoopRuntime *lr)
     error_code ignored;
     for (Conn *c : lr->state.connections.list)
         c->socket->close(ignored);
+    if (lr->ws)
+        lr->ws->close_all();
     lr->stopping = true;
     lr->ticker.cancel();
     co_await sessions_ended(lr, steady::now() + std::chrono::seconds(1));

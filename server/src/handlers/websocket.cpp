@@ -122,7 +122,17 @@ public:
         if (!co_await ex.transport.flush(out))
             co_return After::close; // the client left while PHP decided (its close event never comes)
         std::string early(ex.parser.take_buffered());
-        auto conn = std::make_shared<ws::WsConn>(loop_, ex.transport.take_socket(), id, std::move(ctx.uri), remote);
+        // The socket moves onto a plain io_context executor (ws::WsSocket: smaller, and so is each wait).
+        tcp::socket taken = ex.transport.take_socket();
+        error_code ec;
+        const auto protocol = taken.local_endpoint(ec).protocol();
+        ws::WsSocket sock(st_.io);
+        sock.assign(protocol, taken.release(ec), ec);
+        if (ec) {
+            log::error("ws", remote + ": cannot take the connection over: " + ec.message());
+            co_return After::ended;
+        }
+        auto conn = ws::WsConn::make(loop_, std::move(sock), id, remote);
         conn->apply(*actions);
         conn->start(early);
         co_return After::ended;

@@ -23,6 +23,7 @@ using tcp = asio::ip::tcp;
 // cancels the socket's pending operation and sets `timed_out`.
 struct Conn : WheelEntry {
     tcp::socket *socket = nullptr;
+    void (*expire)(Conn &) = nullptr; // set: the ticker calls it instead (a WebSocket's own timeouts)
     bool idle = true; // waiting for the first byte of a request
     bool timed_out = false;
 };

@@ -5,6 +5,7 @@
 #include "ws/actions.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -48,13 +49,28 @@ std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payloa
     return std::make_shared<const std::string>(encode_frame(op, payload));
 }
 
-WsConn::WsConn(WsLoop &loop, tcp::socket socket, std::uint64_t id, std::string uri, std::string remote)
-    : loop_(loop), socket_(std::move(socket)), id_(id), uri_(std::move(uri)), remote_(std::move(remote)),
+std::shared_ptr<WsConn> WsConn::make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote)
+{
+    return std::allocate_shared<WsConn>(SlabAllocator<WsConn>(&loop.slab), loop, std::move(socket), id,
+                                        std::move(remote));
+}
+
+void WsLoop::drain()
+{
+    hub.each([](WsConn &c) { c.drain(); });
+}
+
+void WsLoop::close_all()
+{
+    hub.each([](WsConn &c) { c.finish(); });
+}
+
+WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote)
+    : loop_(loop), socket_(std::move(socket)), id_(id), remote_(std::move(remote)),
       parser_(Limits{loop.cfg.max_message_size, false})
 {
-    conn_.socket = &socket_;
-    conn_.idle = true; // a stop's drain cancels its wait: it then says goodbye (1001)
-    registered_ = loop_.st.connections.list.insert(loop_.st.connections.list.end(), &conn_);
+    conn_.self = this;
+    conn_.expire = [](Conn &c) { static_cast<Timer &>(c).self->on_timeout(); };
     ++loop_.st.sessions;
     loop_.hub.add(this);
     registered_in_hub_ = true;
@@ -67,7 +83,6 @@ WsConn::~WsConn()
     if (registered_in_hub_)
         loop_.hub.remove(this);
     loop_.st.connections.wheel.remove(conn_);
-    loop_.st.connections.list.erase(registered_);
     error_code ec;
     socket_.close(ec);
     ++loop_.stats.closed;
@@ -76,8 +91,40 @@ WsConn::~WsConn()
 
 std::size_t WsConn::memory() const
 {
-    return parser_.memory() + queue_.capacity() * sizeof(Out) + events_.capacity() * sizeof(Ev) +
-           event_bytes_ + memberships_.capacity() * sizeof(Hub::Membership) + data_.capacity();
+    std::size_t n = parser_.memory() + memberships_.capacity() * sizeof(Hub::Membership) + data_.capacity();
+    if (busy_)
+        n += sizeof(Busy) + busy_->queue.capacity() * sizeof(Out) + busy_->events.capacity() * sizeof(Ev) +
+             busy_->event_bytes;
+    return n;
+}
+
+WsConn::Busy &WsConn::busy()
+{
+    if (!busy_)
+        busy_ = std::make_unique<Busy>();
+    return *busy_;
+}
+
+std::size_t WsConn::pending_out() const
+{
+    return busy_ ? busy_->queue.size() - busy_->head : 0;
+}
+
+void WsConn::release_busy()
+{
+    // Everything in flight is done: the queues go (kept, even small ones pin heap pages among the
+    // short-lived allocations of a burst, so that the allocator cannot give them back).
+    if (busy_ && busy_->queue.size() == busy_->head && busy_->events.empty() && !writing_ && !pumping_)
+        busy_.reset();
+}
+
+void WsConn::drop_queue()
+{
+    if (!busy_)
+        return;
+    std::vector<Out>().swap(busy_->queue);
+    busy_->head = busy_->queued_bytes = 0;
+    release_busy();
 }
 
 void WsConn::start(std::string_view early)
@@ -103,7 +150,10 @@ void WsConn::arm_read()
         return;
     reading_ = true;
     socket_.async_wait(tcp::socket::wait_read,
-                       [self = shared_from_this()](const error_code &ec) { self->on_readable(ec); });
+                       asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
+                                            [self = shared_from_this()](const error_code &ec) {
+                                                self->on_readable(ec);
+                                            }));
 }
 
 void WsConn::on_readable(const error_code &ec)
@@ -119,13 +169,7 @@ void WsConn::on_readable(const error_code &ec)
             finish();
             return;
         }
-        if (conn_.timed_out) {
-            conn_.timed_out = false;
-            on_timeout();
-        } else if (loop_.st.draining && !close_sent_ && !ended_) {
-            close(close_status::going_away, "server shutting down");
-        }
-        if (!dead_ && writing_ == false && queue_.size() > head_)
+        if (!dead_ && !writing_ && pending_out() > 0)
             flush(); // the cancel stopped the writer's wait too
         arm_read();
         return;
@@ -164,6 +208,8 @@ void WsConn::on_readable(const error_code &ec)
     }
     if (dead_)
         return;
+    if (!parser_.in_message())
+        parser_.release_memory(); // between messages a connection holds no parser buffer
     schedule();
     arm_read();
 }
@@ -263,7 +309,7 @@ void WsConn::end(std::uint16_t code, std::string_view reason)
     e.code = code;
     e.payload.assign(reason);
     queue_event(std::move(e));
-    if (queue_.size() == head_)
+    if (pending_out() == 0)
         shutdown_socket();
     else
         schedule();
@@ -297,8 +343,7 @@ void WsConn::finish()
     loop_.st.connections.wheel.cancel(conn_);
     error_code ec;
     socket_.close(ec);
-    std::vector<Out>().swap(queue_);
-    head_ = queued_bytes_ = 0;
+    drop_queue();
     parser_.release_memory();
 }
 
@@ -364,7 +409,11 @@ void WsConn::push(Out o)
         return;
     const auto &cfg = loop_.cfg;
     const std::size_t size = o.frame->size();
-    auto pending = [this] { return queue_.size() - head_; };
+    Busy &b = busy();
+    auto &queue_ = b.queue;
+    auto &head_ = b.head;
+    auto &queued_bytes_ = b.queued_bytes;
+    auto pending = [&b] { return b.queue.size() - b.head; };
     if (!o.control && pending() > 0 &&
         (pending() >= cfg.max_queue_messages || queued_bytes_ + size > cfg.max_queue_bytes)) {
         // The first waiting entry may be half written: it stays (a frame is never cut).
@@ -408,7 +457,12 @@ void WsConn::flush()
 {
     if (dead_)
         return;
+    if (!busy_)
+        return;
     const int fd = socket_.native_handle();
+    auto &queue_ = busy_->queue;
+    auto &head_ = busy_->head;
+    auto &queued_bytes_ = busy_->queued_bytes;
     while (queue_.size() > head_) {
         std::array<iovec, 16> iov;
         int n = 0;
@@ -427,8 +481,7 @@ void WsConn::flush()
         if (w < 0) {
             // The client is gone: nothing queued can reach it.
             lingering_ = true;
-            std::vector<Out>().swap(queue_);
-            head_ = queued_bytes_ = 0;
+            drop_queue();
             if (!ended_)
                 end(close_status::abnormal, {});
             finish();
@@ -450,12 +503,10 @@ void WsConn::flush()
         }
     }
     // Drained: the queue's memory goes back (an idle connection holds none).
-    if (queue_.capacity() > 8)
-        std::vector<Out>().swap(queue_);
-    else
-        queue_.clear();
+    std::vector<Out>().swap(queue_);
     head_ = 0;
     queued_bytes_ = 0;
+    release_busy();
     if (ended_)
         shutdown_socket();
 }
@@ -463,7 +514,7 @@ void WsConn::flush()
 void WsConn::arm_write()
 {
     writing_ = true;
-    socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const error_code &ec) {
+    socket_.async_wait(tcp::socket::wait_write, asio::bind_allocator(SlabAllocator<void>(&loop_.slab), [self = shared_from_this()](const error_code &ec) {
         self->writing_ = false;
         if (self->dead_)
             return;
@@ -475,7 +526,12 @@ void WsConn::arm_write()
             return;
         }
         self->flush();
-    });
+    }));
+}
+
+void WsConn::drain()
+{
+    close(close_status::going_away, "server shutting down");
 }
 
 void WsConn::log_once(std::string_view what)
@@ -488,9 +544,10 @@ void WsConn::log_once(std::string_view what)
 
 void WsConn::queue_event(Ev e)
 {
-    event_bytes_ += e.payload.size();
-    events_.push_back(std::move(e));
-    if (events_.size() >= max_events || event_bytes_ > loop_.cfg.max_message_size)
+    Busy &b = busy();
+    b.event_bytes += e.payload.size();
+    b.events.push_back(std::move(e));
+    if (b.events.size() >= max_events || b.event_bytes > loop_.cfg.max_message_size)
         paused_ = true; // the worker is behind: stop reading until it catches up
     if (!pumping_) {
         pumping_ = true;
@@ -500,20 +557,22 @@ void WsConn::queue_event(Ev e)
 
 awaitable<void> WsConn::pump(std::shared_ptr<WsConn> self)
 {
-    while (!self->events_.empty()) {
-        Ev e = std::move(self->events_.front());
-        self->events_.erase(self->events_.begin());
-        self->event_bytes_ -= e.payload.size();
-        if (self->paused_ && self->events_.size() < max_events / 2 &&
-            self->event_bytes_ <= self->loop_.cfg.max_message_size / 2) {
+    while (self->busy_ && !self->busy_->events.empty()) {
+        Busy &b = *self->busy_;
+        Ev e = std::move(b.events.front());
+        b.events.erase(b.events.begin());
+        b.event_bytes -= e.payload.size();
+        if (self->paused_ && b.events.size() < max_events / 2 &&
+            b.event_bytes <= self->loop_.cfg.max_message_size / 2) {
             self->paused_ = false;
             self->arm_read();
         }
         co_await self->run_event(e);
     }
-    if (self->events_.capacity() > 4)
-        std::vector<Ev>().swap(self->events_);
+    if (self->busy_)
+        std::vector<Ev>().swap(self->busy_->events);
     self->pumping_ = false;
+    self->release_busy();
     co_return;
 }
 
@@ -523,7 +582,7 @@ awaitable<void> WsConn::run_event(Ev &e)
     ctx.remote_addr = remote_;
     ctx.protocol = "HTTP/1.1";
     ctx.method = "POST";
-    ctx.uri = uri_;
+    ctx.uri = "http://" + loop_.st.default_host + loop_.cfg.path;
     ctx.attributes.reserve(5);
     ctx.attributes.emplace_back("ferry.ws.event", e.close ? "close" : "message");
     ctx.attributes.emplace_back("ferry.ws.id", format_id(id_));

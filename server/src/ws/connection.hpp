@@ -11,6 +11,7 @@
 #include "transport/transport.hpp"
 #include "ws/frame.hpp"
 #include "ws/hub.hpp"
+#include "ws/slab.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -26,6 +27,10 @@ struct SharedState;
 namespace ferry::server::detail::ws {
 
 struct Action;
+
+// A connection's socket bound to its loop's io_context directly: its executor is a pointer, where
+// tcp::socket's any_io_executor takes 48 bytes in the socket and again in every pending operation.
+using WsSocket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 
 struct WsStats {
     std::uint64_t opened = 0, closed = 0;
@@ -45,11 +50,15 @@ struct WsLoop {
     pool::Pool &pool; // the websockets workers
     Publisher &publisher;
     Hub hub;
+    Slab slab;                 // the connections and their pending waits (slab.hpp says why)
     std::vector<char> scratch; // every connection of the loop reads into it (64 KiB, made at the first read)
     std::uint32_t next_id = 0;
     WsStats stats;
 
     std::uint64_t make_id(unsigned loop) { return (static_cast<std::uint64_t>(loop + 1) << 40) | ++next_id; }
+    // A stop: every connection gets its close frame (1001); then close_all() ends what is left.
+    void drain();
+    void close_all();
 };
 
 std::string format_id(std::uint64_t id);       // "1.42": loop and number
@@ -58,7 +67,9 @@ std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payloa
 
 class WsConn : public std::enable_shared_from_this<WsConn> {
 public:
-    WsConn(WsLoop &loop, tcp::socket socket, std::uint64_t id, std::string uri, std::string remote);
+    WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote);
+    // The way connections are made: in the loop's slab.
+    static std::shared_ptr<WsConn> make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote);
     ~WsConn();
     WsConn(const WsConn &) = delete;
     WsConn &operator=(const WsConn &) = delete;
@@ -79,6 +90,8 @@ public:
 
     std::vector<Hub::Membership> &memberships() { return memberships_; }
     std::uint64_t stamp = 0; // the Hub's last publish to reach it
+    void drain();            // the server stops: close with 1001
+    void finish();           // the socket is closed; the object goes when the last handler lets it go
     // Bytes held by this connection beyond the object itself (parser, queues, data).
     std::size_t memory() const;
 
@@ -95,6 +108,18 @@ private:
         std::string payload; // message bytes, or the close reason
     };
 
+    // What exists only while something is in flight (messages to write, events for PHP).
+    struct Busy {
+        std::vector<Out> queue; // [head, size) waits to be written
+        std::size_t head = 0, queued_bytes = 0;
+        std::vector<Ev> events; // for PHP, in order
+        std::size_t event_bytes = 0;
+    };
+    Busy &busy();
+    std::size_t pending_out() const;
+    void release_busy();
+    void drop_queue();
+
     void arm_read();
     void on_readable(const error_code &ec);
     void on_timeout();
@@ -107,23 +132,23 @@ private:
     void schedule();
     void end(std::uint16_t code, std::string_view reason); // the connection is over: tell PHP, close
     void shutdown_socket(); // after the last write: FIN, then a short lingering read
-    void finish();          // the socket is closed; the object goes when the last handler lets it go
     static awaitable<void> pump(std::shared_ptr<WsConn> self);
     awaitable<void> run_event(Ev &e);
     void log_once(std::string_view what);
 
+    // Its deadline in the loop's timer wheel (ping, idle, close handshake): the ticker calls on_timeout().
+    struct Timer : Conn {
+        WsConn *self = nullptr;
+    };
+
     WsLoop &loop_;
-    tcp::socket socket_;
-    Conn conn_; // its deadline in the loop's timer wheel (ping, idle, close handshake)
-    std::list<Conn *>::iterator registered_;
+    WsSocket socket_;
+    Timer conn_;
     std::uint64_t id_;
-    std::string uri_, remote_, data_;
+    std::string remote_, data_;
     FrameParser parser_;
     std::vector<Hub::Membership> memberships_;
-    std::vector<Out> queue_; // [head_, size) waits to be written; emptied (and freed) when drained
-    std::size_t head_ = 0, queued_bytes_ = 0;
-    std::vector<Ev> events_; // for PHP, in order
-    std::size_t event_bytes_ = 0;
+    std::unique_ptr<Busy> busy_;
     steady::time_point last_rx_, close_deadline_;
     bool reading_ = false, writing_ = false, pumping_ = false, paused_ = false;
     bool ping_out_ = false, close_sent_ = false, close_received_ = false, dead_ = false, ended_ = false;

@@ -129,7 +129,7 @@ bool FrameParser::set_length(std::uint64_t len)
 {
     remaining_ = len;
     if (!is_control(op_)) {
-        const std::uint64_t so_far = msg_.size();
+        const std::uint64_t so_far = part_ ? part_->msg.size() : 0;
         if (len > limits_.max_message || so_far > limits_.max_message - len)
             return fail(close_status::too_big, "message too big");
     }
@@ -160,16 +160,26 @@ void FrameParser::unmask(char *p, std::size_t n)
 void FrameParser::drop_delivered()
 {
     if (drop_msg_) {
-        if (msg_.capacity() > keep_capacity)
-            free_string(msg_);
+        if (part_->msg.capacity() > keep_capacity)
+            free_string(part_->msg);
         else
-            msg_.clear();
+            part_->msg.clear();
         drop_msg_ = false;
     }
     if (drop_ctl_) {
-        free_string(ctl_); // at most 125 bytes, and rare (a control frame split across reads)
+        free_string(part_->ctl); // at most 125 bytes, and rare (a control frame split across reads)
         drop_ctl_ = false;
     }
+    if (part_ && part_->msg.empty() && part_->ctl.empty() && heap_bytes(part_->msg) == 0 &&
+        heap_bytes(part_->ctl) == 0)
+        part_.reset();
+}
+
+FrameParser::Partial &FrameParser::part()
+{
+    if (!part_)
+        part_ = std::make_unique<Partial>();
+    return *part_;
 }
 
 Result FrameParser::control_frame(std::string_view payload, std::size_t consumed)
@@ -264,20 +274,20 @@ Result FrameParser::parse(std::span<char> input)
             return is_control(op_) ? control_frame({p, n}, pos) : message({p, n}, pos);
         started_ = true;
         if (is_control(op_)) {
-            ctl_.append(p, n);
+            part().ctl.append(p, n);
             if (!done)
                 return need_more(pos);
             drop_ctl_ = true;
-            return control_frame(ctl_, pos);
+            return control_frame(part_->ctl, pos);
         }
         // Grows geometrically with what arrives; never reserved from the declared length (a peer could
         // announce 16 MiB and send nothing).
-        msg_.append(p, n);
+        part().msg.append(p, n);
         if (!done)
             return need_more(pos);
         if (fin_) {
             drop_msg_ = true;
-            return message(msg_, pos);
+            return message(part_->msg, pos);
         }
         // A fragment ended: the message goes on in the next frame, perhaps in this same input.
     }
@@ -285,20 +295,22 @@ Result FrameParser::parse(std::span<char> input)
 
 std::size_t FrameParser::memory() const
 {
-    return heap_bytes(msg_) + heap_bytes(ctl_);
+    return part_ ? sizeof(Partial) + heap_bytes(part_->msg) + heap_bytes(part_->ctl) : 0;
 }
 
 void FrameParser::release_memory()
 {
-    drop_delivered();
-    if (msg_.empty())
-        free_string(msg_);
-    else
-        msg_.shrink_to_fit();
-    if (ctl_.empty())
-        free_string(ctl_);
-    else
-        ctl_.shrink_to_fit();
+    if (!part_)
+        return;
+    drop_delivered(); // may free it already
+    if (!part_)
+        return;
+    if (part_->msg.empty() && part_->ctl.empty()) {
+        part_.reset(); // an idle connection's parser holds nothing
+        return;
+    }
+    part_->msg.shrink_to_fit();
+    part_->ctl.shrink_to_fit();
 }
 
 std::size_t encode_header(std::uint8_t *out, Opcode op, std::uint64_t payload_len, bool fin)

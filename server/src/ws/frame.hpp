@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -87,9 +88,15 @@ private:
     void unmask(char *p, std::size_t n);
     void drop_delivered();
 
+    // Only while a message or a control frame spans frames or reads (made then, freed by release_memory()).
+    struct Partial {
+        std::string msg; // the message so far
+        std::string ctl; // a control frame's payload (<= 125 bytes)
+    };
+    Partial &part();
+
     Limits limits_;
-    std::string msg_; // the message so far, when it spans frames or reads
-    std::string ctl_; // a control frame's payload (<= 125 bytes) when it spans reads
+    std::unique_ptr<Partial> part_;
     std::string_view error_;
     std::uint64_t remaining_ = 0; // header: the length as decoded so far; payload: bytes still to come
     std::uint8_t mask_[4]{};

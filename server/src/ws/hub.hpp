@@ -65,6 +65,12 @@ public:
     void deliver(const Delivery &d);
 
     std::size_t connections() const { return conns_.size(); }
+    // Calls f(WsConn &) for every connection (f must not add or remove connections synchronously).
+    template <typename F> void each(F &&f)
+    {
+        for (auto &[id, c] : conns_)
+            f(*c);
+    }
     std::size_t topics() const { return topics_.size(); }
     std::size_t subscribers(const std::string &topic) const;
     const HubStats &stats() const { return stats_; }

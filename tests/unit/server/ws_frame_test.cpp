@@ -732,6 +732,16 @@ TEST(WsFrame, MemoryIsHeldOnlyWhileNeeded)
     ASSERT_EQ(seen.size(), 1u);
     EXPECT_EQ(seen[0].payload, std::string(3000, 'y') + "z");
 
+    // release_memory() right after a large reassembled message (it frees the buffer and its holder).
+    FrameParser big;
+    seen = feed(big, frame(Opcode::binary, std::string(100 << 10, 'b')), {30000, 60000});
+    ASSERT_EQ(seen.size(), 1u);
+    big.release_memory();
+    EXPECT_EQ(big.memory(), 0u);
+    seen = feed(big, frame(Opcode::text, "again"));
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].payload, "again");
+
     // A control frame split across reads.
     FrameParser c;
     seen = feed(c, frame(Opcode::ping, std::string(100, 'p')), {50});
