@@ -58,6 +58,48 @@ final class Rpc
     }
 
     /**
+     * Publishes a message to every WebSocket subscribed to one of the topics (websockets: in the server's
+     * config). Binary data goes base64-encoded on the wire.
+     *
+     * @param string|list<string> $topics
+     */
+    public function publish(string|array $topics, string $message, bool $binary = false): void
+    {
+        $this->call('websockets.Publish', ['topics' => \is_array($topics) ? \array_values($topics) : [$topics]]
+            + self::message($message, $binary));
+    }
+
+    /**
+     * Sends a message to WebSocket connections by id (WebSocketEvent::$id).
+     *
+     * @param string|list<string> $to
+     */
+    public function send(string|array $to, string $message, bool $binary = false): void
+    {
+        $this->call('websockets.Send', ['to' => \is_array($to) ? \array_values($to) : [$to]]
+            + self::message($message, $binary));
+    }
+
+    /**
+     * Closes WebSocket connections by id with a close code (1000, 1001, 1003, 1007-1014, 3000-4999).
+     *
+     * @param string|list<string> $to
+     */
+    public function closeConnections(string|array $to, int $code = 1000, string $reason = ''): void
+    {
+        $this->call('websockets.Close', ['to' => \is_array($to) ? \array_values($to) : [$to], 'code' => $code,
+            'reason' => $reason]);
+    }
+
+    /** @return array<string, mixed> */
+    private static function message(string $message, bool $binary): array
+    {
+        return $binary || \preg_match('//u', $message) !== 1
+            ? ['base64' => \base64_encode($message), 'binary' => $binary]
+            : ['message' => $message];
+    }
+
+    /**
      * One call: the decoded JSON result.
      *
      * @throws ProtocolException the server answered with an error (its message), or the connection failed

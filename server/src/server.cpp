@@ -15,6 +15,7 @@
 #include "handlers/websocket.hpp"
 #include "ws/connection.hpp"
 #include "ws/hub.hpp"
+#include "ws/rpc.hpp"
 
 #include <boost/asio/signal_set.hpp>
 
@@ -477,6 +478,13 @@ int run(const conf::Config &cfg)
             runtime->stop_event.cancel();
         }
     });
+    // websockets: the cross-loop delivery of its topics, which RPC publishes go through too.
+    detail::Broadcast<detail::ws::Delivery> ws_broadcast;
+    detail::ws::LocalPublisher ws_publisher(ws_broadcast);
+    if (cfg.websockets.enabled)
+        control.set_rpc_extension([&ws_publisher](std::string_view method, std::string_view arg) {
+            return detail::ws::rpc_call(ws_publisher, method, arg);
+        });
     if (auto bound = control.bind(); !bound) {
         log::error("core", bound.error().message);
         return 1;
@@ -485,10 +493,8 @@ int run(const conf::Config &cfg)
         popt.env.push_back("RR_RPC=" + a);
     pool::Pool pool(contexts, popt);
 
-    // websockets: a pool of its own (RR_MODE=websockets), and the cross-loop delivery of its topics.
+    // websockets: a pool of its own (RR_MODE=websockets).
     std::unique_ptr<pool::Pool> ws_pool;
-    detail::Broadcast<detail::ws::Delivery> ws_broadcast;
-    detail::ws::LocalPublisher ws_publisher(ws_broadcast);
     if (const auto &w = cfg.websockets; w.enabled) {
         pool::Options wopt = popt;
         wopt.mode = "websockets";

@@ -11,6 +11,7 @@ import time
 import unittest
 
 from harness import IO_THREADS, ServerTestCase, wait_until
+from test_reload import Rpc
 from wsclient import RawWs, NodeWs, close_payload, frame
 
 WS_CONFIG = {
@@ -394,6 +395,72 @@ class Workers(WsTestCase):
         self.node.send("bad")
         self.assertEqual(self.node.expect("close")["code"], 1011)
         self.assertTrue(self.server.wait_for_log("answered the message event with bad actions"))
+
+
+class OutOfBand(WsTestCase):
+    CONFIG = dict(WS_CONFIG, rpc={"listen": "tcp://127.0.0.1:0"})
+
+    def rpc_address(self):
+        m = re.search(r"rpc: listening on (tcp://\S+)", self.server.stderr())
+        self.assertIsNotNone(m, self.server.stderr())
+        return m.group(1)
+
+    def test_http_worker_publishes_sends_and_kicks_through_rpc(self):
+        self.node.connect(self.url("?topics=news"), name="a")
+        self.node.connect(self.url("?topics=news"), name="b")
+        status, _, body = self.server.request("GET", "/publish?topic=news&msg=from%20HTTP")
+        self.assertEqual((status, body), (200, b"published\n"))
+        self.assertEqual(self.node.text("a"), "from HTTP")
+        self.assertEqual(self.node.text("b"), "from HTTP")
+        status, _, _ = self.server.request("GET", "/publish?topic=news&msg=%00%FF&binary=1")
+        self.assertEqual(status, 200)
+        e = self.node.message("a")
+        self.assertEqual((e["binary"], e["b64"]), (True, "AP8="))
+        self.node.message("b")
+        ident = self.whoami("a")[0]
+        status, _, _ = self.server.request("GET", f"/send?to={ident}&msg=just%20you")
+        self.assertEqual(status, 200)
+        self.assertEqual(self.node.text("a"), "just you")
+        status, _, _ = self.server.request("GET", f"/kick?to={ident}")
+        self.assertEqual(status, 200)
+        e = self.node.expect("close", "a")
+        self.assertEqual((e["code"], e["reason"]), (4003, "kicked over RPC"))
+
+    def test_rpc_errors_name_the_problem(self):
+        rpc = Rpc(self.rpc_address())
+        self.addCleanup(rpc.close)
+        cases = [
+            ("websockets.Publish", {"message": "x"}, '"topics" is missing'),
+            ("websockets.Publish", {"topics": ["t"]}, '"message" (a string) or "base64" is missing'),
+            ("websockets.Publish", {"topics": [], "message": "x"}, "non-empty list"),
+            ("websockets.Publish", {"topics": "t", "base64": "!!"}, "not valid base64"),
+            ("websockets.Publish", {"topics": "t", "base64": "/w=="}, "not valid UTF-8"),
+            ("websockets.Send", {"to": ["nope"], "message": "x"}, "is not a connection id"),
+            ("websockets.Close", {"to": "1.1", "code": 1005}, "close code"),
+            ("websockets.Publish", [1], "takes a JSON object"),
+        ]
+        for method, arg, text in cases:
+            ok, result = rpc.call(method, arg)
+            self.assertFalse(ok, (method, arg))
+            self.assertIn(text, result)
+        ok, result = rpc.call("websockets.Publish", {"topics": "nobody", "message": "into the void"})
+        self.assertEqual((ok, result), (True, True))
+
+
+class Relay(WsTestCase):
+    CONFIG = dict(WS_CONFIG, websockets=dict(WS_CONFIG["websockets"], relay=True))
+
+    def test_messages_go_to_the_topics_without_php(self):
+        for n in ("sender", "r1", "r2"):
+            self.node.connect(self.url("?topics=video"), name=n)
+        self.node.connect(self.url("?topics=other"), name="outsider")
+        self.node.send("frame 1", "sender")
+        self.node.send(b"\x00\x01binary frame", "sender")
+        for n in ("r1", "r2"):
+            self.assertEqual(self.node.text(n), "frame 1")
+            self.assertEqual(self.node.message(n)["b64"], "AAFiaW5hcnkgZnJhbWU=")
+        got = [e for e in self.node.drain(0.4) if e["ev"] == "message"]
+        self.assertEqual(got, [], "not back to the sender, not to other topics, PHP not asked (no echo)")
 
 
 class Lifecycle(WsTestCase):

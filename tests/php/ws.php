@@ -16,15 +16,34 @@ declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
 
+use Ferry\Worker\Rpc;
 use Ferry\Worker\WebSocketActions;
 use Ferry\Worker\WebSocketEvent;
 use Ferry\Worker\WebSockets;
 use Ferry\Worker\Worker;
 
 if (getenv('RR_MODE') !== 'websockets') {
+    // HTTP: /publish?topic=&msg= (&binary=1), /send?to=&msg=, /kick?to= go through the RPC listener
+    // (Ferry\Worker\Rpc), as an application's POST handler would; anything else is described.
     $worker = Worker::create();
     while ($req = $worker->waitRequest()) {
-        $worker->respond(200, ['Content-Type' => 'text/plain'], "http " . $req->method . " " . $req->path . "\n");
+        $q = $req->query;
+        try {
+            if ($req->path === '/publish') {
+                Rpc::fromEnv()->publish(explode(',', (string) $q['topic']), (string) $q['msg'], isset($q['binary']));
+                $worker->respond(200, [], "published\n");
+            } elseif ($req->path === '/send') {
+                Rpc::fromEnv()->send((string) $q['to'], (string) $q['msg']);
+                $worker->respond(200, [], "sent\n");
+            } elseif ($req->path === '/kick') {
+                Rpc::fromEnv()->closeConnections((string) $q['to'], 4003, 'kicked over RPC');
+                $worker->respond(200, [], "kicked\n");
+            } else {
+                $worker->respond(200, ['Content-Type' => 'text/plain'], "http " . $req->method . " " . $req->path . "\n");
+            }
+        } catch (Throwable $e) {
+            $worker->respond(500, [], get_class($e) . ': ' . $e->getMessage() . "\n");
+        }
     }
     exit(0);
 }

@@ -33,6 +33,7 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     asio::io_context &io;
     const conf::Config &cfg;
     std::function<void()> stop_server;
+    std::function<std::optional<Result<std::string>>(std::string_view, std::string_view)> extension;
     pool::Pool *pool = nullptr;
     std::unique_ptr<RpcServer> rpc;
     std::unique_ptr<pool::Watcher> watcher;
@@ -78,12 +79,19 @@ Control::~Control()
     stop();
 }
 
+void Control::set_rpc_extension(
+    std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)> f)
+{
+    impl_->extension = std::move(f);
+}
+
 Result<void> Control::bind()
 {
     Impl &c = *impl_;
     if (c.cfg.rpc.listen.empty())
         return {};
     RpcTarget target;
+    target.extension = c.extension;
     for (const auto &w : c.cfg.server.command)
         target.command += (target.command.empty() ? "" : " ") + w;
     std::weak_ptr<Impl> weak = impl_;

@@ -3,6 +3,10 @@
 // loops[0], where the pool's reset runs.
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <string_view>
+
 #include "ferry/conf/config.hpp"
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
@@ -22,6 +26,9 @@ public:
     Control(const Control &) = delete;
     Control &operator=(const Control &) = delete;
 
+    // More RPC methods (websockets.*), set before bind().
+    void set_rpc_extension(
+        std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)> f);
     // Binds rpc.listen, if configured, so that the workers can be given its address (RR_RPC) before they
     // start. The error names the key.
     Result<void> bind();

@@ -158,7 +158,11 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
             target.stop();
         co_return ok("true");
     }
-    co_return fail("unknown method \"" + relay::printable(method, 80) + "\" (known: " + methods_known + ")");
+    if (target.extension)
+        if (auto r = target.extension(method, arg))
+            co_return std::move(*r);
+    co_return fail("unknown method \"" + relay::printable(method, 80) + "\" (known: " + methods_known +
+                   (target.extension ? ", websockets.Publish, websockets.Send, websockets.Close" : "") + ")");
 }
 
 struct RpcServer::Impl : std::enable_shared_from_this<Impl> {

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,8 @@ struct RpcTarget {
     std::string command;        // the workers' command line, for informer.Workers
     std::function<void()> stop; // ferry.Stop: a graceful stop, as SIGTERM
     std::function<awaitable<Result<pool::ResetReport>>(std::string why)> reset; // resetter.Reset
+    // More methods (websockets.*): nullopt when the method is not one of them.
+    std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)> extension;
 };
 
 // One call: the result as JSON, or the error message. Exposed for tests.

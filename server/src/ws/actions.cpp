@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-ferry::Result<std::vector<std::string>> strings(const json::value &v, std::string_view what)
+Result<std::vector<std::string>> strings(const json::value &v, std::string_view what)
 {
     std::vector<std::string> out;
     if (v.is_string()) {
@@ -30,7 +30,7 @@ ferry::Result<std::vector<std::string>> strings(const json::value &v, std::strin
 
 } // namespace
 
-ferry::Result<std::vector<Action>> parse_actions(std::string_view body)
+Result<std::vector<Action>> parse_actions(std::string_view body)
 {
     std::vector<Action> out;
     if (body.empty())

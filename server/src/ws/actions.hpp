@@ -28,6 +28,6 @@ struct Action {
 };
 
 // Parses `body` (empty: no action). The error names the action and what is wrong with it.
-ferry::Result<std::vector<Action>> parse_actions(std::string_view body);
+Result<std::vector<Action>> parse_actions(std::string_view body);
 
 } // namespace ferry::server::detail::ws

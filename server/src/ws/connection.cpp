@@ -134,7 +134,7 @@ void WsConn::start(std::string_view early)
         std::string copy(early);
         std::span<char> data(copy.data(), copy.size());
         while (!data.empty() && !dead_) {
-            Result r = parser_.parse(data);
+            Parsed r = parser_.parse(data);
             data = data.subspan(r.consumed);
             if (r.event == Event::need_more || !handle(r))
                 break;
@@ -197,7 +197,7 @@ void WsConn::on_readable(const error_code &ec)
         std::span<char> data(loop_.scratch.data(), static_cast<std::size_t>(n));
         bool go_on = true;
         while (!data.empty() && go_on) {
-            Result r = parser_.parse(data);
+            Parsed r = parser_.parse(data);
             data = data.subspan(r.consumed);
             if (r.event == Event::need_more)
                 break;
@@ -214,7 +214,7 @@ void WsConn::on_readable(const error_code &ec)
     arm_read();
 }
 
-bool WsConn::handle(const Result &r)
+bool WsConn::handle(const Parsed &r)
 {
     switch (r.event) {
     case Event::need_more:

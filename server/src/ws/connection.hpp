@@ -123,7 +123,7 @@ private:
     void arm_read();
     void on_readable(const error_code &ec);
     void on_timeout();
-    bool handle(const Result &r); // false: stop reading
+    bool handle(const Parsed &r); // false: stop reading
     void queue_event(Ev e);
     void fail(std::uint16_t code, std::string_view why);
     void push(Out o);

@@ -27,9 +27,9 @@ void free_string(std::string &s)
     std::string().swap(s); // clear() keeps the capacity, and shrink_to_fit() is only a request
 }
 
-Result need_more(std::size_t consumed)
+Parsed need_more(std::size_t consumed)
 {
-    Result r;
+    Parsed r;
     r.consumed = consumed;
     return r;
 }
@@ -48,9 +48,9 @@ bool FrameParser::fail(std::uint16_t code, std::string_view why)
     return false;
 }
 
-Result FrameParser::failure(std::size_t consumed) const
+Parsed FrameParser::failure(std::size_t consumed) const
 {
-    Result r;
+    Parsed r;
     r.event = Event::error;
     r.error_code = error_code_;
     r.error = error_;
@@ -182,9 +182,9 @@ FrameParser::Partial &FrameParser::part()
     return *part_;
 }
 
-Result FrameParser::control_frame(std::string_view payload, std::size_t consumed)
+Parsed FrameParser::control_frame(std::string_view payload, std::size_t consumed)
 {
-    Result r;
+    Parsed r;
     r.type = op_;
     r.payload = payload;
     r.consumed = consumed;
@@ -219,9 +219,9 @@ Result FrameParser::control_frame(std::string_view payload, std::size_t consumed
     return r;
 }
 
-Result FrameParser::message(std::string_view payload, std::size_t consumed)
+Parsed FrameParser::message(std::string_view payload, std::size_t consumed)
 {
-    Result r;
+    Parsed r;
     if (msg_type_ == Opcode::text && !msg_rsv1_ && !utf8_.complete()) {
         fail(close_status::invalid_payload, "text message ends inside a UTF-8 sequence");
         return failure(consumed);
@@ -237,7 +237,7 @@ Result FrameParser::message(std::string_view payload, std::size_t consumed)
     return r;
 }
 
-Result FrameParser::parse(std::span<char> input)
+Parsed FrameParser::parse(std::span<char> input)
 {
     if (failed())
         return failure(0);

@@ -43,7 +43,7 @@ struct Limits {
 
 enum class Event : std::uint8_t { need_more, message, ping, pong, close, error };
 
-struct Result {
+struct Parsed {
     Event event = Event::need_more;
     Opcode type = Opcode::continuation; // message: text or binary; ping/pong/close: that opcode
     bool compressed = false;            // message: RSV1 was set on its first frame (not UTF-8 checked then)
@@ -67,7 +67,7 @@ public:
     // an error, or the input's end (need_more). The payload bytes of `input` are unmasked in place.
     // Control frames between the fragments of a message are reported as they come. After an error every
     // call returns that error again, consuming nothing.
-    Result parse(std::span<char> input);
+    Parsed parse(std::span<char> input);
 
     bool failed() const { return error_code_ != 0; }
     // A message has begun and not ended (the next frames continue it).
@@ -82,9 +82,9 @@ private:
     bool header_byte(std::uint8_t b);
     bool set_length(std::uint64_t len);
     bool fail(std::uint16_t code, std::string_view why);
-    Result failure(std::size_t consumed) const;
-    Result control_frame(std::string_view payload, std::size_t consumed);
-    Result message(std::string_view payload, std::size_t consumed);
+    Parsed failure(std::size_t consumed) const;
+    Parsed control_frame(std::string_view payload, std::size_t consumed);
+    Parsed message(std::string_view payload, std::size_t consumed);
     void unmask(char *p, std::size_t n);
     void drop_delivered();
 

@@ -91,7 +91,7 @@ std::vector<Seen> feed(FrameParser &p, const std::string &wire, const std::vecto
         std::span<char> in(buf.data() + from, to - from);
         from = to;
         do {
-            const Result r = p.parse(in);
+            const Parsed r = p.parse(in);
             EXPECT_LE(r.consumed, in.size());
             if (r.event == Event::need_more) {
                 EXPECT_EQ(r.consumed, in.size());
@@ -317,7 +317,7 @@ TEST(WsFrame, SingleFramesWholeAndSplitAtEveryByte)
         {
             FrameParser p;
             std::string buf = wire;
-            const Result r = p.parse(buf);
+            const Parsed r = p.parse(buf);
             ASSERT_EQ(r.event, Event::message);
             EXPECT_EQ(r.type, Opcode::binary);
             EXPECT_EQ(r.consumed, wire.size());
@@ -351,7 +351,7 @@ TEST(WsFrame, TextPingPongAndTwoFramesInOneRead)
     FrameParser p;
     std::string buf = wire;
     std::span<char> in(buf);
-    Result r = p.parse(in);
+    Parsed r = p.parse(in);
     ASSERT_EQ(r.event, Event::message);
     EXPECT_EQ(r.type, Opcode::text);
     EXPECT_EQ(r.payload, "h\xC3\xA9llo");
@@ -379,7 +379,7 @@ TEST(WsFrame, HeaderInOneReadPayloadInTheNextIsStillNotCopied)
     const std::string wire = frame(Opcode::text, std::string(300, 't'));
     FrameParser p;
     std::string head = wire.substr(0, 8), body = wire.substr(8);
-    Result r = p.parse(head);
+    Parsed r = p.parse(head);
     ASSERT_EQ(r.event, Event::need_more);
     EXPECT_EQ(r.consumed, 8u);
     r = p.parse(body);
@@ -469,7 +469,7 @@ TEST(WsFrame, InvalidUtf8FailsBeforeTheRestOfTheFrameArrives)
     const std::string wire = frame(Opcode::text, "abc\xED\xA0" + std::string(1000, 'x'));
     FrameParser p;
     std::string buf = wire.substr(0, 8 + 5); // header (8) and "abc\xED\xA0"
-    const Result r = p.parse(buf);
+    const Parsed r = p.parse(buf);
     ASSERT_EQ(r.event, Event::error);
     EXPECT_EQ(r.error_code, 1007);
     EXPECT_EQ(p.memory(), 0u);
@@ -511,13 +511,13 @@ TEST(WsFrame, ProtocolErrorsFailAtTheOffendingHeaderByte)
           std::string("\x81\x05"), std::string("\x89\xFE"), std::string("\x82\xFF\x80")}) {
         FrameParser p;
         std::string buf = prefix;
-        const Result r = p.parse(buf);
+        const Parsed r = p.parse(buf);
         ASSERT_EQ(r.event, Event::error) << testing::PrintToString(prefix);
         EXPECT_EQ(r.error_code, 1002);
         EXPECT_EQ(r.consumed, prefix.size());
         // Sticky: the same error, nothing consumed.
         std::string more = frame(Opcode::text, "x");
-        const Result again = p.parse(more);
+        const Parsed again = p.parse(more);
         EXPECT_EQ(again.event, Event::error);
         EXPECT_EQ(again.error_code, 1002);
         EXPECT_EQ(again.consumed, 0u);
@@ -539,7 +539,7 @@ TEST(WsFrame, Rsv1OnlyWithDeflateAndOnlyOnAMessagesFirstFrame)
     EXPECT_EQ(error_of(raw_frame(0xA1, ""), deflate), 1002) << "RSV2 still refused";
     FrameParser q(deflate);
     std::string buf = raw_frame(0xC2, "z");
-    const Result r = q.parse(buf);
+    const Parsed r = q.parse(buf);
     EXPECT_TRUE(r.compressed);
 }
 
@@ -553,7 +553,7 @@ TEST(WsFrame, TooBigIs1009BeforeThePayloadIsRead)
         FrameParser p(small);
         std::string wire = frame(Opcode::binary, std::string(1001, 'a'));
         std::string buf = wire.substr(0, 4);
-        const Result r = p.parse(buf);
+        const Parsed r = p.parse(buf);
         ASSERT_EQ(r.event, Event::error);
         EXPECT_EQ(r.error_code, 1009);
         EXPECT_EQ(p.memory(), 0u);
@@ -561,7 +561,7 @@ TEST(WsFrame, TooBigIs1009BeforeThePayloadIsRead)
     {
         FrameParser p; // default 16 MiB
         std::string buf = header_only(0x82, std::uint64_t{1} << 40);
-        const Result r = p.parse(buf);
+        const Parsed r = p.parse(buf);
         ASSERT_EQ(r.event, Event::error);
         EXPECT_EQ(r.error_code, 1009);
         EXPECT_EQ(p.memory(), 0u);
@@ -700,7 +700,7 @@ TEST(WsFrame, MemoryIsHeldOnlyWhileNeeded)
     FrameParser p;
     std::string buf = wire;
     std::span<char> in(buf);
-    Result r = p.parse(in.subspan(0, 5000));
+    Parsed r = p.parse(in.subspan(0, 5000));
     ASSERT_EQ(r.event, Event::need_more);
     EXPECT_GT(p.memory(), 0u);
     EXPECT_LT(p.memory(), 20000u) << "grows with what arrives, not with the declared length";
