@@ -15,6 +15,13 @@ std::optional<schema::Problem> ws_path(const schema::Value &value, const std::st
     return std::nullopt;
 }
 
+std::optional<schema::Problem> sse_path(const schema::Value &value, const std::string &shown)
+{
+    if (std::get<std::string>(value).empty())
+        return std::nullopt;
+    return ws_path(value, shown);
+}
+
 std::optional<schema::Problem> overflow_policy(const schema::Value &value, const std::string &shown)
 {
     const auto &v = std::get<std::string>(value);
@@ -43,6 +50,10 @@ const schema::Table<WebsocketsConfig> &websockets()
             string("overflow", &WebsocketsConfig::overflow, "\"drop_oldest\" or \"close\"")
                 .checked(overflow_policy),
             boolean("relay", &WebsocketsConfig::relay),
+            string("sse_path", &WebsocketsConfig::sse_path, "an absolute path such as \"/events\", or \"\"")
+                .checked(sse_path),
+            integer("sse_history", &WebsocketsConfig::sse_history, "a non-negative integer (messages per topic)"),
+            duration("sse_heartbeat", &WebsocketsConfig::sse_heartbeat),
             section("pool", &WebsocketsConfig::pool, pool()),
         },
         {"broker"},

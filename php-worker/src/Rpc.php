@@ -91,12 +91,19 @@ final class Rpc
             'reason' => $reason]);
     }
 
-    /** @return array<string, mixed> */
+    /**
+     * @return array<string, mixed>
+     * @throws \InvalidArgumentException a text message that is not UTF-8 (no client would accept it)
+     */
     private static function message(string $message, bool $binary): array
     {
-        return $binary || \preg_match('//u', $message) !== 1
-            ? ['base64' => \base64_encode($message), 'binary' => $binary]
-            : ['message' => $message];
+        if ($binary) {
+            return ['base64' => \base64_encode($message), 'binary' => true];
+        }
+        if (\preg_match('//u', $message) !== 1) {
+            throw new \InvalidArgumentException('a text message must be valid UTF-8 (send bytes with binary: true)');
+        }
+        return ['message' => $message];
     }
 
     /**

@@ -18,7 +18,8 @@ final class WebSocketActions
     private string $data = '';
 
     /**
-     * A message to this connection (no $to), or to the connections with these ids (on any event loop).
+     * A message to this connection (no $to), or to the connections with these ids (on any event loop); an
+     * empty list sends to nobody.
      *
      * @param string|list<string>|null $to
      */

@@ -21,6 +21,10 @@ final class WebSocketEvent
      * @param string  $payload message: its bytes; close: the reason
      * @param Request $request open: the upgrade request (headers, cookies, query, remote address); later
      *                         events: the same URI and remote address, no headers
+     * @param string  $transport   "websocket", or "sse" for a server-sent events stream (open and close only)
+     * @param list<string> $topics sse open: the topics the client asks for (?topic=a&topic=b); it reads only
+     *                             those the worker joins it to
+     * @param string  $lastEventId sse open: the client's Last-Event-ID (it resumes from the topics' history)
      */
     public function __construct(
         public readonly string $type,
@@ -30,6 +34,9 @@ final class WebSocketEvent
         public readonly bool $binary,
         public readonly int $code,
         public readonly Request $request,
+        public readonly string $transport = 'websocket',
+        public readonly array $topics = [],
+        public readonly string $lastEventId = '',
     ) {
     }
 
@@ -49,6 +56,19 @@ final class WebSocketEvent
             binary: ($a['ferry.ws.type'] ?? '') === 'binary',
             code: (int) ($a['ferry.ws.code'] ?? 0),
             request: $request,
+            transport: ($a['ferry.ws.transport'] ?? '') === 'sse' ? 'sse' : 'websocket',
+            topics: self::topics((string) ($a['ferry.sse.topics'] ?? '')),
+            lastEventId: (string) ($a['ferry.sse.last_event_id'] ?? ''),
         );
+    }
+
+    /** @return list<string> */
+    private static function topics(string $json): array
+    {
+        if ($json === '') {
+            return [];
+        }
+        $list = \json_decode($json, true);
+        return \is_array($list) ? \array_values(\array_filter($list, 'is_string')) : [];
     }
 }

@@ -68,7 +68,11 @@ final class WebSockets
         if ($status < 300 || $status > 599) {
             throw new \InvalidArgumentException('reject(): the status must be 300-599');
         }
-        $this->worker->respond($status, $headers + ['Content-Type' => 'text/plain; charset=utf-8'], $body);
+        $named = \array_change_key_case($headers, \CASE_LOWER);
+        if (!isset($named['content-type'])) {
+            $headers['Content-Type'] = 'text/plain; charset=utf-8';
+        }
+        $this->worker->respond($status, $headers, $body);
     }
 
     /** Answers a "message" or "close" event. */

@@ -53,6 +53,8 @@ struct LoopRuntime {
         state.loop = index;
         if (ws_pool) {
             ws = std::make_unique<detail::ws::WsLoop>(state, c.websockets, *ws_pool, *publisher);
+            if (!c.websockets.sse_path.empty())
+                ws->hub.keep_history(static_cast<std::size_t>(c.websockets.sse_history));
             ws_handler = std::make_unique<detail::WebSocketHandler>(state, *ws);
             router.add(*ws_handler);
         }
@@ -482,8 +484,9 @@ int run(const conf::Config &cfg)
     detail::Broadcast<detail::ws::Delivery> ws_broadcast;
     detail::ws::LocalPublisher ws_publisher(ws_broadcast);
     if (cfg.websockets.enabled)
-        control.set_rpc_extension([&ws_publisher](std::string_view method, std::string_view arg) {
-            return detail::ws::rpc_call(ws_publisher, method, arg);
+        control.set_rpc_extension([&ws_publisher, sse = !cfg.websockets.sse_path.empty()](std::string_view method,
+                                                                                          std::string_view arg) {
+            return detail::ws::rpc_call(ws_publisher, method, arg, sse);
         });
     if (auto bound = control.bind(); !bound) {
         log::error("core", bound.error().message);

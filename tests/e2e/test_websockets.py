@@ -12,7 +12,7 @@ import unittest
 
 from harness import IO_THREADS, ServerTestCase, wait_until
 from test_reload import Rpc
-from wsclient import RawWs, NodeWs, close_payload, frame
+from wsclient import RawWs, NodeWs, SseClient, close_payload, frame
 
 WS_CONFIG = {
     "http": {"pool": {"num_workers": 1}},
@@ -162,6 +162,13 @@ class Topics(WsTestCase):
         self.node.send("whoami", "b")
         self.node.text("b")
         self.assertEqual([e for e in self.node.drain(0.3) if e["ev"] == "message"], [])
+
+    def test_an_empty_recipient_list_is_nobody(self):
+        self.node.connect(self.url())
+        self.node.send("tonobody")
+        self.assertEqual(self.node.text(), "after", "neither the send nor the close went to the sender")
+        self.node.send("still open")
+        self.assertEqual(self.node.text(), "still open")
 
     def test_send_to_and_close_another_connection(self):
         self.node.connect(self.url(), name="a")
@@ -461,6 +468,84 @@ class Relay(WsTestCase):
             self.assertEqual(self.node.message(n)["b64"], "AAFiaW5hcnkgZnJhbWU=")
         got = [e for e in self.node.drain(0.4) if e["ev"] == "message"]
         self.assertEqual(got, [], "not back to the sender, not to other topics, PHP not asked (no echo)")
+
+
+class ServerSentEvents(WsTestCase):
+    CONFIG = dict(WS_CONFIG, rpc={"listen": "tcp://127.0.0.1:0"},
+                  websockets=dict(WS_CONFIG["websockets"], sse_path="/events", sse_history=3,
+                                  sse_heartbeat="400ms"))
+
+    def sse(self, target, headers=""):
+        c = SseClient(self.server, target, headers)
+        self.addCleanup(c.close)
+        return c
+
+    def test_php_authorizes_the_topics(self):
+        c = self.sse("/events?topic=news&topic=secret&greet=1")
+        self.assertEqual(c.status, 200)
+        self.assertEqual(c.headers["content-type"], "text/event-stream")
+        self.assertEqual(c.headers["transfer-encoding"], "chunked")
+        first = c.data_event()
+        self.assertEqual((first["id"], first["data"]), (None, "welcome\nto news"), "a send has no id, lines split")
+        self.node.connect(self.url(), name="pub")
+        self.node.send("pub:secret:for nobody", "pub")
+        self.node.send("pub:news:line one\nline two", "pub")
+        ev = c.data_event()
+        self.assertEqual(ev["data"], "line one\nline two", "the secret topic was not joined")
+        self.assertIsInstance(ev["id"], int)
+        self.node.send(b"\x01binary", "pub")  # the echo: binary messages never reach an event stream
+        self.server.request("GET", "/publish?topic=news&msg=%01&binary=1")
+        self.server.request("GET", "/publish?topic=news&msg=from%20RPC")
+        self.assertEqual(c.data_event()["data"], "from RPC")
+
+    def test_last_event_id_resumes_from_the_history(self):
+        self.node.connect(self.url(), name="pub")
+        first = self.sse("/events?topic=feed")
+        ids = []
+        for i in range(5):
+            self.node.send(f"pub:feed:m{i}", "pub")
+            ev = first.data_event()
+            self.assertEqual(ev["data"], f"m{i}")
+            ids.append(ev["id"])
+        self.assertEqual(ids, sorted(ids))
+        again = self.sse("/events?topic=feed", f"Last-Event-ID: {ids[2]}\r\n")
+        self.assertEqual([again.data_event()["data"] for _ in range(2)], ["m3", "m4"])
+        # history keeps 3 per topic: from before it, what is kept comes
+        old = self.sse("/events?topic=feed", f"Last-Event-ID: {ids[0]}\r\n")
+        self.assertEqual([old.data_event()["data"] for _ in range(3)], ["m2", "m3", "m4"])
+        self.node.send("pub:feed:live", "pub")
+        self.assertEqual(old.data_event()["data"], "live")
+
+    def test_heartbeat_comment(self):
+        c = self.sse("/events?topic=quiet")
+        t0 = time.monotonic()
+        ev = c.event(timeout=5)
+        self.assertIsNotNone(ev)
+        self.assertEqual(ev["comment"], "")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+
+    def test_refused_by_php_and_wrong_method(self):
+        c = self.sse("/events?topic=x&reject=401")
+        self.assertEqual((c.status, c.body()), (401, "no stream for you\n"))
+        resp, _ = self.raw(b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        self.assertEqual(resp.status, 405)
+
+    def test_close_over_rpc_ends_the_stream(self):
+        c = self.sse("/events?topic=t&whoami=1")
+        ident = c.data_event()["data"].split(" ")[1]
+        self.node.connect(self.url("?topics=closes"), name="watch")
+        status, _, _ = self.server.request("GET", f"/kick?to={ident}")
+        self.assertEqual(status, 200)
+        self.assertIsNone(c.data_event(), "the stream ends with its last chunk")
+        self.assertTrue(c.ended)
+        self.assertEqual(self.node.text("watch"), f"closed {ident} 4003 kicked over RPC")
+
+    def test_client_leaving_is_a_close_event(self):
+        c = self.sse("/events?topic=t&whoami=1")
+        ident = c.data_event()["data"].split(" ")[1]
+        self.node.connect(self.url("?topics=closes"), name="watch")
+        c.sock.close()
+        self.assertEqual(self.node.text("watch"), f"closed {ident} 1006 ")
 
 
 class Lifecycle(WsTestCase):

@@ -240,3 +240,90 @@ class RawWs:
             self.sock.close()
         except OSError:
             pass
+
+
+class SseClient:
+    """A server-sent events client over a plain socket: the request, the response head, then the chunked
+    event stream parsed into events ({"id", "data", "comment"})."""
+
+    def __init__(self, server, target, headers="", timeout=10.0):
+        self.sock = socket.create_connection(("127.0.0.1", server.port), timeout=timeout)
+        self.sock.settimeout(timeout)
+        req = f"GET {target} HTTP/1.1\r\nHost: {server.address}\r\nAccept: text/event-stream\r\n{headers}\r\n"
+        self.sock.sendall(req.encode())
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise AssertionError(f"closed before the response head: {self.buf!r}")
+            self.buf += chunk
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split(" ")[1])
+        self.headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        self.text = ""  # de-chunked stream not yet parsed into events
+        self.ended = False  # the terminating chunk came
+
+    def body(self):
+        """A non-stream answer's body (Content-Length)."""
+        n = int(self.headers.get("content-length", "0"))
+        while len(self.buf) < n:
+            self.buf += self.sock.recv(65536)
+        return self.buf[:n].decode()
+
+    def _dechunk(self):
+        while True:
+            if b"\r\n" not in self.buf:
+                return
+            size_line, rest = self.buf.split(b"\r\n", 1)
+            size = int(size_line, 16)
+            if size == 0:
+                self.ended = True
+                self.buf = rest
+                return
+            if len(rest) < size + 2:
+                return
+            self.text += rest[:size].decode()
+            self.buf = rest[size + 2:]
+
+    def event(self, timeout=10.0):
+        """The next event (or comment); None when the stream ended."""
+        deadline = time.monotonic() + timeout
+        while "\n\n" not in self.text:
+            if self.ended:
+                return None
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                self._dechunk()
+                if "\n\n" in self.text:
+                    break
+                return None
+            self.buf += chunk
+            self._dechunk()
+        block, self.text = self.text.split("\n\n", 1)
+        ev = {"id": None, "data": None, "comment": None}
+        data = []
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                ev["comment"] = line[1:]
+            elif line.startswith("id: "):
+                ev["id"] = int(line[4:])
+            elif line.startswith("data: "):
+                data.append(line[6:])
+        if data:
+            ev["data"] = "\n".join(data)
+        return ev
+
+    def data_event(self, timeout=10.0):
+        """The next event that carries data (heartbeats skipped)."""
+        while True:
+            ev = self.event(timeout)
+            if ev is None or ev["data"] is not None:
+                return ev
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass

@@ -51,6 +51,24 @@ if (getenv('RR_MODE') !== 'websockets') {
 $ws = WebSockets::create();
 while ($e = $ws->next()) {
     $a = new WebSocketActions();
+    if ($e->type === WebSocketEvent::OPEN && $e->transport === 'sse') {
+        // An event stream: the topics asked for, but never "secret"; ?reject=<status> refuses.
+        $q = $e->request->query;
+        if (isset($q['reject'])) {
+            $ws->reject((int) $q['reject'], "no stream for you\n");
+            continue;
+        }
+        $allowed = array_values(array_diff($e->topics, ['secret']));
+        $a->join($allowed)->data('sse ' . $e->lastEventId);
+        if (isset($q['greet'])) {
+            $a->send("welcome\nto " . implode(',', $allowed));
+        }
+        if (isset($q['whoami'])) {
+            $a->send('id ' . $e->id);
+        }
+        $ws->accept($a);
+        continue;
+    }
     if ($e->type === WebSocketEvent::OPEN) {
         $q = $e->request->query;
         if (isset($q['reject'])) {
@@ -92,6 +110,8 @@ while ($e = $ws->next()) {
         $a->close((int) $code, $why);
     } elseif (str_starts_with($m, 'kick:')) {
         $a->close(4000, 'kicked', to: substr($m, 5));
+    } elseif ($m === 'tonobody') {
+        $a->send('to nobody', to: [])->close(4000, 'nobody', to: [])->send('after');
     } elseif ($m === 'whoami') {
         $a->send($e->id . ' ' . $e->data . ' ' . getmypid());
     } elseif (str_starts_with($m, 'seq:')) {

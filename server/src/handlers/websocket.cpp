@@ -11,6 +11,8 @@
 #include "ws/handshake.hpp"
 
 #include <algorithm>
+#include <boost/json.hpp>
+#include <charconv>
 
 namespace ferry::server::detail {
 namespace {
@@ -41,7 +43,14 @@ public:
     {
         const Request &req = ex.request;
         const std::string &remote = ex.transport.remote();
-        if (auto refusal = ws::check_upgrade(req, loop_.cfg.allowed_origin); refusal.status != 0) {
+        const bool sse = !loop_.cfg.sse_path.empty() && !ws::is_upgrade_for(req, loop_.cfg.path) &&
+                         target_path(req.target) == loop_.cfg.sse_path;
+        if (sse && req.method != "GET") {
+            refuse(ex.out, 405, "an event stream is a GET request", "Allow: GET\r\n");
+            co_return After::close;
+        }
+        if (auto refusal = sse ? ws::Refusal{} : ws::check_upgrade(req, loop_.cfg.allowed_origin);
+            refusal.status != 0) {
             log::info("ws", remote + ": " + std::to_string(refusal.status) + " " + refusal.message);
             refuse(ex.out, refusal.status, refusal.message, refusal.extra);
             co_return After::close;
@@ -56,6 +65,18 @@ public:
         if (!proxies_.empty())
             proxies_.apply(req, ctx);
         ctx.attributes = {{"ferry.ws.event", "open"}, {"ferry.ws.id", ws::format_id(id)}};
+        std::uint64_t last_event_id = 0;
+        if (sse) {
+            // What the client asks for (?topic=a&topic=b); it reads only the topics PHP joins it to.
+            boost::json::array topics;
+            for (auto &t : query_values(req.target, "topic"))
+                topics.emplace_back(t);
+            ctx.attributes.emplace_back("ferry.ws.transport", "sse");
+            ctx.attributes.emplace_back("ferry.sse.topics", boost::json::serialize(topics));
+            std::string_view last = req.header("Last-Event-ID");
+            ctx.attributes.emplace_back("ferry.sse.last_event_id", std::string(last));
+            std::from_chars(last.data(), last.data() + last.size(), last_event_id);
+        }
         std::string body;
         pool::Reply reply = co_await loop_.pool.exec(ctx, pool::BodyRef{}, body, nullptr, st_.loop);
         if (reply.outcome != pool::Outcome::ok) {
@@ -92,6 +113,8 @@ public:
             refuse(ex.out, 500, {}, {});
             co_return After::close;
         }
+        if (sse)
+            co_return co_await start_stream(ex, rc, *actions, id, last_event_id);
         // The 101.
         std::string &out = ex.out;
         out += "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -139,6 +162,84 @@ public:
     }
 
 private:
+    // An accepted event stream: the 200 head, then the connection is an SSE subscriber.
+    awaitable<After> start_stream(Exchange &ex, const relay::ResponseContext &rc,
+                                  const std::vector<ws::Action> &actions, std::uint64_t id, std::uint64_t after)
+    {
+        std::string &out = ex.out;
+        out += "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+               "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
+        for (const auto &f : rc.headers) {
+            if (reserved_on_101(f.name) || iequals(f.name, "Cache-Control") || !is_token(f.name))
+                continue;
+            for (const auto &v : f.values)
+                if (sendable_value(v))
+                    out += f.name + ": " + v + "\r\n";
+        }
+        out += "\r\n";
+        if (!co_await ex.transport.flush(out))
+            co_return After::close;
+        const std::string remote = ex.transport.remote();
+        tcp::socket taken = ex.transport.take_socket();
+        error_code ec;
+        const auto protocol = taken.local_endpoint(ec).protocol();
+        ws::WsSocket sock(st_.io);
+        sock.assign(protocol, taken.release(ec), ec);
+        if (ec) {
+            log::error("ws", remote + ": cannot take the event stream over: " + ec.message());
+            co_return After::ended;
+        }
+        auto conn = ws::WsConn::make(loop_, std::move(sock), id, remote, true);
+        conn->apply(actions);
+        if (after > 0) { // Last-Event-ID: what the kept history of its topics has after it
+            std::vector<std::string> topics;
+            for (const auto &m : conn->memberships())
+                topics.push_back(m.topic->name);
+            conn->send_history(loop_.hub.history(topics, after));
+        }
+        conn->start({});
+        co_return After::ended;
+    }
+
+    static std::string_view target_path(std::string_view target)
+    {
+        return target.substr(0, target.find('?'));
+    }
+
+    // The percent-decoded values of `name` in the target's query, in order.
+    static std::vector<std::string> query_values(std::string_view target, std::string_view name)
+    {
+        std::vector<std::string> out;
+        auto q = target.find('?');
+        if (q == std::string_view::npos)
+            return out;
+        std::string_view rest = target.substr(q + 1);
+        while (!rest.empty()) {
+            auto amp = rest.find('&');
+            std::string_view pair = rest.substr(0, amp);
+            rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+            auto eq = pair.find('=');
+            if (pair.substr(0, eq) != name || eq == std::string_view::npos)
+                continue;
+            std::string v;
+            std::string_view enc = pair.substr(eq + 1);
+            for (std::size_t i = 0; i < enc.size(); ++i) {
+                if (enc[i] == '+') {
+                    v += ' ';
+                } else if (enc[i] == '%' && i + 2 < enc.size() + 0 && hex_value(enc[i + 1]) >= 0 &&
+                           hex_value(enc[i + 2]) >= 0) {
+                    v += static_cast<char>(hex_value(enc[i + 1]) * 16 + hex_value(enc[i + 2]));
+                    i += 2;
+                } else {
+                    v += enc[i];
+                }
+            }
+            if (!v.empty())
+                out.push_back(std::move(v));
+        }
+        return out;
+    }
+
     static void refuse(std::string &out, int status, std::string_view detail, std::string_view extra)
     {
         std::string body = std::to_string(status) + " " + std::string(reason_phrase(status));
@@ -169,7 +270,10 @@ WebSocketHandler::WebSocketHandler(SharedState &state, ws::WsLoop &loop)
 
 bool WebSocketHandler::accepts(const Request &req) const
 {
-    return ws::is_upgrade_for(req, loop_.cfg.path);
+    if (ws::is_upgrade_for(req, loop_.cfg.path))
+        return true;
+    const auto &sse = loop_.cfg.sse_path;
+    return !sse.empty() && std::string_view(req.target).substr(0, req.target.find('?')) == sse;
 }
 
 std::unique_ptr<Handler::Connection> WebSocketHandler::connect()

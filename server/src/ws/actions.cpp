@@ -80,6 +80,8 @@ Result<std::vector<Action>> parse_actions(std::string_view body)
             a.targets = std::move(*list);
         } else if (a.op == Op::publish || a.op == Op::join || a.op == Op::leave) {
             return fail(where + " has no \"topics\"");
+        } else {
+            a.to_self = true;
         }
         if (a.op == Op::send || a.op == Op::publish) {
             if (const json::value *b = o.if_contains("binary"); b && b->is_bool())

@@ -16,8 +16,9 @@ enum class Op { send, publish, join, leave, close, data };
 
 struct Action {
     Op op = Op::send;
-    // send, close: connection ids (empty: the connection of the event); publish, join, leave: topics
+    // send, close: connection ids; publish, join, leave: topics
     std::vector<std::string> targets;
+    bool to_self = false; // send, close without "to": the connection of the event ("to": [] is nobody)
     bool binary = false;
     std::string_view payload;  // send, publish: a view into the reply body
     bool exclude_self = false; // publish: not to the connection of the event

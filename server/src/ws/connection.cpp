@@ -49,10 +49,11 @@ std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payloa
     return std::make_shared<const std::string>(encode_frame(op, payload));
 }
 
-std::shared_ptr<WsConn> WsConn::make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote)
+std::shared_ptr<WsConn> WsConn::make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote,
+                                     bool sse)
 {
     return std::allocate_shared<WsConn>(SlabAllocator<WsConn>(&loop.slab), loop, std::move(socket), id,
-                                        std::move(remote));
+                                        std::move(remote), sse);
 }
 
 void WsLoop::drain()
@@ -65,10 +66,11 @@ void WsLoop::close_all()
     hub.each([](WsConn &c) { c.finish(); });
 }
 
-WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote)
+WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse)
     : loop_(loop), socket_(std::move(socket)), id_(id), remote_(std::move(remote)),
       parser_(Limits{loop.cfg.max_message_size, false})
 {
+    sse_ = sse;
     conn_.self = this;
     conn_.expire = [](Conn &c) { static_cast<Timer &>(c).self->on_timeout(); };
     ++loop_.st.sessions;
@@ -190,6 +192,8 @@ void WsConn::on_readable(const error_code &ec)
             finish();
             return;
         }
+        if (sse_)
+            continue; // an event stream's client has nothing to say: its bytes are dropped
         last_rx_ = steady::now();
         ping_out_ = false;
         if (ended_)
@@ -232,6 +236,8 @@ bool WsConn::handle(const Parsed &r)
                 return true;
             d->exclude = id_;
             d->frame = make_frame(r.type, r.payload);
+            if (sse_enabled())
+                prepare_sse(*d, r.payload, r.type == Opcode::binary);
             loop_.publisher.publish(std::move(d));
             return true;
         }
@@ -282,6 +288,14 @@ void WsConn::close(std::uint16_t code, std::string_view reason)
 {
     if (dead_ || close_sent_ || ended_)
         return;
+    if (sse_) {
+        // The stream's last chunk; the client's EventSource reconnects (with Last-Event-ID) unless told not
+        // to by a 204 at its next open.
+        close_sent_ = true;
+        push(Out{std::make_shared<const std::string>("0\r\n\r\n"), 0, true});
+        end(code, reason);
+        return;
+    }
     close_sent_ = true;
     close_deadline_ = steady::now() + close_wait;
     push(Out{std::make_shared<const std::string>(encode_close(code, reason)), 0, true});
@@ -362,6 +376,17 @@ void WsConn::on_timeout()
         return;
     }
     const auto &cfg = loop_.cfg;
+    if (sse_) {
+        // An event stream's keep-alive: a comment line (it also finds a client that is gone, by its write
+        // failing); the client sends nothing, so there is no idle timeout.
+        static const auto heartbeat = std::make_shared<const std::string>("3\r\n:\n\n\r\n");
+        if (now >= last_rx_ + cfg.sse_heartbeat) {
+            last_rx_ = now;
+            push(Out{heartbeat, 0, true});
+        }
+        schedule();
+        return;
+    }
     if (cfg.ping_interval.count() > 0 && !ping_out_ && now >= last_rx_ + cfg.ping_interval) {
         ping_out_ = true;
         push(Out{make_frame(Opcode::ping, {}), 0, true});
@@ -383,6 +408,8 @@ void WsConn::schedule()
     const auto &cfg = loop_.cfg;
     if (ended_ || close_sent_) {
         at = close_deadline_;
+    } else if (sse_) {
+        at = cfg.sse_heartbeat.count() > 0 ? last_rx_ + cfg.sse_heartbeat : steady::time_point::max();
     } else {
         at = steady::time_point::max();
         if (cfg.ping_interval.count() > 0 && !ping_out_)
@@ -399,6 +426,17 @@ void WsConn::schedule()
 void WsConn::send(const std::shared_ptr<const std::string> &frame)
 {
     push(Out{frame, 0, false});
+}
+
+void WsConn::send_own(const Delivery &d)
+{
+    if (const auto &bytes = sse_ ? d.sse : d.frame)
+        send(bytes);
+}
+
+bool WsConn::sse_enabled() const
+{
+    return !loop_.cfg.sse_path.empty();
 }
 
 void WsConn::push(Out o)
@@ -626,24 +664,22 @@ void WsConn::apply(const std::vector<Action> &actions)
         const Opcode op = a.binary ? Opcode::binary : Opcode::text;
         switch (a.op) {
         case Op::send: {
-            auto frame = make_frame(op, a.payload);
-            std::vector<std::uint64_t> others;
+            auto d = std::make_shared<Delivery>();
+            d->kind = Delivery::Kind::send;
+            d->frame = make_frame(op, a.payload);
+            if (sse_enabled())
+                prepare_sse(*d, a.payload, a.binary, false);
             for (const auto &t : a.targets) {
                 std::uint64_t target = t == "self" ? id_ : parse_id(t);
                 if (target == id_)
-                    send(frame);
+                    send_own(*d);
                 else if (target != 0)
-                    others.push_back(target);
+                    d->ids.push_back(target);
             }
-            if (a.targets.empty())
-                send(frame);
-            if (!others.empty()) {
-                auto d = std::make_shared<Delivery>();
-                d->kind = Delivery::Kind::send;
-                d->ids = std::move(others);
-                d->frame = std::move(frame);
+            if (a.to_self)
+                send_own(*d);
+            if (!d->ids.empty())
                 loop_.publisher.publish(std::move(d));
-            }
             break;
         }
         case Op::publish: {
@@ -652,6 +688,8 @@ void WsConn::apply(const std::vector<Action> &actions)
             d->topics = a.targets;
             d->exclude = a.exclude_self ? id_ : 0;
             d->frame = make_frame(op, a.payload);
+            if (sse_enabled())
+                prepare_sse(*d, a.payload, a.binary);
             loop_.publisher.publish(std::move(d));
             break;
         }
@@ -674,7 +712,7 @@ void WsConn::apply(const std::vector<Action> &actions)
                 else if (target != 0)
                     others.push_back(target);
             }
-            if (a.targets.empty())
+            if (a.to_self)
                 close(a.code, a.reason);
             if (!others.empty()) {
                 auto d = std::make_shared<Delivery>();

@@ -67,9 +67,19 @@ std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payloa
 
 class WsConn : public std::enable_shared_from_this<WsConn> {
 public:
-    WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote);
+    // `sse`: a server-sent events stream (its response head already written): it gets the SSE form of
+    // text messages, heartbeats instead of pings, and reads nothing.
+    WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse = false);
     // The way connections are made: in the loop's slab.
-    static std::shared_ptr<WsConn> make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote);
+    static std::shared_ptr<WsConn> make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote,
+                                        bool sse = false);
+    bool sse() const { return sse_; }
+    // Queues what was encoded earlier (the history of its topics, at an SSE resume).
+    void send_history(const std::vector<std::shared_ptr<const std::string>> &events)
+    {
+        for (const auto &e : events)
+            send(e);
+    }
     ~WsConn();
     WsConn(const WsConn &) = delete;
     WsConn &operator=(const WsConn &) = delete;
@@ -135,6 +145,8 @@ private:
     static awaitable<void> pump(std::shared_ptr<WsConn> self);
     awaitable<void> run_event(Ev &e);
     void log_once(std::string_view what);
+    void send_own(const Delivery &d); // this connection's form of a delivery (a frame, or an SSE event)
+    bool sse_enabled() const;         // SSE forms are made for every text message
 
     // Its deadline in the loop's timer wheel (ping, idle, close handshake): the ticker calls on_timeout().
     struct Timer : Conn {
@@ -152,7 +164,7 @@ private:
     steady::time_point last_rx_, close_deadline_;
     bool reading_ = false, writing_ = false, pumping_ = false, paused_ = false;
     bool ping_out_ = false, close_sent_ = false, close_received_ = false, dead_ = false, ended_ = false;
-    bool overflow_logged_ = false, registered_in_hub_ = false, lingering_ = false;
+    bool overflow_logged_ = false, registered_in_hub_ = false, lingering_ = false, sse_ = false;
 };
 
 } // namespace ferry::server::detail::ws

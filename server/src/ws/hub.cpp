@@ -2,7 +2,70 @@
 
 #include "ws/connection.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+
 namespace ferry::server::detail::ws {
+
+namespace {
+std::atomic<std::uint64_t> last_event_id{0};
+constexpr std::size_t history_topics_max = 4096; // beyond it the history of every topic starts over
+} // namespace
+
+std::string encode_sse_chunk(std::uint64_t id, std::string_view payload)
+{
+    std::string body;
+    body.reserve(payload.size() + 32);
+    if (id != 0)
+        body += "id: " + std::to_string(id) + "\n";
+    // Every line its own data field (a CR, LF or CRLF ends a line in the event-stream format).
+    std::size_t start = 0;
+    while (true) {
+        std::size_t end = payload.find_first_of("\r\n", start);
+        body += "data: ";
+        body.append(payload.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        body += '\n';
+        if (end == std::string_view::npos)
+            break;
+        start = end + (payload[end] == '\r' && end + 1 < payload.size() && payload[end + 1] == '\n' ? 2 : 1);
+    }
+    body += '\n';
+    char head[24];
+    int n = std::snprintf(head, sizeof head, "%zx\r\n", body.size());
+    std::string out;
+    out.reserve(body.size() + static_cast<std::size_t>(n) + 2);
+    out.append(head, static_cast<std::size_t>(n)).append(body).append("\r\n");
+    return out;
+}
+
+void prepare_sse(Delivery &d, std::string_view payload, bool binary, bool with_id)
+{
+    if (binary)
+        return; // an event stream carries text only: SSE subscribers do not get binary messages
+    d.event_id = with_id ? last_event_id.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+    d.sse = std::make_shared<const std::string>(encode_sse_chunk(d.event_id, payload));
+}
+
+std::vector<std::shared_ptr<const std::string>> Hub::history(const std::vector<std::string> &topics,
+                                                             std::uint64_t after) const
+{
+    std::vector<Kept> found;
+    for (const auto &t : topics)
+        if (auto it = history_.find(t); it != history_.end())
+            for (const Kept &k : it->second)
+                if (k.id > after)
+                    found.push_back(k);
+    std::sort(found.begin(), found.end(), [](const Kept &a, const Kept &b) { return a.id < b.id; });
+    std::vector<std::shared_ptr<const std::string>> out;
+    std::uint64_t last = 0;
+    for (const Kept &k : found)
+        if (k.id != last) {
+            out.push_back(k.sse);
+            last = k.id;
+        }
+    return out;
+}
 
 void Hub::add(WsConn *c)
 {
@@ -80,6 +143,14 @@ void Hub::deliver(const Delivery &d)
         ++stats_.publishes;
         const std::uint64_t stamp = ++stamp_;
         for (const auto &name : d.topics) {
+            if (history_limit_ > 0 && d.sse && d.event_id != 0) {
+                if (history_.size() >= history_topics_max && !history_.count(name))
+                    history_.clear();
+                auto &ring = history_[name];
+                if (ring.size() >= history_limit_)
+                    ring.erase(ring.begin(), ring.begin() + static_cast<std::ptrdiff_t>(ring.size() - history_limit_ + 1));
+                ring.push_back(Kept{d.event_id, d.sse});
+            }
             auto it = topics_.find(name);
             if (it == topics_.end())
                 continue;
@@ -89,7 +160,10 @@ void Hub::deliver(const Delivery &d)
                 if (m.conn->id() == d.exclude || m.conn->stamp == stamp)
                     continue;
                 m.conn->stamp = stamp;
-                m.conn->send(d.frame);
+                const auto &bytes = m.conn->sse() ? d.sse : d.frame;
+                if (!bytes)
+                    continue; // a binary message and an SSE subscriber
+                m.conn->send(bytes);
                 ++stats_.delivered;
             }
         }
@@ -98,8 +172,11 @@ void Hub::deliver(const Delivery &d)
     case Delivery::Kind::send:
         for (std::uint64_t id : d.ids)
             if (WsConn *c = find(id)) {
-                c->send(d.frame);
-                ++stats_.delivered;
+                const auto &bytes = c->sse() ? d.sse : d.frame;
+                if (bytes) {
+                    c->send(bytes);
+                    ++stats_.delivered;
+                }
             }
         break;
     case Delivery::Kind::close:

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,8 +29,17 @@ struct Delivery {
     std::shared_ptr<const std::string> frame; // publish, send: the encoded frame, shared by every receiver
     std::uint16_t code = 1000;                // close
     std::string reason;                       // close
+    // Server-sent events (text messages only): the event as an SSE chunk, and its id (Last-Event-ID).
+    std::shared_ptr<const std::string> sse;
+    std::uint64_t event_id = 0;
 };
 using SharedDelivery = std::shared_ptr<const Delivery>;
+
+// Gives a text message its event id and SSE form (once, for every receiver). `with_id`: publishes, which
+// are kept in the topics' history; a send has no id.
+void prepare_sse(Delivery &d, std::string_view payload, bool binary, bool with_id = true);
+// One SSE event as an HTTP chunk ("id: N\ndata: line\n...\n\n"); id 0: none.
+std::string encode_sse_chunk(std::uint64_t id, std::string_view payload);
 
 class Publisher {
 public:
@@ -75,6 +85,12 @@ public:
     std::size_t subscribers(const std::string &topic) const;
     const HubStats &stats() const { return stats_; }
 
+    // Server-sent events' resume: each topic's last `per_topic` text messages (0: none kept).
+    void keep_history(std::size_t per_topic) { history_limit_ = per_topic; }
+    // The kept events of these topics with an id above `after`, in id order, each once.
+    std::vector<std::shared_ptr<const std::string>> history(const std::vector<std::string> &topics,
+                                                            std::uint64_t after) const;
+
     // A connection's place in one topic's member list (swap-remove keeps leave O(1)).
     struct Membership {
         struct Topic *topic;
@@ -86,6 +102,12 @@ private:
     std::unordered_map<std::uint64_t, WsConn *> conns_;
     std::uint64_t stamp_ = 0; // one per publish: a member of several of its topics gets it once
     HubStats stats_;
+    struct Kept {
+        std::uint64_t id;
+        std::shared_ptr<const std::string> sse;
+    };
+    std::unordered_map<std::string, std::vector<Kept>> history_; // a ring per topic, oldest first
+    std::size_t history_limit_ = 0;
 };
 
 struct Topic {

@@ -31,8 +31,8 @@ Result<std::vector<std::string>> string_list(const json::object &o, const char *
     return out;
 }
 
-// The message of Publish / Send as a frame, encoded once for every receiver.
-Result<std::shared_ptr<const std::string>> message_frame(const json::object &o)
+// The message of Publish / Send as a frame (and an SSE event), encoded once for every receiver.
+Result<void> message_frame(const json::object &o, Delivery &d, bool sse, bool with_id)
 {
     bool binary = false;
     if (const json::value *b = o.if_contains("binary"); b && b->is_bool())
@@ -62,7 +62,10 @@ Result<std::shared_ptr<const std::string>> message_frame(const json::object &o)
     } else {
         return fail("\"message\" (a string) or \"base64\" is missing");
     }
-    return make_frame(binary ? Opcode::binary : Opcode::text, bytes);
+    d.frame = make_frame(binary ? Opcode::binary : Opcode::text, bytes);
+    if (sse)
+        prepare_sse(d, bytes, binary, with_id);
+    return {};
 }
 
 Result<std::vector<std::uint64_t>> ids(const json::object &o)
@@ -82,7 +85,8 @@ Result<std::vector<std::uint64_t>> ids(const json::object &o)
 
 } // namespace
 
-std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_view method, std::string_view arg)
+std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_view method, std::string_view arg,
+                                            bool sse)
 {
     if (method != "websockets.Publish" && method != "websockets.Send" && method != "websockets.Close")
         return std::nullopt;
@@ -96,22 +100,18 @@ std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_vi
         auto topics = string_list(o, "topics");
         if (!topics)
             return fail(topics.error().message);
-        auto frame = message_frame(o);
-        if (!frame)
-            return fail(frame.error().message);
+        if (auto m = message_frame(o, *d, sse, true); !m)
+            return fail(m.error().message);
         d->kind = Delivery::Kind::publish;
         d->topics = std::move(*topics);
-        d->frame = std::move(*frame);
     } else if (method == "websockets.Send") {
         auto to = ids(o);
         if (!to)
             return fail(to.error().message);
-        auto frame = message_frame(o);
-        if (!frame)
-            return fail(frame.error().message);
+        if (auto m = message_frame(o, *d, sse, false); !m)
+            return fail(m.error().message);
         d->kind = Delivery::Kind::send;
         d->ids = std::move(*to);
-        d->frame = std::move(*frame);
     } else {
         auto to = ids(o);
         if (!to)

@@ -15,7 +15,8 @@ namespace ferry::server::detail::ws {
 // websockets.Publish {"topics": [..], "message": "..." | "base64": "...", "binary": bool}
 // websockets.Send    {"to": ["1.42", ..], "message" | "base64", "binary"}
 // websockets.Close   {"to": [..], "code": 1000, "reason": "..."}
-// nullopt when `method` is none of them.
-std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_view method, std::string_view arg);
+// nullopt when `method` is none of them. `sse`: text messages get their SSE form too.
+std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_view method, std::string_view arg,
+                                            bool sse);
 
 } // namespace ferry::server::detail::ws

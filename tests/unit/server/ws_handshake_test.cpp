@@ -137,6 +137,18 @@ TEST(WsActions, PayloadsTakenInOrderAfterTheNul)
     EXPECT_EQ((*a)[6].value, "v");
 }
 
+TEST(WsActions, NoToIsThisConnectionAnEmptyToIsNobody)
+{
+    auto a = ws::parse_actions(R"([{"do":"send","text":"x"},{"do":"send","to":[],"text":"y"},{"do":"close"},)"
+                               R"({"do":"close","to":[]}])");
+    ASSERT_TRUE(a) << a.error().message;
+    EXPECT_TRUE((*a)[0].to_self);
+    EXPECT_FALSE((*a)[1].to_self);
+    EXPECT_TRUE((*a)[1].targets.empty());
+    EXPECT_TRUE((*a)[2].to_self);
+    EXPECT_FALSE((*a)[3].to_self);
+}
+
 TEST(WsActions, MalformedActionsAreNamed)
 {
     auto err = [](std::string body) {

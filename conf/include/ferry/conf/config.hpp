@@ -178,7 +178,12 @@ struct WebsocketsConfig {
     std::uint64_t max_queue_bytes = 4 * 1024 * 1024;
     std::string overflow = "drop_oldest"; // "drop_oldest" (non-control messages) or "close" (1008)
     bool relay = false; // a client's messages are published to its topics by the core, without PHP
-    PoolConfig pool;    // the websockets workers (RR_MODE=websockets)
+    // Server-sent events: the same topics over text/event-stream on this path ("" = off), authorized by the
+    // same open event; the last sse_history text messages of each topic are kept for Last-Event-ID.
+    std::string sse_path;
+    std::uint64_t sse_history = 100;
+    Duration sse_heartbeat = std::chrono::seconds(15); // a comment line after this long without an event
+    PoolConfig pool;                                   // the websockets workers (RR_MODE=websockets)
 
     friend bool operator==(const WebsocketsConfig &, const WebsocketsConfig &) = default;
 };
