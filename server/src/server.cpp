@@ -371,7 +371,7 @@ awaitable<void> lifecycle(Runtime *rt)
                            [rt, &host](std::size_t i) { return start_loop(rt->loops[i].get(), host); });
     // The watcher and the RPC listener are up before the server says it is ready: a change saved right after
     // "listening on" is seen.
-    if (auto control = rt->control->start(rt->pool); !control)
+    if (auto control = rt->control->start(rt->pool, rt->ws_pool); !control)
         log::error("core", control.error().message + "; the server runs without it");
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);

@@ -5,6 +5,7 @@ slow receivers, ordering, crashes, shutdown."""
 import hashlib
 import os
 import re
+import signal
 import struct
 import threading
 import time
@@ -432,6 +433,40 @@ class OutOfBand(WsTestCase):
         self.assertEqual(status, 200)
         e = self.node.expect("close", "a")
         self.assertEqual((e["code"], e["reason"]), (4003, "kicked over RPC"))
+
+    def test_reset_replaces_the_workers_and_keeps_the_connections(self):
+        rpc = Rpc(self.rpc_address())
+        self.addCleanup(rpc.close)
+        self.assertEqual(rpc.call("resetter.List"), (True, ["http", "websockets"]))
+        ok, listed = rpc.call("informer.Workers", "websockets")
+        self.assertTrue(ok)
+        before = {w["pid"] for w in listed["workers"]}
+        self.assertEqual(len(before), 2)
+        self.node.connect(self.url(), name="a")
+        pid = int(self.whoami("a")[2])
+        self.assertIn(pid, before)
+        self.assertEqual(rpc.call("resetter.Reset", "websockets"), (True, True))
+        ok, listed = rpc.call("informer.Workers", "websockets")
+        after = {w["pid"] for w in listed["workers"]}
+        self.assertEqual(len(after), 2)
+        self.assertFalse(before & after, "every websockets worker was replaced")
+        self.assertIn(int(self.whoami("a")[2]), after, "the connection stayed open, a new worker answers it")
+        # SIGHUP (like the file watcher) resets both pools
+        ok, http_before = rpc.call("informer.Workers", "http")
+        self.server.proc.send_signal(signal.SIGHUP)
+        def replaced():
+            ok, now = rpc.call("informer.Workers", "websockets")
+            ok2, http_now = rpc.call("informer.Workers", "http")
+            ws_pids = {w["pid"] for w in now["workers"]}
+            http_pids = {w["pid"] for w in http_now["workers"]}
+            return (len(ws_pids) == 2 and not ws_pids & after and http_pids and
+                    not http_pids & {w["pid"] for w in http_before["workers"]})
+        self.assertTrue(wait_until(replaced, 20, 0.2))
+        self.node.send("after the reset", "a")
+        self.assertEqual(self.node.text("a"), "after the reset")
+        ok, err = rpc.call("resetter.Reset", "jobs")
+        self.assertFalse(ok)
+        self.assertIn("Ferry has: http, websockets", err)
 
     def test_rpc_errors_name_the_problem(self):
         rpc = Rpc(self.rpc_address())

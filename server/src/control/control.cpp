@@ -35,16 +35,34 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     std::function<void()> stop_server;
     std::function<std::optional<Result<std::string>>(std::string_view, std::string_view)> extension;
     pool::Pool *pool = nullptr;
+    pool::Pool *ws_pool = nullptr;
     std::unique_ptr<RpcServer> rpc;
     std::unique_ptr<pool::Watcher> watcher;
     asio::signal_set hup;
     bool stopped = false;
 
-    awaitable<Result<pool::ResetReport>> reset(std::string why)
+    // A rolling reset of one pool ("http", "websockets"), or of every pool ("": the watcher, SIGHUP): the
+    // websockets workers run the same code.
+    awaitable<Result<pool::ResetReport>> reset(std::string why, std::string which = {})
     {
         if (stopped || !pool)
             co_return fail("the server is stopping");
-        co_return co_await pool->reset(std::move(why));
+        if (which == "websockets") {
+            if (!ws_pool)
+                co_return fail("no websockets workers");
+            co_return co_await ws_pool->reset(std::move(why));
+        }
+        auto http = co_await pool->reset(why);
+        if (!which.empty() || !ws_pool || stopped)
+            co_return http;
+        auto ws = co_await ws_pool->reset(std::move(why));
+        if (!http)
+            co_return http;
+        if (!ws)
+            co_return ws;
+        http->replaced += ws->replaced;
+        http->killed += ws->killed;
+        co_return http;
     }
 
     static awaitable<void> reset_logged(std::shared_ptr<Impl> self, std::string why)
@@ -102,13 +120,13 @@ Result<void> Control::bind()
                     s->stop_server();
             });
     };
-    target.reset = [weak](std::string why) -> awaitable<Result<pool::ResetReport>> {
+    target.reset = [weak](std::string why, std::string plugin) -> awaitable<Result<pool::ResetReport>> {
         auto self = weak.lock();
         if (!self)
             return [](std::string) -> awaitable<Result<pool::ResetReport>> {
                 co_return fail("the server is stopping");
             }(std::move(why));
-        return self->reset(std::move(why));
+        return self->reset(std::move(why), std::move(plugin));
     };
     c.rpc = std::make_unique<RpcServer>(c.io, c.cfg.rpc, std::move(target));
     return c.rpc->bind();
@@ -119,12 +137,13 @@ std::string Control::rpc_address() const
     return impl_->rpc ? impl_->rpc->address() : std::string();
 }
 
-Result<void> Control::start(pool::Pool &pool)
+Result<void> Control::start(pool::Pool &pool, pool::Pool *ws_pool)
 {
     Impl &c = *impl_;
     c.pool = &pool;
+    c.ws_pool = ws_pool;
     if (c.rpc) {
-        c.rpc->set_pool(&pool);
+        c.rpc->set_pool(&pool, ws_pool);
         c.rpc->run();
     }
     asio::co_spawn(c.io, Impl::watch_hup(impl_), log_exceptions{"SIGHUP"});

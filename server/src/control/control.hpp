@@ -35,7 +35,7 @@ public:
     // rpc.listen as bound ("tcp://127.0.0.1:6001"), "" without a listener.
     std::string rpc_address() const;
     // Once the workers are ready: the watcher, SIGHUP and the RPC listener start acting on `pool`.
-    Result<void> start(pool::Pool &pool);
+    Result<void> start(pool::Pool &pool, pool::Pool *ws_pool = nullptr);
     // At a stop: no more resets are started.
     void stop();
 

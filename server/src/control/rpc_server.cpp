@@ -113,22 +113,24 @@ Result<std::string> plugin_arg(std::string_view arg)
 awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg)
 {
     if (method == "resetter.List" || method == "informer.List")
-        co_return ok(R"(["http"])");
+        co_return ok(target.ws_pool ? R"(["http","websockets"])" : R"(["http"])");
     if (method == "resetter.Reset" || method == "informer.Workers") {
         auto plugin = plugin_arg(arg);
         if (!plugin)
             co_return plugin.error();
-        if (*plugin != "http")
-            co_return fail("no plugin \"" + relay::printable(*plugin, 64) + "\" (Ferry has: http)");
+        pool::Pool *pool = *plugin == "http" ? target.pool : *plugin == "websockets" ? target.ws_pool : nullptr;
+        if (*plugin != "http" && !(*plugin == "websockets" && target.ws_pool))
+            co_return fail("no plugin \"" + relay::printable(*plugin, 64) + "\" (Ferry has: http" +
+                           (target.ws_pool ? ", websockets" : "") + ")");
         if (method == "resetter.Reset") {
-            auto done = co_await target.reset("RPC resetter.Reset");
+            auto done = co_await target.reset("RPC resetter.Reset", *plugin);
             if (!done)
                 co_return done.error();
             co_return ok("true");
         }
-        if (!target.pool)
+        if (!pool)
             co_return fail("the workers are not started yet");
-        auto workers = co_await target.pool->snapshot();
+        auto workers = co_await pool->snapshot();
         json::array list;
         const auto now = std::chrono::system_clock::now();
         for (const auto &w : workers) {
@@ -371,9 +373,10 @@ Result<void> RpcServer::bind()
     return impl_->bind_tcp(l.substr(6));
 }
 
-void RpcServer::set_pool(pool::Pool *pool)
+void RpcServer::set_pool(pool::Pool *pool, pool::Pool *ws_pool)
 {
     impl_->target.pool = pool;
+    impl_->target.ws_pool = ws_pool;
 }
 
 void RpcServer::run()

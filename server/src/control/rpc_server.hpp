@@ -21,10 +21,12 @@ namespace ferry::server::detail {
 
 // What the methods act on.
 struct RpcTarget {
-    pool::Pool *pool = nullptr;
+    pool::Pool *pool = nullptr;     // "http"
+    pool::Pool *ws_pool = nullptr;  // "websockets" (null: no websockets section)
     std::string command;        // the workers' command line, for informer.Workers
     std::function<void()> stop; // ferry.Stop: a graceful stop, as SIGTERM
-    std::function<awaitable<Result<pool::ResetReport>>(std::string why)> reset; // resetter.Reset
+    // resetter.Reset of the pool named `plugin` ("http" or "websockets")
+    std::function<awaitable<Result<pool::ResetReport>>(std::string why, std::string plugin)> reset;
     // More methods (websockets.*): nullopt when the method is not one of them.
     std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)> extension;
 };
@@ -41,8 +43,8 @@ public:
 
     // Binds and listens (nothing is accepted before run()); the error names rpc.listen.
     Result<void> bind();
-    // The pool informer.Workers reads (set before run()).
-    void set_pool(pool::Pool *pool);
+    // The pools informer.Workers reads (set before run()); ws_pool may be null.
+    void set_pool(pool::Pool *pool, pool::Pool *ws_pool = nullptr);
     // Accepts until stop().
     void run();
     void stop();
