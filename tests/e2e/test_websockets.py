@@ -181,17 +181,24 @@ class Topics(WsTestCase):
         e = self.node.expect("close", "a")
         self.assertEqual((e["code"], e["reason"]), (4000, "kicked"))
 
-    def test_events_of_one_connection_stay_in_order(self):
+class Ordering(WsTestCase):
+    CONFIG = dict(WS_CONFIG, websockets=dict(WS_CONFIG["websockets"], pool={"num_workers": 4}))
+
+    def test_events_of_one_connection_stay_in_order_across_4_workers(self):
         n = 200
-        names = [f"c{i}" for i in range(5)]
+        names = [f"c{i}" for i in range(6)]
         for name in names:
             self.node.connect(self.url(), name=name)
         for i in range(n):
             for name in names:
-                self.node.send(f"seq:{i}", name)
+                self.node.send(f"seq:{i}" if i % 50 else "whoami", name)
+        pids = set()
         for name in names:
             got = [self.node.text(name, timeout=30) for _ in range(n)]
-            self.assertEqual(got, [f"seq:{i}" for i in range(n)])
+            for i in range(0, n, 50):
+                pids.add(got[i].split(" ")[2])
+            self.assertEqual([g for k, g in enumerate(got) if k % 50], [f"seq:{i}" for i in range(n) if i % 50])
+        self.assertGreaterEqual(len(pids), 2, "the connections' events ran on several workers")
 
 
 class Handshake(WsTestCase):
@@ -351,6 +358,7 @@ class SlowReceivers(WsTestCase):
             self.assertEqual([e["len"] for e in got], [32773] * count)
         self.assertLess(time.monotonic() - t0, 25)
         self.assertTrue(self.server.wait_for_log("dropping the oldest messages"))
+        self.assertEqual(self.server.stderr().count("dropping the oldest messages"), 1, "logged once")
         # The stalled one reads again: it gets what its queue kept, the newest, its connection intact.
         seen = []
         stalled.sock.settimeout(2)

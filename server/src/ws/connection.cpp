@@ -64,6 +64,12 @@ void WsLoop::drain()
 void WsLoop::close_all()
 {
     hub.each([](WsConn &c) { c.finish(); });
+    if (stats.opened > 0)
+        log::info("ws", "loop " + std::to_string(st.loop) + ": " + std::to_string(stats.opened) +
+                            " connection(s) served, " + std::to_string(stats.dropped) +
+                            " message(s) dropped by full send queues, " + std::to_string(stats.overflow_closes) +
+                            " closed by a full send queue, " + std::to_string(stats.protocol_errors) +
+                            " protocol error(s)");
 }
 
 WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse)
