@@ -114,8 +114,7 @@ if (getenv('RR_MODE') !== 'websockets') {
     exit(0);
 }
 
-// Connection data: the user's name for a WebSocket, "sse:<name>" for a feed stream (a name has no ":"), so that
-// a close event, which does not say which kind of connection ended, can tell them apart.
+// Connection data: the user's name. A feed stream's events say so ($e->transport === 'sse').
 $ws = WebSockets::create();
 while ($e = $ws->next()) {
     $a = new WebSocketActions();
@@ -127,7 +126,7 @@ while ($e = $ws->next()) {
         }
         if ($e->transport === 'sse') {
             // Whatever topics the client asked for, it reads the feed only.
-            $a->join('feed')->data("sse:$user");
+            $a->join('feed')->data($user);
             $headers = [];
             if (isset($e->request->cookies[JOINED_COOKIE]) && $e->lastEventId === '') {
                 // The "joined" of this login was published before this stream existed: show it here once.
@@ -140,8 +139,8 @@ while ($e = $ws->next()) {
         $ws->accept($a->join('chat')->data($user)->send("welcome, $user (connection {$e->id})"));
         continue;
     }
-    $sse = str_starts_with($e->data, 'sse:');
-    $user = $sse ? substr($e->data, 4) : $e->data;
+    $sse = $e->transport === 'sse';
+    $user = $e->data;
     if ($e->type === WebSocketEvent::CLOSE) {
         if (!$sse && $user !== '') {
             $a->publish('feed', "$user left");

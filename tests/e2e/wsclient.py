@@ -289,6 +289,7 @@ class SseClient:
     def event(self, timeout=10.0):
         """The next event (or comment); None when the stream ended."""
         deadline = time.monotonic() + timeout
+        self._dechunk()  # what came with the response head
         while "\n\n" not in self.text:
             if self.ended:
                 return None

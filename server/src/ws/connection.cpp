@@ -626,11 +626,13 @@ awaitable<void> WsConn::run_event(Ev &e)
     ctx.remote_addr = remote_;
     ctx.protocol = "HTTP/1.1";
     ctx.method = "POST";
-    ctx.uri = "http://" + loop_.st.default_host + loop_.cfg.path;
+    ctx.uri = "http://" + loop_.st.default_host + (sse_ ? loop_.cfg.sse_path : loop_.cfg.path);
     ctx.attributes.reserve(5);
     ctx.attributes.emplace_back("ferry.ws.event", e.close ? "close" : "message");
     ctx.attributes.emplace_back("ferry.ws.id", format_id(id_));
     ctx.attributes.emplace_back("ferry.ws.data", data_);
+    if (sse_)
+        ctx.attributes.emplace_back("ferry.ws.transport", "sse");
     if (e.close) {
         ctx.attributes.emplace_back("ferry.ws.code", std::to_string(e.code));
         ctx.attributes.emplace_back("ferry.ws.reason", e.payload);
