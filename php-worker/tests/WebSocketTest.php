@@ -376,6 +376,31 @@ final class WebSocketTest extends TestCase
         self::assertSame('10.0.0.7', $event->request->remoteAddr);
     }
 
+    public function testEventStreamOpenAndClose(): void
+    {
+        $ctx = self::openContext('2.7');
+        $ctx['uri'] = 'http://example.test:8080/events?topic=a&topic=b%2Fc';
+        $ctx['attributes'] += ['ferry.ws.transport' => 'sse', 'ferry.sse.topics' => '["a","b/c",7]',
+            'ferry.sse.last_event_id' => '41'];
+        $open = WebSocketEvent::fromRequest(Request::fromContext(Wire::context($ctx), '', Frame::JSON));
+        self::assertNotNull($open);
+        self::assertSame('sse', $open->transport);
+        self::assertSame(['a', 'b/c'], $open->topics, 'strings only, in order');
+        self::assertSame('41', $open->lastEventId);
+        $close = WebSocketEvent::fromRequest(Request::fromContext(Wire::context(self::laterContext([
+            'ferry.ws.event' => 'close', 'ferry.ws.id' => '2.7', 'ferry.ws.transport' => 'sse', 'ferry.ws.code' => '1006',
+        ])), '', Frame::JSON));
+        self::assertSame('sse', $close->transport);
+        self::assertSame(1006, $close->code);
+        $ws = WebSocketEvent::fromRequest(Request::fromContext(Wire::context(self::openContext()), '', Frame::JSON));
+        self::assertSame('websocket', $ws->transport);
+        self::assertSame([], $ws->topics);
+        self::assertSame('', $ws->lastEventId);
+        $bad = self::openContext();
+        $bad['attributes'] += ['ferry.sse.topics' => 'not json'];
+        self::assertSame([], WebSocketEvent::fromRequest(Request::fromContext(Wire::context($bad), '', Frame::JSON))->topics);
+    }
+
     public function testTextMessageEventCarriesBodyAndData(): void
     {
         $ctx = Wire::context(self::laterContext([
