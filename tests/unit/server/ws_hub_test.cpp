@@ -1,0 +1,155 @@
+// The Hub's topic bookkeeping under churn: joins, leaves and removals in random order keep every
+// membership and member slot pointing at each other (swap-remove), counts right, and deliveries reaching
+// exactly the subscribers, once each. Real WsConn objects over loopback sockets; the pool is never started.
+#include "ws/hub.hpp"
+
+#include "ferry/conf/config.hpp"
+#include "handlers/handler.hpp"
+#include "shared_state.hpp"
+#include "ws/connection.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <map>
+#include <random>
+#include <set>
+
+using namespace ferry::server::detail;
+namespace asio = boost::asio;
+
+namespace {
+
+struct NoPublisher final : ws::Publisher {
+    void publish(ws::SharedDelivery) override {}
+};
+
+struct Fixture {
+    asio::io_context io;
+    ferry::conf::Config cfg;
+    ferry::pool::Budget budget{1 << 20};
+    Router router;
+    SharedState st{io, cfg, budget, router};
+    ferry::pool::Pool pool{io, ferry::pool::Options{}};
+    NoPublisher publisher;
+    ws::WsLoop loop{st, cfg.websockets, pool, publisher};
+    tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+    std::vector<tcp::socket> peers; // the client ends, kept open
+
+    std::shared_ptr<ws::WsConn> connection(std::uint64_t id)
+    {
+        tcp::socket client(io);
+        client.connect(acceptor.local_endpoint());
+        tcp::socket server = acceptor.accept();
+        peers.push_back(std::move(client));
+        ws::WsSocket s(io);
+        s.assign(tcp::v4(), server.release());
+        return ws::WsConn::make(loop, std::move(s), id, "127.0.0.1");
+    }
+};
+
+void check_consistent(ws::Hub &hub, const std::vector<std::shared_ptr<ws::WsConn>> &conns,
+                      const std::map<std::string, std::set<ws::WsConn *>> &want)
+{
+    for (const auto &c : conns)
+        for (std::size_t i = 0; i < c->memberships().size(); ++i) {
+            const auto &m = c->memberships()[i];
+            ASSERT_LT(m.slot, m.topic->members.size());
+            ASSERT_EQ(m.topic->members[m.slot].conn, c.get());
+            ASSERT_EQ(m.topic->members[m.slot].membership, i);
+        }
+    std::size_t live = 0;
+    for (const auto &[topic, members] : want) {
+        ASSERT_EQ(hub.subscribers(topic), members.size()) << topic;
+        live += members.empty() ? 0 : 1;
+    }
+    ASSERT_EQ(hub.topics(), live) << "an empty topic is dropped";
+}
+
+} // namespace
+
+TEST(WsHub, ChurnKeepsMembershipsAndSlotsConsistent)
+{
+    Fixture f;
+    ws::Hub &hub = f.loop.hub;
+    std::vector<std::shared_ptr<ws::WsConn>> conns;
+    for (std::uint64_t i = 1; i <= 40; ++i)
+        conns.push_back(f.connection((std::uint64_t(1) << 40) | i));
+    ASSERT_EQ(hub.connections(), 40u);
+    const std::vector<std::string> topics{"a", "b", "c", "d", "e", "f"};
+    std::map<std::string, std::set<ws::WsConn *>> want;
+    std::mt19937 rng(7);
+    for (int step = 0; step < 3000; ++step) {
+        auto &c = conns[rng() % conns.size()];
+        const std::string &t = topics[rng() % topics.size()];
+        if (rng() % 2) {
+            hub.join(c.get(), t);
+            hub.join(c.get(), t); // twice: still once
+            want[t].insert(c.get());
+        } else {
+            hub.leave(c.get(), t);
+            want[t].erase(c.get());
+        }
+        if (step % 100 == 0)
+            check_consistent(hub, conns, want);
+    }
+    check_consistent(hub, conns, want);
+    // Removing connections (as their end does) takes them out of every topic.
+    for (std::size_t i = 0; i < conns.size(); i += 3) {
+        hub.remove(conns[i].get());
+        for (auto &[t, members] : want)
+            members.erase(conns[i].get());
+        EXPECT_TRUE(conns[i]->memberships().empty());
+        EXPECT_EQ(hub.find(conns[i]->id()), nullptr);
+    }
+    std::vector<std::shared_ptr<ws::WsConn>> left;
+    for (std::size_t i = 0; i < conns.size(); ++i)
+        if (i % 3 != 0)
+            left.push_back(conns[i]);
+    check_consistent(hub, left, want);
+    EXPECT_EQ(hub.connections(), left.size());
+    for (const auto &c : left)
+        EXPECT_EQ(hub.find(c->id()), c.get());
+}
+
+TEST(WsHub, APublishToSeveralTopicsReachesEachSubscriberOnce)
+{
+    Fixture f;
+    ws::Hub &hub = f.loop.hub;
+    auto a = f.connection((std::uint64_t(1) << 40) | 1);
+    auto b = f.connection((std::uint64_t(1) << 40) | 2);
+    auto c = f.connection((std::uint64_t(1) << 40) | 3);
+    hub.join(a.get(), "x");
+    hub.join(a.get(), "y");
+    hub.join(b.get(), "y");
+    ws::Delivery d;
+    d.kind = ws::Delivery::Kind::publish;
+    d.topics = {"x", "y", "z"};
+    d.frame = ws::make_frame(ws::Opcode::text, "hi");
+    hub.deliver(d);
+    EXPECT_EQ(hub.stats().delivered, 2u) << "a once (in x and y), b once, c not at all";
+    d.exclude = b->id();
+    hub.deliver(d);
+    EXPECT_EQ(hub.stats().delivered, 3u) << "exclude: not to b";
+    ws::Delivery s;
+    s.kind = ws::Delivery::Kind::send;
+    s.ids = {c->id(), (std::uint64_t(2) << 40) | 9};
+    s.frame = d.frame;
+    hub.deliver(s);
+    EXPECT_EQ(hub.stats().delivered, 4u) << "a send reaches the id on this loop; the other is not here";
+    // What reached the sockets: a got "hi" twice, b once, c once (2 + 2 bytes each frame).
+    f.io.poll();
+    for (auto *p : {&f.peers[0], &f.peers[1], &f.peers[2]}) {
+        p->non_blocking(true);
+    }
+    auto bytes_of = [](tcp::socket &sock) {
+        char buf[64];
+        boost::system::error_code ec;
+        std::size_t n = sock.read_some(asio::buffer(buf), ec);
+        return ec ? std::size_t(0) : n;
+    };
+    EXPECT_EQ(bytes_of(f.peers[0]), 8u);
+    EXPECT_EQ(bytes_of(f.peers[1]), 4u);
+    EXPECT_EQ(bytes_of(f.peers[2]), 4u);
+}
