@@ -393,6 +393,43 @@ class OverflowClose(WsTestCase):
         self.assertTrue(self.server.wait_for_log("closing with 1008"))
 
 
+class Flood(WsTestCase):
+    def rss_kib(self):
+        with open(f"/proc/{self.server.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def test_a_client_faster_than_php_is_not_read_further(self):
+        """48 MB of messages that each take PHP 50 ms: the server stops reading this connection (64 events
+        queued at most), the client's writes block, the server's memory stays flat, and others are served."""
+        c = self.raw_ws()
+        before = self.rss_kib()
+        msg = frame(1, b"sleep:50" + b"x" * 16384)
+        sent = [0]
+        done = threading.Event()
+
+        def flood():
+            c.sock.settimeout(0.5)
+            try:
+                for _ in range(3000):
+                    c.sock.sendall(msg)
+                    sent[0] += len(msg)
+            except (OSError, TimeoutError):
+                pass
+            done.set()
+
+        t = threading.Thread(target=flood, daemon=True)
+        t.start()
+        done.wait(20)
+        self.assertLess(sent[0], 3000 * len(msg), "the server stopped reading: the client could not send it all")
+        self.assertLess(self.rss_kib() - before, 16 * 1024, "what the server holds for it stays bounded")
+        self.node.connect(self.url(), name="other")
+        self.node.send("served", "other")
+        self.assertEqual(self.node.text("other", timeout=20), "served")
+
+
 class Workers(WsTestCase):
     def test_worker_crash_closes_with_1011_and_others_go_on(self):
         self.node.connect(self.url(), name="a")
