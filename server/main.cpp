@@ -18,8 +18,8 @@ constexpr const char *usage_text = R"(usage: ferry <command> [options]
 commands:
   serve            start the HTTP server and its PHP worker pool (default config: ./.rr.yaml)
   config           print the effective configuration and exit (same as serve --dry-run)
-  workers          list the running server's workers (pid, state, jobs, memory, age) [--json] [-i: every second]
-  reset [pool]     rolling reset of the running server's workers (pool: http)
+  workers [pool]   list the running server's workers (pid, state, jobs, memory, age) [--json] [-i: every second]
+  reset [pool]     rolling reset of the running server's workers (pool: http, or websockets)
   stop             graceful stop of the running server
                    (workers, reset and stop reach the server through rpc.listen of the same config file)
   version          print the version

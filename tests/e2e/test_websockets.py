@@ -3,7 +3,9 @@ topics, the frame protocol against a real client (Node `ws`) and against malform
 slow receivers, ordering, crashes, shutdown."""
 
 import hashlib
+import json
 import os
+import subprocess
 import re
 import signal
 import struct
@@ -11,7 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import IO_THREADS, ServerTestCase, wait_until
+from harness import BIN, IO_THREADS, ServerTestCase, wait_until
 from test_reload import Rpc
 from wsclient import RawWs, NodeWs, SseClient, close_payload, frame
 
@@ -451,12 +453,13 @@ class Workers(WsTestCase):
 
 
 class OutOfBand(WsTestCase):
-    CONFIG = dict(WS_CONFIG, rpc={"listen": "tcp://127.0.0.1:0"})
+    # A unix socket in the server's directory: the CLI finds it through the same config file.
+    CONFIG = dict(WS_CONFIG, rpc={"listen": "unix://ferry-rpc.sock"})
 
     def rpc_address(self):
-        m = re.search(r"rpc: listening on (tcp://\S+)", self.server.stderr())
+        m = re.search(r"rpc: listening on unix://(\S+)", self.server.stderr())
         self.assertIsNotNone(m, self.server.stderr())
-        return m.group(1)
+        return "unix://" + os.path.join(self.server.tmp.name, m.group(1))  # relative to the server's cwd
 
     def test_http_worker_publishes_sends_and_kicks_through_rpc(self):
         self.node.connect(self.url("?topics=news"), name="a")
@@ -512,6 +515,22 @@ class OutOfBand(WsTestCase):
         ok, err = rpc.call("resetter.Reset", "jobs")
         self.assertFalse(ok)
         self.assertIn("Ferry has: http, websockets", err)
+
+    def test_cli_lists_and_resets_the_websockets_workers(self):
+        def cli(*args):
+            return subprocess.run([BIN, *args, "-c", self.server.config_path], capture_output=True, text=True,
+                                  timeout=60, cwd=self.server.tmp.name)
+        r = cli("workers", "websockets", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = {w["pid"] for w in json.loads(r.stdout)["workers"]}
+        self.assertEqual(len(before), 2)
+        r = cli("reset", "websockets")
+        self.assertEqual((r.returncode, r.stdout), (0, "websockets: workers reset\n"), r.stderr)
+        after = {w["pid"] for w in json.loads(cli("workers", "websockets", "--json").stdout)["workers"]}
+        self.assertFalse(before & after)
+        r = cli("workers", "nope")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Ferry has: http, websockets", r.stderr)
 
     def test_rpc_errors_name_the_problem(self):
         rpc = Rpc(self.rpc_address())

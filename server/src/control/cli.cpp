@@ -195,7 +195,7 @@ int control_command(const std::string &command, const std::vector<std::string> &
             as_json = true;
         else if ((a == "-i" || a == "--interactive") && command == "workers")
             interactive = true;
-        else if (command == "reset" && !a.empty() && a[0] != '-')
+        else if ((command == "reset" || command == "workers") && !a.empty() && a[0] != '-')
             pool = a;
         else {
             std::fprintf(stderr, "ferry %s: unknown argument \"%s\"\n", command.c_str(), a.c_str());
