@@ -30,8 +30,9 @@ const schema::Table<Config> &config()
             section("rpc", &Config::rpc, rpc()),
             section("reload", &Config::reload, reload()),
             section("websockets", &Config::websockets, websockets()),
+            section("status", &Config::status, status()),
         },
-        {"logs", "status", "metrics", "broadcast", "kv", "jobs", "grpc", "tcp", "service",
+        {"logs", "metrics", "broadcast", "kv", "jobs", "grpc", "tcp", "service",
          "temporal", "otel", "endure", "fileserver", "centrifuge", "lock", "redis"},
     };
     return table;

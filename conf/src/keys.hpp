@@ -17,5 +17,6 @@ const schema::Table<StaticConfig> &static_files(); // keys_static.cpp
 const schema::Table<RpcConfig> &rpc();             // keys_rpc.cpp
 const schema::Table<ReloadConfig> &reload();       // keys_reload.cpp
 const schema::Table<WebsocketsConfig> &websockets(); // keys_websockets.cpp
+const schema::Table<StatusConfig> &status();         // keys_status.cpp
 
 } // namespace ferry::conf::keys

@@ -3,6 +3,7 @@
 #include "ferry/server/server.hpp"
 
 #include "control/control.hpp"
+#include "control/status.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
 #include "handlers/handler.hpp"
@@ -91,6 +92,7 @@ struct Runtime {
     bool serving = false;               // workers started, accepting
     asio::steady_timer stop_event;      // cancelled when a stop is requested
     detail::Control *control = nullptr; // resets (reload, SIGHUP, RPC), ferry.Stop
+    detail::StatusServer *status = nullptr; // status.address: /health, /ready
     int exit_code = 0;
     unsigned next_loop = 0;
 
@@ -373,6 +375,8 @@ awaitable<void> lifecycle(Runtime *rt)
     // "listening on" is seen.
     if (auto control = rt->control->start(rt->pool, rt->ws_pool); !control)
         log::error("core", control.error().message + "; the server runs without it");
+    if (rt->status)
+        rt->status->run(rt->pool, rt->ws_pool, &rt->stop_requested);
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
     log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
@@ -398,6 +402,8 @@ awaitable<void> lifecycle(Runtime *rt)
     if (rt->ws_pool)
         co_await rt->ws_pool->shutdown(deadline);
     co_await rt->pool.shutdown(deadline);
+    if (rt->status)
+        rt->status->stop(); // /health answered until the workers were stopped, /ready said no since the stop
     co_await on_each<unsigned>(rt->executors(),
                                [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
     rt->signals.cancel(ignored);
@@ -576,6 +582,15 @@ int run(const conf::Config &cfg)
     }
     Runtime rt(loop_rts, pool, ws_pool.get());
     rt.control = &control;
+    std::optional<detail::StatusServer> status;
+    if (cfg.status.enabled) {
+        status.emplace(*loops[0], cfg.status);
+        if (auto bound = status->bind(); !bound) {
+            log::error("core", bound.error().message);
+            return 1;
+        }
+        rt.status = &*status;
+    }
     runtime = &rt;
 
     try {

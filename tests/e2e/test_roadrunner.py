@@ -120,7 +120,7 @@ reload:
         r = subprocess.run([BIN, "config", "-c", path], capture_output=True, text=True, timeout=20)
         self.assertEqual(r.returncode, 0, r.stderr)
         warnings = [line for line in r.stderr.splitlines() if "WARN" in line]
-        for key in ("status", "metrics", "logs", "http.access_logs", "http.pool.max_queue_size",
+        for key in ("metrics", "logs", "http.access_logs", "http.pool.max_queue_size",
                     "http.pool.supervisor.watch_tick", "http.pool.supervisor.ttl",
                     "http.pool.supervisor.idle_ttl", "http.pool.supervisor.max_worker_memory"):
             named = [w for w in warnings if f'key "{key}"' in w]
@@ -128,8 +128,10 @@ reload:
         self.assertIn("trusted_subnets", r.stdout)  # supported keys are in the effective config
         self.assertNotIn("uploads.forbid", "\n".join(warnings))
         # Ferry's since issue 8 (middleware, static) and issue 10 (rpc, reload, reset_timeout)
-        for supported in ('"http.middleware"', '"http.static"', 'key "rpc"', 'key "reload"', "reset_timeout"):
+        for supported in ('"http.middleware"', '"http.static"', 'key "rpc"', 'key "reload"', "reset_timeout",
+                          'key "status"'):
             self.assertNotIn(supported, "\n".join(warnings))
+        self.assertIn("status:\n  address: \"127.0.0.1:2114\"", r.stdout)  # status (issue 12), in effect
         self.assertIn("calculate_etag: true", r.stdout)
         self.assertIn('listen: "tcp://127.0.0.1:6001"', r.stdout)
         self.assertIn("interval: 1s", r.stdout)  # reload, in the effective config

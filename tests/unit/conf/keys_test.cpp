@@ -113,8 +113,8 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
 
 TEST(ConfKeys, EveryKeyIsDumpedInTableOrder)
 {
-    // reload: and websockets: are dumped only when present (their presence turns the feature on).
-    const std::string text = ferry::conf::dump(load(minimal + "reload: {}\nwebsockets: {}\n").config);
+    // reload:, websockets: and status: are dumped only when present (their presence turns the feature on).
+    const std::string text = ferry::conf::dump(load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\n").config);
     std::istringstream lines(text);
     std::string line;
     std::vector<std::string> at; // the sections the current line is in

@@ -188,6 +188,16 @@ struct WebsocketsConfig {
     friend bool operator==(const WebsocketsConfig &, const WebsocketsConfig &) = default;
 };
 
+// status (conf/src/keys_status.cpp; server/src/control/status.*): RoadRunner's health and readiness
+// endpoints on their own listener. Present in the document = on.
+struct StatusConfig {
+    bool enabled = false;
+    Address address{"127.0.0.1", 2114};
+    int unavailable_status_code = 503; // what /health and /ready answer when the answer is no
+
+    friend bool operator==(const StatusConfig &, const StatusConfig &) = default;
+};
+
 struct Config {
     std::string version = "3";
     std::string source; // file path it was loaded from ("" = defaults)
@@ -196,6 +206,7 @@ struct Config {
     RpcConfig rpc;
     ReloadConfig reload;
     WebsocketsConfig websockets;
+    StatusConfig status;
 
     friend bool operator==(const Config &, const Config &) = default; // compares source too
 };

@@ -1,0 +1,23 @@
+// status: RoadRunner's health checks (its status plugin): GET /health and /ready on `address`, answered
+// `unavailable_status_code` when the answer is no. The section's presence turns it on.
+#include "keys.hpp"
+
+namespace ferry::conf::keys {
+
+const schema::Table<StatusConfig> &status()
+{
+    using namespace schema;
+    static const Table<StatusConfig> table{
+        {
+            address("address", &StatusConfig::address),
+            integer("unavailable_status_code", &StatusConfig::unavailable_status_code,
+                    "an HTTP status code from 400 to 599", 400, 599),
+        },
+        {},
+        nullptr,
+        &StatusConfig::enabled,
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

@@ -1,0 +1,37 @@
+// RoadRunner's status plugin (status.address; internal to server/): GET /health answers 200 when a pool has
+// live workers, GET /ready when one can take a request now (never during a stop); otherwise
+// status.unavailable_status_code. `?plugin=http` (repeatable, or comma-separated) picks the pools; without
+// it every pool counts. One request per connection, parsed by the server's own HTTP parser.
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/conf/result.hpp"
+#include "ferry/pool/pool.hpp"
+#include "ferry/relay/io.hpp"
+
+#include <memory>
+#include <string>
+
+namespace ferry::server::detail {
+
+class StatusServer {
+public:
+    StatusServer(asio::io_context &io, const conf::StatusConfig &cfg);
+    ~StatusServer();
+    StatusServer(const StatusServer &) = delete;
+    StatusServer &operator=(const StatusServer &) = delete;
+
+    // Binds status.address (nothing is answered before run()); the error names the key.
+    Result<void> bind();
+    // Answers until stop(). `ws` may be null; `stopping` is read when /ready is asked.
+    void run(pool::Pool &http, pool::Pool *ws, const bool *stopping);
+    void stop();
+    std::string address() const; // host:port as bound
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+} // namespace ferry::server::detail

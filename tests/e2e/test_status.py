@@ -1,0 +1,123 @@
+"""status.address (RoadRunner's status plugin): /health and /ready, bare and with ?plugin=, flipping when every
+worker is busy and during a stop; unavailable_status_code; bad requests."""
+
+import re
+import socket
+import threading
+import time
+import unittest
+
+from harness import HOST, ServerTestCase, wait_until
+
+
+def status_address(srv):
+    m = re.search(r"status: health checks on http://(\S+)/health", srv.stderr())
+    assert m, srv.stderr()
+    host, port = m.group(1).rsplit(":", 1)
+    return host, int(port)
+
+
+def get(addr, target, method="GET", raw=None):
+    """(status, body) of one request on a fresh connection."""
+    s = socket.create_connection(addr, timeout=10)
+    try:
+        s.sendall(raw if raw is not None else f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), body.decode()
+
+
+class Status(ServerTestCase):
+    CONFIG = {"status": {"address": f"{HOST}:0"}}
+
+    def test_health_and_ready(self):
+        addr = status_address(self.server)
+        for target in ("/health", "/health?plugin=http", "/ready", "/ready?plugin=http"):
+            status, body = get(addr, target)
+            self.assertEqual(status, 200, target)
+            self.assertTrue(body.startswith("http: "), body)
+        self.assertEqual(get(addr, "/ready")[1], "http: 2 of 2 worker(s) ready\n")
+        self.assertEqual(get(addr, "/health")[1], "http: 2 live worker(s)\n")
+        self.assertEqual(get(addr, "/health", method="HEAD")[0], 200)
+
+    def test_bad_requests(self):
+        addr = status_address(self.server)
+        status, body = get(addr, "/health?plugin=grpc")
+        self.assertEqual(status, 404)
+        self.assertIn('no plugin "grpc" (Ferry has: http)', body)
+        self.assertEqual(get(addr, "/metrics")[0], 404)
+        self.assertEqual(get(addr, "/health", method="POST")[0], 405)
+        self.assertEqual(get(addr, None, raw=b"GARBAGE\r\n\r\n")[0], 400)
+        # a probe that never finishes its request is dropped (5 s), the listener keeps answering
+        s = socket.create_connection(addr, timeout=10)
+        s.sendall(b"GET /health HTTP/1.1\r\n")
+        self.assertEqual(get(addr, "/health")[0], 200)
+        s.settimeout(8)
+        self.assertEqual(s.recv(100), b"")
+        s.close()
+
+
+class Flips(ServerTestCase):
+    CONFIG = {"status": {"address": f"{HOST}:0", "unavailable_status_code": 509}}
+
+    def test_ready_says_no_while_every_worker_is_busy(self):
+        addr = status_address(self.server)
+        threads = [threading.Thread(target=self.server.request, args=("GET", "/sleep?ms=1500")) for _ in range(2)]
+        for t in threads:
+            t.start()
+        self.assertTrue(wait_until(lambda: get(addr, "/ready")[0] == 509, 5))
+        status, body = get(addr, "/ready")
+        self.assertEqual((status, body), (509, "http: 0 of 2 worker(s) ready\n"))
+        self.assertEqual(get(addr, "/health")[0], 200, "busy workers are alive")
+        for t in threads:
+            t.join()
+        self.assertTrue(wait_until(lambda: get(addr, "/ready")[0] == 200, 5))
+
+    def test_ready_says_no_during_a_stop(self):
+        srv = self.start_server({"status": {"address": f"{HOST}:0"}})
+        addr = status_address(srv)
+        t = threading.Thread(target=srv.request, args=("GET", "/sleep?ms=2000"))
+        t.start()
+        time.sleep(0.3)
+        srv.terminate()
+        self.assertTrue(wait_until(lambda: get(addr, "/ready")[0] == 503, 3))
+        self.assertEqual(get(addr, "/ready")[1], "http: the server is stopping\n")
+        self.assertEqual(get(addr, "/health")[0], 200, "the workers still live while the request finishes")
+        t.join()
+        srv.stop()
+
+    def test_address_in_use_is_a_startup_error(self):
+        blocker = socket.socket()
+        blocker.bind((HOST, 0))
+        blocker.listen()
+        self.addCleanup(blocker.close)
+        port = blocker.getsockname()[1]
+        from harness import Server
+        srv = Server({"status": {"address": f"{HOST}:{port}"}})
+        self.addCleanup(srv.close)
+        with self.assertRaises(AssertionError):
+            srv.start(timeout=5)
+        self.assertIn(f"status.address: cannot listen on {HOST}:{port}", srv.stderr())
+
+
+class WithWebsockets(ServerTestCase):
+    SCRIPT = "ws.php"
+    CONFIG = {"status": {"address": f"{HOST}:0"}, "websockets": {"path": "/ws", "pool": {"num_workers": 1}}}
+
+    def test_both_pools(self):
+        addr = status_address(self.server)
+        self.assertEqual(get(addr, "/ready"), (200, "http: 2 of 2 worker(s) ready\nwebsockets: 1 of 1 worker(s) ready\n"))
+        self.assertEqual(get(addr, "/health?plugin=websockets"), (200, "websockets: 1 live worker(s)\n"))
+        self.assertEqual(get(addr, "/health?plugin=http,websockets")[0], 200)
+        self.assertIn("Ferry has: http, websockets", get(addr, "/health?plugin=jobs")[1])
+
+
+if __name__ == "__main__":
+    unittest.main()
