@@ -43,6 +43,7 @@ const schema::Table<PoolConfig> &pool()
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
             boolean("fork", &PoolConfig::fork),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),
+            integer("max_queue_size", &PoolConfig::max_queue_size, "a non-negative integer; 0 = no limit"),
             duration("destroy_timeout", &PoolConfig::destroy_timeout),
             duration("boot_timeout", &PoolConfig::boot_timeout),
             duration("reset_timeout", &PoolConfig::reset_timeout),
@@ -50,7 +51,7 @@ const schema::Table<PoolConfig> &pool()
                     "a non-negative integer; 0 = num_workers / 4"),
             group("supervisor", supervisor()),
         },
-        {"max_queue_size", "stream_timeout", "debug", "command", "dynamic_allocator"},
+        {"stream_timeout", "debug", "command", "dynamic_allocator"},
         resolve_pool,
     };
     return table;

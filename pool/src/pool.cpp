@@ -84,6 +84,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     std::atomic<std::uint64_t> spawned_total{0}, recycled_total{0}, lent_total{0};
     // Written by this shard's thread only (a plain store), read by others.
     std::atomic<std::uint64_t> requests_total{0}, waited_total{0}, longest_wait_us{0};
+    std::atomic<std::uint64_t> rejected_total{0}; // answered 503 at once: the queue was full (max_queue_size)
     static void bump(std::atomic<std::uint64_t> &c)
     {
         c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -94,6 +95,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     std::atomic<bool> failing_pub{false};
 
     bool multi() const;
+    std::size_t queued_everywhere() const; // requests waiting for a worker on every loop (others: published)
     Shard &shard(unsigned i) const;
 
     void publish_state()
@@ -560,6 +562,14 @@ struct Shard : std::enable_shared_from_this<Shard> {
                 }
                 if (multi())
                     step = co_await run_elsewhere(ctx, body, body_out, sink, res);
+                if (step == Step::none && opt.max_queue_size > 0 && queued_everywhere() >= opt.max_queue_size) {
+                    // max_queue_size: a full queue answers at once (503 with Retry-After) instead of waiting.
+                    bump(rejected_total);
+                    res.outcome = Outcome::no_worker;
+                    res.message = "the queue is full (max_queue_size " + std::to_string(opt.max_queue_size) +
+                                  " requests wait for a worker)";
+                    co_return res;
+                }
                 if (step == Step::none) {
                     const auto queued_at = clock::now();
                     Allocation a = co_await allocator.wait(sink);
@@ -943,8 +953,9 @@ struct Pool::Impl {
         if (tmpl)
             co_await tmpl->stop(deadline);
         reaper->stop();
-        std::uint64_t dropped = 0, requests = 0, waited = 0, longest = 0, lent = 0;
+        std::uint64_t dropped = 0, requests = 0, waited = 0, longest = 0, lent = 0, rejected = 0;
         for (auto &s : shards) {
+            rejected += s->rejected_total.load();
             dropped += s->allocator.dropped();
             requests += s->requests_total.load();
             waited += s->waited_total.load();
@@ -959,6 +970,9 @@ struct Pool::Impl {
             log::info("pool",
                       std::to_string(dropped) +
                           " queued request(s) were not executed: their client left while they waited");
+        if (rejected > 0)
+            log::info("pool", std::to_string(rejected) + " request(s) answered 503 at once: the queue was full "
+                                                         "(max_queue_size)");
     }
 
     awaitable<Result<ResetReport>> reset(std::string why)
@@ -1037,6 +1051,16 @@ bool Shard::first_boot_failure()
 bool Shard::multi() const
 {
     return group.shards.size() > 1;
+}
+
+std::size_t Shard::queued_everywhere() const
+{
+    std::size_t n = allocator.waiting();
+    if (multi())
+        for (const auto &other : group.shards)
+            if (other.get() != this)
+                n += other->published.waiting.load(std::memory_order_relaxed);
+    return n;
 }
 unsigned Shard::shard_count() const
 {

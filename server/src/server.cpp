@@ -469,6 +469,7 @@ int run(const conf::Config &cfg)
     popt.max_jobs = cfg.http.pool.max_jobs;
     popt.fork = cfg.http.pool.fork;
     popt.allocate_timeout = cfg.http.pool.allocate_timeout;
+    popt.max_queue_size = cfg.http.pool.max_queue_size;
     popt.destroy_timeout = cfg.http.pool.destroy_timeout;
     popt.boot_timeout = cfg.http.pool.boot_timeout;
     popt.reset_timeout = cfg.http.pool.reset_timeout;
@@ -511,6 +512,7 @@ int run(const conf::Config &cfg)
         wopt.max_jobs = w.pool.max_jobs;
         wopt.fork = w.pool.fork;
         wopt.allocate_timeout = w.pool.allocate_timeout;
+        wopt.max_queue_size = w.pool.max_queue_size;
         wopt.destroy_timeout = w.pool.destroy_timeout;
         wopt.boot_timeout = w.pool.boot_timeout;
         wopt.reset_timeout = w.pool.reset_timeout;

@@ -120,7 +120,7 @@ reload:
         r = subprocess.run([BIN, "config", "-c", path], capture_output=True, text=True, timeout=20)
         self.assertEqual(r.returncode, 0, r.stderr)
         warnings = [line for line in r.stderr.splitlines() if "WARN" in line]
-        for key in ("metrics", "logs", "http.access_logs", "http.pool.max_queue_size",
+        for key in ("metrics", "logs", "http.access_logs",
                     "http.pool.supervisor.watch_tick", "http.pool.supervisor.ttl",
                     "http.pool.supervisor.idle_ttl", "http.pool.supervisor.max_worker_memory"):
             named = [w for w in warnings if f'key "{key}"' in w]

@@ -121,3 +121,33 @@ class WithWebsockets(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QueueLimit(ServerTestCase):
+    CONFIG = {"http": {"pool": {"num_workers": 1, "max_queue_size": 2}}}
+
+    def test_a_full_queue_answers_503_at_once(self):
+        results = {}
+
+        def fetch(key, path):
+            t0 = time.monotonic()
+            status, headers, body = self.server.request("GET", path, timeout=20)
+            results[key] = (status, dict(headers), time.monotonic() - t0)
+
+        busy = threading.Thread(target=fetch, args=("busy", "/sleep?ms=1500"))
+        busy.start()
+        time.sleep(0.3)
+        queued = [threading.Thread(target=fetch, args=(f"q{i}", "/")) for i in range(2)]
+        for t in queued:
+            t.start()
+        time.sleep(0.3)
+        fetch("over", "/")
+        status, headers, took = results["over"]
+        self.assertEqual(status, 503)
+        self.assertEqual(headers.get("Retry-After"), "1")
+        self.assertLess(took, 0.5, "answered at once, not after allocate_timeout")
+        for t in [busy] + queued:
+            t.join()
+        self.assertEqual([results[k][0] for k in ("busy", "q0", "q1")], [200, 200, 200], "the queued ones are served")
+        self.assertEqual(self.server.request("GET", "/")[0], 200)
+        self.assertTrue(self.server.wait_for_log("the queue is full (max_queue_size 2"))

@@ -37,6 +37,7 @@ struct PoolConfig {
     // instead of each booting PHP; falls back to starting each worker when the worker cannot be a template.
     bool fork = false;
     Duration allocate_timeout = std::chrono::seconds(60); // a request's wait for a free worker (then 503)
+    std::uint64_t max_queue_size = 0; // requests waiting for a worker beyond which a new one gets 503 at once
     Duration destroy_timeout = std::chrono::seconds(60);
     // Ferry's own: spawn + PID handshake of one worker; beyond it the boot failed.
     Duration boot_timeout = std::chrono::seconds(60);

@@ -30,6 +30,9 @@ struct Options {
     // starting PHP for each; when the worker cannot be a template, workers are started as usual (logged).
     bool fork = false;
     std::chrono::milliseconds allocate_timeout{60000};
+    // Requests waiting for a worker (all loops together) beyond which a new one is answered 503 at once
+    // (0 = no limit).
+    std::uint64_t max_queue_size = 0;
     std::chrono::milliseconds destroy_timeout{60000};
     std::chrono::milliseconds boot_timeout{60000}; // PID handshake must finish within this
     // A rolling reset waits this long for a busy old worker, then kills it (its request gets 503).
