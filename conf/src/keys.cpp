@@ -32,8 +32,8 @@ const schema::Table<Config> &config()
             section("websockets", &Config::websockets, websockets()),
             section("status", &Config::status, status()),
         },
-        {"logs", "metrics", "broadcast", "kv", "jobs", "grpc", "tcp", "service",
-         "temporal", "otel", "endure", "fileserver", "centrifuge", "lock", "redis"},
+        {"logs", "metrics", "broadcast", "kv", "jobs", "grpc", "tcp", "service", "temporal", "otel", "endure",
+         "fileserver", "centrifuge", "lock", "redis"},
     };
     return table;
 }

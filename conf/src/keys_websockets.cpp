@@ -1,6 +1,6 @@
 // websockets: WebSockets held in the core (server/src/ws/), their events decided by a pool of PHP workers.
-// RoadRunner 2.x's `path` and `allowed_origin` (its `broker` has no meaning here: topics live in the core), then
-// Ferry's own limits. The section's presence turns the feature on.
+// RoadRunner 2.x's `path` and `allowed_origin` (its `broker` has no meaning here: topics live in the core),
+// then Ferry's own limits. The section's presence turns the feature on.
 #include "keys.hpp"
 
 namespace ferry::conf::keys {
@@ -11,7 +11,8 @@ std::optional<schema::Problem> ws_path(const schema::Value &value, const std::st
 {
     const auto &v = std::get<std::string>(value);
     if (v.empty() || v[0] != '/' || v.find_first_of("?# \t") != std::string::npos)
-        return schema::Problem{shown + " is not a valid path (expected an absolute path such as \"/ws\")", {}};
+        return schema::Problem{shown + " is not a valid path (expected an absolute path such as \"/ws\")",
+                               {}};
     return std::nullopt;
 }
 
@@ -52,7 +53,8 @@ const schema::Table<WebsocketsConfig> &websockets()
             boolean("relay", &WebsocketsConfig::relay),
             string("sse_path", &WebsocketsConfig::sse_path, "an absolute path such as \"/events\", or \"\"")
                 .checked(sse_path),
-            integer("sse_history", &WebsocketsConfig::sse_history, "a non-negative integer (messages per topic)"),
+            integer("sse_history", &WebsocketsConfig::sse_history,
+                    "a non-negative integer (messages per topic)"),
             duration("sse_heartbeat", &WebsocketsConfig::sse_heartbeat),
             section("pool", &WebsocketsConfig::pool, pool()),
         },

@@ -562,7 +562,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
                 }
                 if (multi())
                     step = co_await run_elsewhere(ctx, body, body_out, sink, res);
-                if (step == Step::none && opt.max_queue_size > 0 && queued_everywhere() >= opt.max_queue_size) {
+                if (step == Step::none && opt.max_queue_size > 0 &&
+                    queued_everywhere() >= opt.max_queue_size) {
                     // max_queue_size: a full queue answers at once (503 with Retry-After) instead of waiting.
                     bump(rejected_total);
                     res.outcome = Outcome::no_worker;
@@ -971,8 +972,9 @@ struct Pool::Impl {
                       std::to_string(dropped) +
                           " queued request(s) were not executed: their client left while they waited");
         if (rejected > 0)
-            log::info("pool", std::to_string(rejected) + " request(s) answered 503 at once: the queue was full "
-                                                         "(max_queue_size)");
+            log::info("pool", std::to_string(rejected) +
+                                  " request(s) answered 503 at once: the queue was full "
+                                  "(max_queue_size)");
     }
 
     awaitable<Result<ResetReport>> reset(std::string why)

@@ -9,11 +9,11 @@
 #include "handlers/handler.hpp"
 #include "handlers/php.hpp"
 #include "handlers/request_body.hpp"
+#include "handlers/websocket.hpp"
 #include "loop.hpp"
 #include "memory.hpp"
 #include "shared_state.hpp"
 #include "static/static_handler.hpp"
-#include "handlers/websocket.hpp"
 #include "ws/connection.hpp"
 #include "ws/hub.hpp"
 #include "ws/rpc.hpp"
@@ -73,7 +73,7 @@ struct LoopRuntime {
     std::optional<tcp::acceptor> acceptor; // reuseport
     asio::steady_timer ticker;
     bool stopping = false;
-    std::atomic<unsigned> connections{0};          // for the hand-off: raised by loop 0, lowered here
+    std::atomic<unsigned> connections{0}; // for the hand-off: raised by loop 0, lowered here
 };
 
 struct Runtime {
@@ -85,13 +85,13 @@ struct Runtime {
     std::vector<std::unique_ptr<LoopRuntime>> &loops;
     detail::Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
     pool::Pool &pool;
-    pool::Pool *ws_pool; // websockets workers (null: no websockets section)
+    pool::Pool *ws_pool;    // websockets workers (null: no websockets section)
     tcp::acceptor acceptor; // handoff
     asio::signal_set signals;
-    bool stop_requested = false;        // SIGTERM/SIGINT seen
-    bool serving = false;               // workers started, accepting
-    asio::steady_timer stop_event;      // cancelled when a stop is requested
-    detail::Control *control = nullptr; // resets (reload, SIGHUP, RPC), ferry.Stop
+    bool stop_requested = false;            // SIGTERM/SIGINT seen
+    bool serving = false;                   // workers started, accepting
+    asio::steady_timer stop_event;          // cancelled when a stop is requested
+    detail::Control *control = nullptr;     // resets (reload, SIGHUP, RPC), ferry.Stop
     detail::StatusServer *status = nullptr; // status.address: /health, /ready
     int exit_code = 0;
     unsigned next_loop = 0;
@@ -491,8 +491,8 @@ int run(const conf::Config &cfg)
     detail::Broadcast<detail::ws::Delivery> ws_broadcast;
     detail::ws::LocalPublisher ws_publisher(ws_broadcast);
     if (cfg.websockets.enabled)
-        control.set_rpc_extension([&ws_publisher, sse = !cfg.websockets.sse_path.empty()](std::string_view method,
-                                                                                          std::string_view arg) {
+        control.set_rpc_extension([&ws_publisher, sse = !cfg.websockets.sse_path.empty()](
+                                      std::string_view method, std::string_view arg) {
             return detail::ws::rpc_call(ws_publisher, method, arg, sse);
         });
     if (auto bound = control.bind(); !bound) {
@@ -571,11 +571,12 @@ int run(const conf::Config &cfg)
         std::unique_ptr<detail::StaticHandler> files;
         if (mime)
             files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime);
-        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files), ws_pool.get(),
-                                                &ws_publisher);
+        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files),
+                                                ws_pool.get(), &ws_publisher);
         if (lr->ws)
-            ws_broadcast.add_loop(loops[i]->get_executor(),
-                                  [w = lr->ws.get()](const detail::ws::SharedDelivery &d) { w->hub.deliver(*d); });
+            ws_broadcast.add_loop(
+                loops[i]->get_executor(),
+                [w = lr->ws.get()](const detail::ws::SharedDelivery &d) { w->hub.deliver(*d); });
         lr->state.temp_dir = temp_dir;
         lr->state.limits.max_request_line = cfg.http.max_request_line;
         lr->state.limits.max_header_size = cfg.http.max_header_size;

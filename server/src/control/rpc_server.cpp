@@ -118,7 +118,9 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
         auto plugin = plugin_arg(arg);
         if (!plugin)
             co_return plugin.error();
-        pool::Pool *pool = *plugin == "http" ? target.pool : *plugin == "websockets" ? target.ws_pool : nullptr;
+        pool::Pool *pool = *plugin == "http"         ? target.pool
+                           : *plugin == "websockets" ? target.ws_pool
+                                                     : nullptr;
         if (*plugin != "http" && !(*plugin == "websockets" && target.ws_pool))
             co_return fail("no plugin \"" + relay::printable(*plugin, 64) + "\" (Ferry has: http" +
                            (target.ws_pool ? ", websockets" : "") + ")");

@@ -21,14 +21,15 @@ namespace ferry::server::detail {
 
 // What the methods act on.
 struct RpcTarget {
-    pool::Pool *pool = nullptr;     // "http"
-    pool::Pool *ws_pool = nullptr;  // "websockets" (null: no websockets section)
-    std::string command;        // the workers' command line, for informer.Workers
-    std::function<void()> stop; // ferry.Stop: a graceful stop, as SIGTERM
+    pool::Pool *pool = nullptr;    // "http"
+    pool::Pool *ws_pool = nullptr; // "websockets" (null: no websockets section)
+    std::string command;           // the workers' command line, for informer.Workers
+    std::function<void()> stop;    // ferry.Stop: a graceful stop, as SIGTERM
     // resetter.Reset of the pool named `plugin` ("http" or "websockets")
     std::function<awaitable<Result<pool::ResetReport>>(std::string why, std::string plugin)> reset;
     // More methods (websockets.*): nullopt when the method is not one of them.
-    std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)> extension;
+    std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)>
+        extension;
 };
 
 // One call: the result as JSON, or the error message. Exposed for tests.

@@ -1,6 +1,7 @@
 #include "control/status.hpp"
 
 #include "ferry/relay/log.hpp"
+#include "ferry/server/http_grammar.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "http/response.hpp"
 
@@ -14,29 +15,17 @@ namespace {
 
 using tcp = asio::ip::tcp;
 
-// The `plugin` query values: ?plugin=http&plugin=websockets or ?plugin=http,websockets.
+// The pools asked for: ?plugin=http&plugin=websockets or ?plugin=http,websockets.
 std::vector<std::string> plugins_of(std::string_view target)
 {
     std::vector<std::string> out;
-    auto q = target.find('?');
-    if (q == std::string_view::npos)
-        return out;
-    std::string_view rest = target.substr(q + 1);
-    while (!rest.empty()) {
-        auto amp = rest.find('&');
-        std::string_view pair = rest.substr(0, amp);
-        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-        if (pair.substr(0, 7) != "plugin=")
-            continue;
-        std::string_view v = pair.substr(7);
-        while (!v.empty()) {
-            auto comma = v.find(v.find("%2C") != std::string_view::npos ? '%' : ',');
-            std::string_view one = v.substr(0, comma);
-            if (!one.empty())
-                out.emplace_back(one);
-            if (comma == std::string_view::npos)
-                break;
-            v.remove_prefix(comma + (v[comma] == '%' ? 3 : 1));
+    for (const std::string &v : query_values(target, "plugin")) {
+        std::string_view rest = v;
+        while (!rest.empty()) {
+            auto comma = rest.find(',');
+            if (comma != 0)
+                out.emplace_back(rest.substr(0, comma));
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
         }
     }
     return out;

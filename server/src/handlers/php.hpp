@@ -11,7 +11,8 @@ namespace ferry::server::detail {
 
 struct SharedState;
 
-// The HTTP context PHP gets for `req` (docs/protocol.md §3); `ctx` is reused, its strings keep their capacity.
+// The HTTP context PHP gets for `req` (docs/protocol.md §3); `ctx` is reused, its strings keep their
+// capacity.
 void build_request_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
                            std::string_view default_host);
 

@@ -25,11 +25,20 @@ bool sendable_value(std::string_view v)
 // Headers the worker may not set on a 101: the handshake's own, and those of a body.
 bool reserved_on_101(std::string_view name)
 {
-    for (std::string_view r : {"Connection", "Upgrade", "Sec-WebSocket-Accept", "Sec-WebSocket-Extensions",
-                               "Sec-WebSocket-Protocol", "Content-Length", "Transfer-Encoding", "Content-Type"})
+    for (std::string_view r :
+         {"Connection", "Upgrade", "Sec-WebSocket-Accept", "Sec-WebSocket-Extensions",
+          "Sec-WebSocket-Protocol", "Content-Length", "Transfer-Encoding", "Content-Type"})
         if (iequals(name, r))
             return true;
     return false;
+}
+
+// A header of the worker's answer, each value its own line; values that could split the response are dropped.
+void append_passed(std::string &out, const relay::HeaderField &f)
+{
+    for (const auto &v : f.values)
+        if (sendable_value(v))
+            out += f.name + ": " + v + "\r\n";
 }
 
 class WebSocketConnection final : public Handler::Connection {
@@ -80,11 +89,12 @@ public:
         std::string body;
         pool::Reply reply = co_await loop_.pool.exec(ctx, pool::BodyRef{}, body, nullptr, st_.loop);
         if (reply.outcome != pool::Outcome::ok) {
-            int status = reply.outcome == pool::Outcome::no_worker     ? 503
-                         : reply.outcome == pool::Outcome::timed_out   ? 504
+            int status = reply.outcome == pool::Outcome::no_worker      ? 503
+                         : reply.outcome == pool::Outcome::timed_out    ? 504
                          : reply.outcome == pool::Outcome::worker_error ? 500
                                                                         : 502;
-            log::warn("ws", remote + ": the open event failed (" + std::to_string(status) + "): " + reply.message);
+            log::warn("ws",
+                      remote + ": the open event failed (" + std::to_string(status) + "): " + reply.message);
             refuse(ex.out, status, {}, status == 503 ? "Retry-After: 1\r\n" : "");
             co_return After::close;
         }
@@ -101,8 +111,9 @@ public:
             co_return After::close;
         }
         if (rc.status != 101 && (rc.status < 200 || rc.status > 299)) {
-            log::error("ws", "worker " + std::to_string(reply.worker_pid) + " answered the open event with status " +
-                                 std::to_string(rc.status) + " (expected 101 or 2xx to accept, 3xx-5xx to refuse)");
+            log::error("ws", "worker " + std::to_string(reply.worker_pid) +
+                                 " answered the open event with status " + std::to_string(rc.status) +
+                                 " (expected 101 or 2xx to accept, 3xx-5xx to refuse)");
             refuse(ex.out, 500, {}, {});
             co_return After::close;
         }
@@ -135,61 +146,39 @@ public:
                 out += "Sec-WebSocket-Protocol: " + f.values[0] + "\r\n";
                 continue;
             }
-            if (reserved_on_101(f.name) || !is_token(f.name))
-                continue;
-            for (const auto &v : f.values)
-                if (sendable_value(v))
-                    out += f.name + ": " + v + "\r\n";
+            if (!reserved_on_101(f.name) && is_token(f.name))
+                append_passed(out, f);
         }
         out += "\r\n";
         if (!co_await ex.transport.flush(out))
             co_return After::close; // the client left while PHP decided (its close event never comes)
         std::string early(ex.parser.take_buffered());
-        // The socket moves onto a plain io_context executor (ws::WsSocket: smaller, and so is each wait).
-        tcp::socket taken = ex.transport.take_socket();
-        error_code ec;
-        const auto protocol = taken.local_endpoint(ec).protocol();
-        ws::WsSocket sock(st_.io);
-        sock.assign(protocol, taken.release(ec), ec);
-        if (ec) {
-            log::error("ws", remote + ": cannot take the connection over: " + ec.message());
-            co_return After::ended;
+        if (auto conn = take_over(ex, id, false)) {
+            conn->apply(*actions);
+            conn->start(early);
         }
-        auto conn = ws::WsConn::make(loop_, std::move(sock), id, remote);
-        conn->apply(*actions);
-        conn->start(early);
         co_return After::ended;
     }
 
 private:
     // An accepted event stream: the 200 head, then the connection is an SSE subscriber.
     awaitable<After> start_stream(Exchange &ex, const relay::ResponseContext &rc,
-                                  const std::vector<ws::Action> &actions, std::uint64_t id, std::uint64_t after)
+                                  const std::vector<ws::Action> &actions, std::uint64_t id,
+                                  std::uint64_t after)
     {
         std::string &out = ex.out;
         out += "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
         for (const auto &f : rc.headers) {
-            if (reserved_on_101(f.name) || iequals(f.name, "Cache-Control") || !is_token(f.name))
-                continue;
-            for (const auto &v : f.values)
-                if (sendable_value(v))
-                    out += f.name + ": " + v + "\r\n";
+            if (!reserved_on_101(f.name) && !iequals(f.name, "Cache-Control") && is_token(f.name))
+                append_passed(out, f);
         }
         out += "\r\n";
         if (!co_await ex.transport.flush(out))
             co_return After::close;
-        const std::string remote = ex.transport.remote();
-        tcp::socket taken = ex.transport.take_socket();
-        error_code ec;
-        const auto protocol = taken.local_endpoint(ec).protocol();
-        ws::WsSocket sock(st_.io);
-        sock.assign(protocol, taken.release(ec), ec);
-        if (ec) {
-            log::error("ws", remote + ": cannot take the event stream over: " + ec.message());
+        auto conn = take_over(ex, id, true);
+        if (!conn)
             co_return After::ended;
-        }
-        auto conn = ws::WsConn::make(loop_, std::move(sock), id, remote, true);
         conn->apply(actions);
         if (after > 0) { // Last-Event-ID: what the kept history of its topics has after it
             std::vector<std::string> topics;
@@ -201,43 +190,26 @@ private:
         co_return After::ended;
     }
 
+    // The session lets the socket go; it moves onto a plain io_context executor (ws::WsSocket: smaller, and
+    // so is each wait) and becomes a connection of the loop. Null (logged) when the socket is unusable.
+    std::shared_ptr<ws::WsConn> take_over(Exchange &ex, std::uint64_t id, bool sse)
+    {
+        const std::string remote = ex.transport.remote();
+        tcp::socket taken = ex.transport.take_socket();
+        error_code ec;
+        const auto protocol = taken.local_endpoint(ec).protocol();
+        ws::WsSocket sock(st_.io);
+        sock.assign(protocol, taken.release(ec), ec);
+        if (ec) {
+            log::error("ws", remote + ": cannot take the connection over: " + ec.message());
+            return nullptr;
+        }
+        return ws::WsConn::make(loop_, std::move(sock), id, remote, sse);
+    }
+
     static std::string_view target_path(std::string_view target)
     {
         return target.substr(0, target.find('?'));
-    }
-
-    // The percent-decoded values of `name` in the target's query, in order.
-    static std::vector<std::string> query_values(std::string_view target, std::string_view name)
-    {
-        std::vector<std::string> out;
-        auto q = target.find('?');
-        if (q == std::string_view::npos)
-            return out;
-        std::string_view rest = target.substr(q + 1);
-        while (!rest.empty()) {
-            auto amp = rest.find('&');
-            std::string_view pair = rest.substr(0, amp);
-            rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-            auto eq = pair.find('=');
-            if (pair.substr(0, eq) != name || eq == std::string_view::npos)
-                continue;
-            std::string v;
-            std::string_view enc = pair.substr(eq + 1);
-            for (std::size_t i = 0; i < enc.size(); ++i) {
-                if (enc[i] == '+') {
-                    v += ' ';
-                } else if (enc[i] == '%' && i + 2 < enc.size() + 0 && hex_value(enc[i + 1]) >= 0 &&
-                           hex_value(enc[i + 2]) >= 0) {
-                    v += static_cast<char>(hex_value(enc[i + 1]) * 16 + hex_value(enc[i + 2]));
-                    i += 2;
-                } else {
-                    v += enc[i];
-                }
-            }
-            if (!v.empty())
-                out.push_back(std::move(v));
-        }
-        return out;
     }
 
     static void refuse(std::string &out, int status, std::string_view detail, std::string_view extra)

@@ -96,6 +96,26 @@ std::string url_decode(std::string_view s)
 
 } // namespace
 
+std::vector<std::string> query_values(std::string_view target, std::string_view name)
+{
+    std::vector<std::string> out;
+    auto q = target.find('?');
+    if (q == std::string_view::npos)
+        return out;
+    std::string_view rest = target.substr(q + 1);
+    while (!rest.empty()) {
+        auto amp = rest.find('&');
+        std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        auto eq = pair.find('=');
+        if (eq == std::string_view::npos || pair.substr(0, eq) != name)
+            continue;
+        if (std::string v = url_decode(pair.substr(eq + 1)); !v.empty())
+            out.push_back(std::move(v));
+    }
+    return out;
+}
+
 bool valid_host(std::string_view host)
 {
     if (!host.empty() && host.front() == '[') {

@@ -24,7 +24,7 @@ using tcp = asio::ip::tcp;
 struct Conn : WheelEntry {
     tcp::socket *socket = nullptr;
     void (*expire)(Conn &) = nullptr; // set: the ticker calls it instead (a WebSocket's own timeouts)
-    bool idle = true; // waiting for the first byte of a request
+    bool idle = true;                 // waiting for the first byte of a request
     bool timed_out = false;
 };
 

@@ -4,8 +4,8 @@
 #include "shared_state.hpp"
 #include "ws/actions.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -67,9 +67,9 @@ void WsLoop::close_all()
     if (stats.opened > 0)
         log::info("ws", "loop " + std::to_string(st.loop) + ": " + std::to_string(stats.opened) +
                             " connection(s) served, " + std::to_string(stats.dropped) +
-                            " message(s) dropped by full send queues, " + std::to_string(stats.overflow_closes) +
-                            " closed by a full send queue, " + std::to_string(stats.protocol_errors) +
-                            " protocol error(s)");
+                            " message(s) dropped by full send queues, " +
+                            std::to_string(stats.overflow_closes) + " closed by a full send queue, " +
+                            std::to_string(stats.protocol_errors) + " protocol error(s)");
 }
 
 WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse)
@@ -157,11 +157,10 @@ void WsConn::arm_read()
     if (reading_ || dead_ || paused_)
         return;
     reading_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
-                                            [self = shared_from_this()](const error_code &ec) {
-                                                self->on_readable(ec);
-                                            }));
+    socket_.async_wait(
+        tcp::socket::wait_read,
+        asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
+                             [self = shared_from_this()](const error_code &ec) { self->on_readable(ec); }));
 }
 
 void WsConn::on_readable(const error_code &ec)
@@ -558,19 +557,21 @@ void WsConn::flush()
 void WsConn::arm_write()
 {
     writing_ = true;
-    socket_.async_wait(tcp::socket::wait_write, asio::bind_allocator(SlabAllocator<void>(&loop_.slab), [self = shared_from_this()](const error_code &ec) {
-        self->writing_ = false;
-        if (self->dead_)
-            return;
-        if (ec && ec != asio::error::operation_aborted) {
-            self->lingering_ = true;
-            if (!self->ended_)
-                self->end(close_status::abnormal, {});
-            self->finish();
-            return;
-        }
-        self->flush();
-    }));
+    socket_.async_wait(tcp::socket::wait_write,
+                       asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
+                                            [self = shared_from_this()](const error_code &ec) {
+                                                self->writing_ = false;
+                                                if (self->dead_)
+                                                    return;
+                                                if (ec && ec != asio::error::operation_aborted) {
+                                                    self->lingering_ = true;
+                                                    if (!self->ended_)
+                                                        self->end(close_status::abnormal, {});
+                                                    self->finish();
+                                                    return;
+                                                }
+                                                self->flush();
+                                            }));
 }
 
 void WsConn::drain()

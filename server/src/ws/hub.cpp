@@ -24,7 +24,8 @@ std::string encode_sse_chunk(std::uint64_t id, std::string_view payload)
     while (true) {
         std::size_t end = payload.find_first_of("\r\n", start);
         body += "data: ";
-        body.append(payload.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        body.append(
+            payload.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
         body += '\n';
         if (end == std::string_view::npos)
             break;
@@ -148,7 +149,8 @@ void Hub::deliver(const Delivery &d)
                     history_.clear();
                 auto &ring = history_[name];
                 if (ring.size() >= history_limit_)
-                    ring.erase(ring.begin(), ring.begin() + static_cast<std::ptrdiff_t>(ring.size() - history_limit_ + 1));
+                    ring.erase(ring.begin(),
+                               ring.begin() + static_cast<std::ptrdiff_t>(ring.size() - history_limit_ + 1));
                 ring.push_back(Kept{d.event_id, d.sse});
             }
             auto it = topics_.find(name);

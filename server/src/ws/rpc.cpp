@@ -41,12 +41,14 @@ Result<void> message_frame(const json::object &o, Delivery &d, bool sse, bool wi
     if (const json::value *m = o.if_contains("message"); m && m->is_string()) {
         bytes.assign(m->get_string().data(), m->get_string().size());
         if (!binary && !valid_utf8(bytes))
-            return fail("\"message\" is not valid UTF-8 (send binary data as \"base64\" with \"binary\": true)");
+            return fail(
+                "\"message\" is not valid UTF-8 (send binary data as \"base64\" with \"binary\": true)");
     } else if (const json::value *b64 = o.if_contains("base64"); b64 && b64->is_string()) {
         const auto &in = b64->get_string();
         std::string out((in.size() / 4 + 1) * 3, '\0');
-        int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(out.data()),
-                                reinterpret_cast<const unsigned char *>(in.data()), static_cast<int>(in.size()));
+        int n =
+            EVP_DecodeBlock(reinterpret_cast<unsigned char *>(out.data()),
+                            reinterpret_cast<const unsigned char *>(in.data()), static_cast<int>(in.size()));
         if (n < 0 || in.size() % 4 != 0)
             return fail("\"base64\" is not valid base64");
         // EVP_DecodeBlock counts the padding as data: take it off.
@@ -85,15 +87,16 @@ Result<std::vector<std::uint64_t>> ids(const json::object &o)
 
 } // namespace
 
-std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_view method, std::string_view arg,
-                                            bool sse)
+std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_view method,
+                                            std::string_view arg, bool sse)
 {
     if (method != "websockets.Publish" && method != "websockets.Send" && method != "websockets.Close")
         return std::nullopt;
     error_code ec;
     json::value v = json::parse(json::string_view(arg.data(), arg.size()), ec);
     if (ec || !v.is_object())
-        return fail(std::string(method) + " takes a JSON object (" + (ec ? ec.message() : "got another value") + ")");
+        return fail(std::string(method) + " takes a JSON object (" +
+                    (ec ? ec.message() : "got another value") + ")");
     const json::object &o = v.get_object();
     auto d = std::make_shared<Delivery>();
     if (method == "websockets.Publish") {

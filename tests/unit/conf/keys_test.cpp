@@ -114,7 +114,8 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
 TEST(ConfKeys, EveryKeyIsDumpedInTableOrder)
 {
     // reload:, websockets: and status: are dumped only when present (their presence turns the feature on).
-    const std::string text = ferry::conf::dump(load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\n").config);
+    const std::string text =
+        ferry::conf::dump(load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\n").config);
     std::istringstream lines(text);
     std::string line;
     std::vector<std::string> at; // the sections the current line is in
@@ -148,7 +149,8 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
     expected.http.pool.num_workers = cpus();
     expected.http.io_threads = ferry::conf::default_io_threads(cpus());
     expected.http.pool.max_recycling = std::max(1u, cpus() / 4);
-    expected.websockets.pool.num_workers = cpus(); // resolved like http.pool's, used when the section is there
+    expected.websockets.pool.num_workers =
+        cpus(); // resolved like http.pool's, used when the section is there
     expected.websockets.pool.max_recycling = std::max(1u, cpus() / 4);
     EXPECT_EQ(defaults.config, expected);
 

@@ -385,8 +385,10 @@ TEST(RequestAttributes, EncodedInBothCodecs)
     c.attributes = {{"ferry.ws.event", "message"}, {"ferry.ws.id", "0.42"}, {"quote\"key", "line\nbreak"}};
     const std::string j = encode(c, Codec::json);
     check_json(c, j, same);
-    EXPECT_NE(j.find(R"("attributes":{"ferry.ws.event":"message","ferry.ws.id":"0.42","quote\"key":"line\nbreak"}})"),
-              std::string::npos)
+    EXPECT_NE(
+        j.find(
+            R"("attributes":{"ferry.ws.event":"message","ferry.ws.id":"0.42","quote\"key":"line\nbreak"}})"),
+        std::string::npos)
         << j;
     check_msgpack(c, encode(c, Codec::msgpack));
 }

@@ -73,7 +73,8 @@ TEST(WsHandshake, EveryFlawHasItsStatus)
     r = upgrade();
     r.headers[4].second = "8";
     EXPECT_EQ(ws::check_upgrade(r, "").status, 426);
-    for (const char *bad : {"short", "dGhlIHNhbXBsZSBub25jZQ=", "dGhlIHNhbXBsZSBub25jZR==", "dGhlIHNhbXBsZSBub25j!Q=="}) {
+    for (const char *bad :
+         {"short", "dGhlIHNhbXBsZSBub25jZQ=", "dGhlIHNhbXBsZSBub25jZR==", "dGhlIHNhbXBsZSBub25j!Q=="}) {
         r = upgrade();
         r.headers[3].second = bad;
         EXPECT_EQ(ws::check_upgrade(r, "").status, 400) << bad;
@@ -114,10 +115,11 @@ TEST(WsActions, EmptyBodyIsNoAction)
 
 TEST(WsActions, PayloadsTakenInOrderAfterTheNul)
 {
-    std::string body = R"([{"do":"send","size":3},{"do":"publish","topics":["a","b"],"size":2,"binary":true,)"
-                       R"("exclude_self":true},{"do":"send","to":"1.2","text":"inline"},{"do":"join","topics":"t"},)"
-                       R"({"do":"leave","topics":["u"]},{"do":"close","code":4000,"reason":"r"},)"
-                       R"({"do":"data","value":"v"}])";
+    std::string body =
+        R"([{"do":"send","size":3},{"do":"publish","topics":["a","b"],"size":2,"binary":true,)"
+        R"("exclude_self":true},{"do":"send","to":"1.2","text":"inline"},{"do":"join","topics":"t"},)"
+        R"({"do":"leave","topics":["u"]},{"do":"close","code":4000,"reason":"r"},)"
+        R"({"do":"data","value":"v"}])";
     body += '\0';
     body += std::string("abc\x00\xff", 5);
     auto a = ws::parse_actions(body);
@@ -161,10 +163,13 @@ TEST(WsActions, MalformedActionsAreNamed)
     EXPECT_NE(err(R"([{"x":1}])").find("has no \"do\""), std::string::npos);
     EXPECT_NE(err(R"([{"do":"fly"}])").find("unknown \"do\""), std::string::npos);
     EXPECT_NE(err(R"([{"do":"send"}])").find("needs \"size\""), std::string::npos);
-    EXPECT_NE(err(std::string(R"([{"do":"send","size":9}])") + '\0' + "abc").find("past the end"), std::string::npos);
-    EXPECT_NE(err(std::string(R"([{"do":"send","size":1}])") + '\0' + "abc").find("not used"), std::string::npos);
+    EXPECT_NE(err(std::string(R"([{"do":"send","size":9}])") + '\0' + "abc").find("past the end"),
+              std::string::npos);
+    EXPECT_NE(err(std::string(R"([{"do":"send","size":1}])") + '\0' + "abc").find("not used"),
+              std::string::npos);
     EXPECT_NE(err(R"([{"do":"publish","text":"x"}])").find("no \"topics\""), std::string::npos);
-    EXPECT_NE(err(R"([{"do":"publish","topics":[1],"text":"x"}])").find("list of strings"), std::string::npos);
+    EXPECT_NE(err(R"([{"do":"publish","topics":[1],"text":"x"}])").find("list of strings"),
+              std::string::npos);
     EXPECT_NE(err(R"([{"do":"close","code":1005}])").find("close code"), std::string::npos);
     EXPECT_NE(err(R"([{"do":"close","code":999}])").find("close code"), std::string::npos);
     EXPECT_NE(err(R"([{"do":"data"}])").find("\"value\""), std::string::npos);

@@ -164,16 +164,16 @@ struct ReloadConfig {
     friend bool operator==(const ReloadConfig &, const ReloadConfig &) = default;
 };
 
-// websockets (conf/src/keys_websockets.cpp; server/src/ws/, docs/protocol.md §9): WebSockets held in the core,
-// events decided by a pool of PHP workers (RR_MODE=websockets). Present in the document = on. RoadRunner 2.x's
-// `path` and `allowed_origin`, then Ferry's own.
+// websockets (conf/src/keys_websockets.cpp; server/src/ws/, docs/protocol.md §9): WebSockets held in the
+// core, events decided by a pool of PHP workers (RR_MODE=websockets). Present in the document = on.
+// RoadRunner 2.x's `path` and `allowed_origin`, then Ferry's own.
 struct WebsocketsConfig {
     bool enabled = false;       // the `websockets` key is there
     std::string path = "/ws";   // the upgrade is served on this path (exact match, query allowed)
     std::string allowed_origin; // one pattern, `*` matching any run of characters; "" or "*" = any Origin
     std::uint64_t max_message_size = 16 * 1024 * 1024; // a larger message closes with 1009
-    Duration ping_interval = std::chrono::seconds(30);  // a ping after this long without a frame (0 = none)
-    Duration idle_timeout = std::chrono::seconds(60);   // no frame at all (pongs count) for this long: closed
+    Duration ping_interval = std::chrono::seconds(30); // a ping after this long without a frame (0 = none)
+    Duration idle_timeout = std::chrono::seconds(60);  // no frame at all (pongs count) for this long: closed
     // A connection's send queue, bounded in messages and bytes; beyond it `overflow` decides.
     std::uint64_t max_queue_messages = 1024;
     std::uint64_t max_queue_bytes = 4 * 1024 * 1024;

@@ -33,6 +33,9 @@ inline bool is_tchar(unsigned char c)
 }
 // The value of a hex digit, or -1.
 int hex_value(char c);
+// The decoded, non-empty values of the query parameter `name` in a request target, in order
+// ("?topic=a&topic=b%2Fc" → a, b/c).
+std::vector<std::string> query_values(std::string_view target, std::string_view name);
 // Without leading and trailing spaces and tabs (RFC 9110 OWS).
 std::string_view trim_ows(std::string_view s);
 // ASCII case-insensitive equality (header names).
