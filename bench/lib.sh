@@ -341,18 +341,18 @@ sum_status_kib() {  # field pid... -> the sum of /proc/PID/status FIELD (VmRSS, 
   awk -v f="$field:" '$1 == f { s += $2 } END { print s + 0 }' "${files[@]}" 2>/dev/null || echo 0
 }
 
-# publish_report FILE TITLE RAW: writes bench/results/FILE: "# TITLE", the date, the machine, $CMDLINE, the
-# "- ..." lines read from stdin, then $table and $notes; prints the table and the notes. RAW says where the
-# raw output went.
+# publish_report FILE TITLE RAW [DATE_NOTE] [CLIENTS]: writes bench/results/FILE: "# TITLE", the date (and
+# DATE_NOTE after it), the machine, $CMDLINE, the "- ..." lines read from stdin, then $table and $notes; prints
+# the table and the notes. RAW says where the raw output went; CLIENTS which clients share the cores.
 # shellcheck disable=SC2154  # table and notes are set by the caller
 publish_report() {
-  local file=$1 title=$2 raw=$3 cpu_model
+  local file=$1 title=$2 raw=$3 date_note=${4:-} clients=${5:-"the clients (wrk, curl)"} cpu_model
   cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   {
     echo "# $title"
     echo
-    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); the clients (wrk, curl) and the servers share the cores"
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')$date_note"
+    echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); $clients and the servers share the cores"
     echo "- command: \`$CMDLINE\`"
     cat
     echo

@@ -496,26 +496,15 @@ notes=$(
 )
 
 elapsed=$((SECONDS - T_START))
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {
-  echo "# WebSocket benchmark (bench/ws.sh)"
-  echo
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), run took $((elapsed / 60)) min $((elapsed % 60)) s"
-  echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown CPU}, $(uname -sr); the Node clients and the servers share the cores; fd limit $FD_LIMIT"
-  echo "- command: \`$CMDLINE\`"
+  echo "- fd limit: $FD_LIMIT"
   if [[ -n "${WANT[ferry]:-}" ]]; then
     echo "- ferry: ${FERRY_SRC#"$ROOT"/} ($FERRY_VERSION), git $FERRY_GIT at the start of the run, build type $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt" 2>/dev/null); worker bench/php/ws_bench.php (php -d opcache.enable_cli=1); echo instance: websockets.path \"/\", 2 websockets workers; relay instance: websockets.path \"/relay\", relay: true, max_queue_bytes 1MB (overflow drop_oldest), 1 worker; 1 event loop"
   fi
   echo "- peers and clients: $WS_KIT (ws $WS_VERSION, node $(node --version), $(php -r 'echo "PHP ", PHP_VERSION;')), peers as shipped (no RELAY_MAX_BUFFERED: unbounded per-client buffers)"
   echo "- medians over $ROUNDS rounds; odd rounds run ${ORDER[*]}, even rounds the reverse; server RSS is the server process's VmRSS (Ferry: the ferry process, its PHP workers excluded), sampled by the clients (--pid)"
   echo "- raw client output and server logs: bench/results/ws-$STAMP/"
-  echo
-  echo "$table"
-  if [[ -n "$notes" ]]; then echo; echo "Notes:"; echo; echo "$notes"; fi
-} >"$RUN_DIR/report.md"
-echo
-echo "$table"
-[[ -n "$notes" ]] && { echo; echo "$notes"; }
-echo
+} | publish_report "ws-$STAMP/report.md" "WebSocket benchmark (bench/ws.sh)" "raw output and server logs in bench/results/ws-$STAMP/" \
+  ", run took $((elapsed / 60)) min $((elapsed % 60)) s" "the Node clients"
 log "command: $CMDLINE"
-log "run took $((elapsed / 60)) min $((elapsed % 60)) s; written to bench/results/ws-$STAMP/report.md"
+log "run took $((elapsed / 60)) min $((elapsed % 60)) s"

@@ -80,6 +80,22 @@ void append_json_string(std::string &out, std::string_view s)
     out += '"';
 }
 
+// {"k":"v",...} of string pairs, in order (cookies, attributes).
+void append_json_map(std::string &out, const std::vector<std::pair<std::string, std::string>> &pairs)
+{
+    out += '{';
+    bool first = true;
+    for (const auto &[k, v] : pairs) {
+        if (!first)
+            out += ',';
+        first = false;
+        append_json_string(out, k);
+        out += ':';
+        append_json_string(out, v);
+    }
+    out += '}';
+}
+
 namespace json = boost::json;
 
 struct JsonAdapter {
@@ -198,17 +214,9 @@ void encode_json(const RequestContext &c, std::string &out)
         }
         out += ']';
     }
-    out += "},\"cookies\":{";
-    first = true;
-    for (const auto &[k, v] : c.cookies) {
-        if (!first)
-            out += ',';
-        first = false;
-        append_json_string(out, k);
-        out += ':';
-        append_json_string(out, v);
-    }
-    out += "},\"rawQuery\":";
+    out += "},\"cookies\":";
+    append_json_map(out, c.cookies);
+    out += ",\"rawQuery\":";
     append_json_string(out, c.raw_query);
     out += c.parsed ? ",\"parsed\":true" : ",\"parsed\":false";
     out += ",\"uploads\":";
@@ -216,17 +224,9 @@ void encode_json(const RequestContext &c, std::string &out)
         encode_form_json(*c.uploads, out);
     else
         out += "null";
-    out += ",\"attributes\":{";
-    first = true;
-    for (const auto &[k, v] : c.attributes) {
-        if (!first)
-            out += ',';
-        first = false;
-        append_json_string(out, k);
-        out += ':';
-        append_json_string(out, v);
-    }
-    out += "}}";
+    out += ",\"attributes\":";
+    append_json_map(out, c.attributes);
+    out += '}';
 }
 
 Result<void> decode_json(std::string_view in, ResponseContext &out)

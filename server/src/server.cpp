@@ -55,7 +55,8 @@ struct LoopRuntime {
         if (ws_pool) {
             ws = std::make_unique<detail::ws::WsLoop>(state, c.websockets, *ws_pool, *publisher);
             if (!c.websockets.sse_path.empty())
-                ws->hub.keep_history(static_cast<std::size_t>(c.websockets.sse_history));
+                ws->hub.keep_history(static_cast<std::size_t>(c.websockets.sse_history),
+                                     static_cast<std::size_t>(c.websockets.max_queue_bytes));
             ws_handler = std::make_unique<detail::WebSocketHandler>(state, *ws);
             router.add(*ws_handler);
         }

@@ -15,7 +15,7 @@ import time
 import unittest
 import urllib.parse
 
-from harness import IO_THREADS, MARK_VAR, ROOT, Server, wait_until
+from harness import IO_THREADS, MARK_VAR, ROOT, Server, ServerTestCase, wait_until
 from test_reload import Rpc
 from wsclient import NODE_DIR, NodeWs, RawWs, SseClient, node_ready
 
@@ -57,21 +57,12 @@ def rpc_address(srv):
     return found[0]
 
 
-class ChatCase(unittest.TestCase):
-    server = None
+class ChatCase(ServerTestCase):
+    """One chat server per class (ServerTestCase stops and checks it), started from the example's own config."""
 
     @classmethod
     def setUpClass(cls):
         cls.server = chat_server()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.server is not None:
-            srv, cls.server = cls.server, None
-            try:
-                srv.stop()
-            finally:
-                srv.close()
 
     def login(self, name):
         body = urllib.parse.urlencode({"name": name})

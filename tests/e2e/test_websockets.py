@@ -432,6 +432,25 @@ class Flood(WsTestCase):
         self.assertEqual(self.node.text("other", timeout=20), "served")
 
 
+class OpenQueue(WsTestCase):
+    CONFIG = dict(WS_CONFIG, websockets=dict(WS_CONFIG["websockets"],
+                                             pool={"num_workers": 1, "max_queue_size": 1}))
+
+    def test_a_full_websockets_queue_refuses_the_upgrade_with_one_retry_after(self):
+        self.node.connect(self.url(), name="busy")
+        self.node.send("sleep:1500", "busy")
+        time.sleep(0.3)
+        self.node.connect(self.url(), name="queued", wait=False)
+        time.sleep(0.3)
+        c = RawWs(self.server)
+        self.addCleanup(c.close)
+        head = c.handshake()
+        self.assertTrue(head.startswith("HTTP/1.1 503 "), head)
+        self.assertEqual(head.count("Retry-After:"), 1, head)
+        self.assertEqual(self.node.text("busy", timeout=10), "slept")
+        self.node.expect("open", "queued", timeout=10)
+
+
 class Workers(WsTestCase):
     def test_worker_crash_closes_with_1011_and_others_go_on(self):
         self.node.connect(self.url(), name="a")

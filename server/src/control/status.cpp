@@ -92,14 +92,7 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
             all = all && ok;
             body += line + "\n";
         }
-        Head h;
-        h.status = all ? 200 : cfg.unavailable_status_code;
-        h.content_type = "text/plain; charset=utf-8";
-        h.content_length = body.size();
-        h.keep_alive = false;
-        append_head(out, h);
-        if (!head)
-            out += body;
+        append_text(out, all ? 200 : cfg.unavailable_status_code, body, false, head);
     }
 
     static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<tcp::socket> sockp)

@@ -65,7 +65,7 @@ public:
             co_return After::close;
         }
         if (st_.draining) {
-            refuse(ex.out, 503, "the server is stopping", "Retry-After: 1\r\n");
+            refuse(ex.out, 503, "the server is stopping", {}); // with Retry-After, as every 503
             co_return After::close;
         }
         const std::uint64_t id = loop_.make_id(st_.loop);
@@ -95,7 +95,7 @@ public:
                                                                         : 502;
             log::warn("ws",
                       remote + ": the open event failed (" + std::to_string(status) + "): " + reply.message);
-            refuse(ex.out, status, {}, status == 503 ? "Retry-After: 1\r\n" : "");
+            refuse(ex.out, status, {}, {});
             co_return After::close;
         }
         const relay::ResponseContext &rc = reply.response;
@@ -214,18 +214,7 @@ private:
 
     static void refuse(std::string &out, int status, std::string_view detail, std::string_view extra)
     {
-        std::string body = std::to_string(status) + " " + std::string(reason_phrase(status));
-        if (!detail.empty())
-            body += ": " + std::string(detail);
-        body += '\n';
-        Head h;
-        h.status = status;
-        h.content_type = "text/plain; charset=utf-8";
-        h.extra = extra;
-        h.content_length = body.size();
-        h.keep_alive = false;
-        append_head(out, h);
-        out += body;
+        append_error(out, status, detail, false, false, extra);
     }
 
     SharedState &st_;

@@ -236,7 +236,22 @@ void append_head(std::string &out, const Head &h, int *dropped)
     out += "\r\n";
 }
 
-void append_error(std::string &out, int status, std::string_view detail, bool keep_alive, bool head_request)
+void append_text(std::string &out, int status, std::string_view body, bool keep_alive, bool head_request,
+                 std::string_view extra)
+{
+    Head h;
+    h.status = status;
+    h.content_type = "text/plain; charset=utf-8";
+    h.extra = extra;
+    h.content_length = body.size();
+    h.keep_alive = keep_alive;
+    append_head(out, h);
+    if (!head_request)
+        out += body;
+}
+
+void append_error(std::string &out, int status, std::string_view detail, bool keep_alive, bool head_request,
+                  std::string_view extra)
 {
     std::string body;
     body.reserve(64 + detail.size());
@@ -248,14 +263,7 @@ void append_error(std::string &out, int status, std::string_view detail, bool ke
         body += detail;
     }
     body += '\n';
-    Head h;
-    h.status = status;
-    h.content_type = "text/plain; charset=utf-8";
-    h.content_length = body.size();
-    h.keep_alive = keep_alive;
-    append_head(out, h);
-    if (!head_request)
-        out += body;
+    append_text(out, status, body, keep_alive, head_request, extra);
 }
 
 } // namespace ferry::server::detail

@@ -40,8 +40,13 @@ struct Head {
 // (Content-Length, Transfer-Encoding, Connection) are replaced by its own.
 void append_head(std::string &out, const Head &head, int *dropped = nullptr);
 
-// A short plain-text error response with Connection: close when !keep_alive.
-void append_error(std::string &out, int status, std::string_view detail, bool keep_alive, bool head_request);
+// A plain-text response (Connection: close when !keep_alive); `extra`: more header lines, already valid. A
+// 503 gets its Retry-After from append_head().
+void append_text(std::string &out, int status, std::string_view body, bool keep_alive, bool head_request,
+                 std::string_view extra = {});
+// A short plain-text error response: "<status> <reason>[: detail]".
+void append_error(std::string &out, int status, std::string_view detail, bool keep_alive, bool head_request,
+                  std::string_view extra = {});
 
 bool no_body_status(int status);
 

@@ -10,7 +10,8 @@ namespace ferry::server::detail::ws {
 
 namespace {
 std::atomic<std::uint64_t> last_event_id{0};
-constexpr std::size_t history_topics_max = 4096; // beyond it the history of every topic starts over
+constexpr std::size_t history_topics_max = 4096;        // topics with a history, at most
+constexpr std::size_t history_topics_bytes_factor = 64; // all topics' history: 64 topics' worth of bytes
 } // namespace
 
 std::string encode_sse_chunk(std::uint64_t id, std::string_view payload)
@@ -48,13 +49,35 @@ void prepare_sse(Delivery &d, std::string_view payload, bool binary, bool with_i
     d.sse = std::make_shared<const std::string>(encode_sse_chunk(d.event_id, payload));
 }
 
+void Hub::remember(const std::string &topic, Kept k)
+{
+    const std::size_t size = k.sse->size();
+    // Past either bound every topic's history starts over: rare, and simpler than an LRU.
+    if ((history_.size() >= history_topics_max && !history_.count(topic)) ||
+        history_total_ + size > history_bytes_ * history_topics_bytes_factor) {
+        history_.clear();
+        history_total_ = 0;
+    }
+    Ring &ring = history_[topic];
+    // A topic keeps at most history_limit_ events and history_bytes_ bytes: a resuming client's send queue
+    // could not take more (the same bound), so more would only be memory a publisher makes the server keep.
+    while (!ring.kept.empty() && (ring.kept.size() >= history_limit_ || ring.bytes + size > history_bytes_)) {
+        ring.bytes -= ring.kept.front().sse->size();
+        history_total_ -= ring.kept.front().sse->size();
+        ring.kept.erase(ring.kept.begin());
+    }
+    ring.bytes += size;
+    history_total_ += size;
+    ring.kept.push_back(std::move(k));
+}
+
 std::vector<std::shared_ptr<const std::string>> Hub::history(const std::vector<std::string> &topics,
                                                              std::uint64_t after) const
 {
     std::vector<Kept> found;
     for (const auto &t : topics)
         if (auto it = history_.find(t); it != history_.end())
-            for (const Kept &k : it->second)
+            for (const Kept &k : it->second.kept)
                 if (k.id > after)
                     found.push_back(k);
     std::sort(found.begin(), found.end(), [](const Kept &a, const Kept &b) { return a.id < b.id; });
@@ -144,15 +167,8 @@ void Hub::deliver(const Delivery &d)
         ++stats_.publishes;
         const std::uint64_t stamp = ++stamp_;
         for (const auto &name : d.topics) {
-            if (history_limit_ > 0 && d.sse && d.event_id != 0) {
-                if (history_.size() >= history_topics_max && !history_.count(name))
-                    history_.clear();
-                auto &ring = history_[name];
-                if (ring.size() >= history_limit_)
-                    ring.erase(ring.begin(),
-                               ring.begin() + static_cast<std::ptrdiff_t>(ring.size() - history_limit_ + 1));
-                ring.push_back(Kept{d.event_id, d.sse});
-            }
+            if (history_limit_ > 0 && d.sse && d.event_id != 0)
+                remember(name, Kept{d.event_id, d.sse});
             auto it = topics_.find(name);
             if (it == topics_.end())
                 continue;

@@ -85,8 +85,14 @@ public:
     std::size_t subscribers(const std::string &topic) const;
     const HubStats &stats() const { return stats_; }
 
-    // Server-sent events' resume: each topic's last `per_topic` text messages (0: none kept).
-    void keep_history(std::size_t per_topic) { history_limit_ = per_topic; }
+    // Server-sent events' resume: each topic's last `per_topic` text messages (0: none kept), at most
+    // `bytes` of them per topic (the send queue's bound), and 64 topics' worth of bytes in all.
+    void keep_history(std::size_t per_topic, std::size_t bytes)
+    {
+        history_limit_ = per_topic;
+        history_bytes_ = bytes;
+    }
+    std::size_t history_bytes() const { return history_total_; }
     // The kept events of these topics with an id above `after`, in id order, each once.
     std::vector<std::shared_ptr<const std::string>> history(const std::vector<std::string> &topics,
                                                             std::uint64_t after) const;
@@ -106,8 +112,13 @@ private:
         std::uint64_t id;
         std::shared_ptr<const std::string> sse;
     };
-    std::unordered_map<std::string, std::vector<Kept>> history_; // a ring per topic, oldest first
-    std::size_t history_limit_ = 0;
+    struct Ring {
+        std::vector<Kept> kept; // oldest first
+        std::size_t bytes = 0;
+    };
+    void remember(const std::string &topic, Kept k);
+    std::unordered_map<std::string, Ring> history_;
+    std::size_t history_limit_ = 0, history_bytes_ = 0, history_total_ = 0;
 };
 
 struct Topic {

@@ -153,3 +153,43 @@ TEST(WsHub, APublishToSeveralTopicsReachesEachSubscriberOnce)
     EXPECT_EQ(bytes_of(f.peers[1]), 4u);
     EXPECT_EQ(bytes_of(f.peers[2]), 4u);
 }
+
+TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
+{
+    Fixture f;
+    ws::Hub &hub = f.loop.hub;
+    const std::string payload(100, 'p');
+    const std::size_t event_size = ws::encode_sse_chunk(1, payload).size();
+    hub.keep_history(3, 2 * event_size + event_size / 2); // room for 2 events by bytes, 3 by count
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < 5; ++i) {
+        ws::Delivery d;
+        d.kind = ws::Delivery::Kind::publish;
+        d.topics = {"t"};
+        d.frame = ws::make_frame(ws::Opcode::text, payload);
+        ws::prepare_sse(d, payload, false);
+        ids.push_back(d.event_id);
+        hub.deliver(d);
+    }
+    auto kept = hub.history({"t"}, 0);
+    ASSERT_EQ(kept.size(), 2u) << "the byte bound, below the count bound";
+    EXPECT_NE(kept[0]->find("id: " + std::to_string(ids[3]) + "\n"), std::string::npos) << "the newest two";
+    EXPECT_NE(kept[1]->find("id: " + std::to_string(ids[4]) + "\n"), std::string::npos);
+    EXPECT_LE(hub.history_bytes(), 2 * event_size + event_size / 2);
+    EXPECT_EQ(hub.history({"t"}, ids[3]).size(), 1u) << "after an id: only what came later";
+    // Binary messages have no SSE form and are not kept.
+    ws::Delivery b;
+    b.kind = ws::Delivery::Kind::publish;
+    b.topics = {"t"};
+    b.frame = ws::make_frame(ws::Opcode::binary, "x");
+    ws::prepare_sse(b, "x", true);
+    EXPECT_FALSE(b.sse);
+    hub.deliver(b);
+    EXPECT_EQ(hub.history({"t"}, 0).size(), 2u);
+}
+
+TEST(WsHub, SseEventsSplitLinesAndCarryTheirId)
+{
+    EXPECT_EQ(ws::encode_sse_chunk(7, "a\nb\r\nc\rd"), "27\r\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n\r\n");
+    EXPECT_EQ(ws::encode_sse_chunk(0, ""), "8\r\ndata: \n\n\r\n");
+}
