@@ -190,6 +190,7 @@ TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
 
 TEST(WsHub, SseEventsSplitLinesAndCarryTheirId)
 {
-    EXPECT_EQ(ws::encode_sse_chunk(7, "a\nb\r\nc\rd"), "27\r\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n\r\n");
+    EXPECT_EQ(ws::encode_sse_chunk(7, "a\nb\r\nc\rd"),
+              "27\r\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n\r\n");
     EXPECT_EQ(ws::encode_sse_chunk(0, ""), "8\r\ndata: \n\n\r\n");
 }
