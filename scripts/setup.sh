@@ -31,6 +31,7 @@ PKGS=(
   libboost1.81-dev libyaml-cpp-dev node-llhttp libgtest-dev
   php8.2-cli php-msgpack phpunit php-nyholm-psr7
   python3 procps media-types libssl-dev
+  python3-prometheus-client  # tests/e2e/test_metrics.py: /metrics checked by the reference parser
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)
 )
 # Node.js and npm for the test clients (ws; later playwright-core): the machine's own when it has them.

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -37,6 +38,18 @@ int usage_error(const std::string &msg)
 {
     std::fprintf(stderr, "ferry: %s\n\n%s", msg.c_str(), usage_text);
     return 2;
+}
+
+// logs.* as the logger takes it; conf resolved level and encoding to one of their values.
+ferry::log::Options log_options(const ferry::conf::LogsConfig &logs)
+{
+    ferry::log::Options o;
+    ferry::log::parse_level(logs.level, o.level);
+    o.encoding = logs.encoding == "json" ? ferry::log::Encoding::json : ferry::log::Encoding::console;
+    o.raw = logs.mode == "raw";
+    o.off = logs.mode == "off";
+    o.output = logs.output;
+    return o;
 }
 
 } // namespace
@@ -105,17 +118,30 @@ int main(int argc, char **argv)
             return usage_error("unknown option \"" + a + "\"");
         }
     }
+    std::optional<ferry::log::Level> cli_level;
     if (!level_text.empty()) {
         ferry::log::Level lvl;
         if (!ferry::log::parse_level(level_text, lvl))
             return usage_error("unknown log level \"" + level_text + "\" (debug, info, warn, error)");
         ferry::log::set_level(lvl);
+        cli_level = lvl;
     }
 
     const auto loaded = ferry::conf::load_file(config_path, overrides);
     if (!loaded) {
         std::fprintf(stderr, "ferry: config error: %s\n", loaded.error().message.c_str());
         return 1;
+    }
+    // The server's logs go where and as logs.* says from here on, its config warnings first; the other
+    // commands talk to a terminal and keep the defaults. --log-level and FERRY_LOG_LEVEL, given for this
+    // run, win over logs.level.
+    if (!control && !dry_run) {
+        if (auto applied = ferry::log::configure(log_options(loaded->config.logs)); !applied) {
+            std::fprintf(stderr, "ferry: logs.output: %s\n", applied.error().message.c_str());
+            return 1;
+        }
+        if (cli_level)
+            ferry::log::set_level(*cli_level);
     }
     for (const auto &w : loaded->warnings)
         ferry::log::warn("config", w);

@@ -31,9 +31,11 @@ const schema::Table<Config> &config()
             section("reload", &Config::reload, reload()),
             section("websockets", &Config::websockets, websockets()),
             section("status", &Config::status, status()),
+            section("logs", &Config::logs, logs()),
+            section("metrics", &Config::metrics, metrics()),
         },
-        {"logs", "metrics", "broadcast", "kv", "jobs", "grpc", "tcp", "service", "temporal", "otel", "endure",
-         "fileserver", "centrifuge", "lock", "redis"},
+        {"broadcast", "kv", "jobs", "grpc", "tcp", "service", "temporal", "otel", "endure", "fileserver",
+         "centrifuge", "lock", "redis"},
     };
     return table;
 }

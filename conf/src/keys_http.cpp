@@ -119,10 +119,11 @@ const schema::Table<HttpConfig> &http()
             group("limits", limits()),
             group("timeouts", timeouts()),
             list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\""),
+            boolean("access_logs", &HttpConfig::access_logs),
             section("static", &HttpConfig::static_files, static_files()),
             section("pool", &HttpConfig::pool, pool()),
         },
-        {"access_logs", "headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
+        {"headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {
             if (h.io_threads == 0)
                 h.io_threads = default_io_threads(usable_cpus());

@@ -19,6 +19,14 @@ void resolve_pool(PoolConfig &pool)
     }
 }
 
+// watch_tick 0 would make the supervisor spin.
+std::optional<schema::Problem> positive_duration(const schema::Value &value, const std::string &shown)
+{
+    if (std::get<Duration>(value).count() > 0)
+        return std::nullopt;
+    return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
+}
+
 const schema::Table<PoolConfig> &supervisor()
 {
     using namespace schema;
@@ -26,8 +34,13 @@ const schema::Table<PoolConfig> &supervisor()
         {
             duration("exec_ttl", &PoolConfig::exec_ttl),
             duration("exec_warn", &PoolConfig::exec_warn),
+            duration("watch_tick", &PoolConfig::watch_tick).checked(positive_duration),
+            duration("ttl", &PoolConfig::ttl),
+            duration("idle_ttl", &PoolConfig::idle_ttl),
+            size("max_worker_memory", &PoolConfig::max_worker_memory, 1ull << 20,
+                 "a number of megabytes, or a size such as \"256MB\"; 0 = unlimited", 0),
         },
-        {"watch_tick", "ttl", "idle_ttl", "max_worker_memory"},
+        {},
     };
     return table;
 }
@@ -49,9 +62,10 @@ const schema::Table<PoolConfig> &pool()
             duration("reset_timeout", &PoolConfig::reset_timeout),
             integer("max_recycling", &PoolConfig::max_recycling,
                     "a non-negative integer; 0 = num_workers / 4"),
+            boolean("debug", &PoolConfig::debug),
             group("supervisor", supervisor()),
         },
-        {"stream_timeout", "debug", "command", "dynamic_allocator"},
+        {"stream_timeout", "command", "dynamic_allocator"},
         resolve_pool,
     };
     return table;

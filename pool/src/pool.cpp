@@ -55,9 +55,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
     Shard(Pool::Impl &g, unsigned i, asio::io_context &io_, Options o)
         : group(g), index(i), io(io_), opt(std::move(o)), stopping(io_), changed(io_),
           allocator(io_, opt.allocate_timeout), spawner(io_, opt, stopping),
-          supervisor(opt, workers, stopping), exchange(opt)
+          supervisor(opt, workers, stopping, boot_broken), exchange(opt)
     {
-        allocator.discard = [this](const WorkerPtr &w) { kill_broken(w); };
+        supervisor.on_marked = [this] { maintain(); };
+        allocator.discard = [this](const WorkerPtr &w) { kill_broken(w, Cause::error); };
         allocator.give_back = [this](const WorkerPtr &w) { give_back(w); };
     }
 
@@ -85,6 +86,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // Written by this shard's thread only (a plain store), read by others.
     std::atomic<std::uint64_t> requests_total{0}, waited_total{0}, longest_wait_us{0};
     std::atomic<std::uint64_t> rejected_total{0}; // answered 503 at once: the queue was full (max_queue_size)
+    std::atomic<std::uint64_t> jobs_total{0};     // requests workers finished
+    std::atomic<std::uint64_t> exits_total[static_cast<unsigned>(Cause::count_)] = {};
+    HistogramRecorder queue_wait, boot_time;
+    // debug: once the first workers proved the app boots, workers are started for waiting requests only.
+    bool on_demand = false;
     static void bump(std::atomic<std::uint64_t> &c)
     {
         c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -129,6 +135,18 @@ struct Shard : std::enable_shared_from_this<Shard> {
         publish_state();
         if (stopping.raised())
             return;
+        if (on_demand) {
+            // debug: a new worker for each waiting request, this loop's share of num_workers at most (at
+            // least one: a loop whose share is 0 serves its own requests rather than wait on another loop).
+            const unsigned busy = serving(true), share = std::max(1u, opt.num_workers);
+            const unsigned room = share > busy ? share - busy : 0;
+            const unsigned want = std::min<unsigned>(room, static_cast<unsigned>(allocator.waiting()));
+            for (unsigned i = spawning; i < want; ++i) {
+                ++spawning;
+                asio::co_spawn(io, spawn_worker(shared_from_this()), log_exceptions{"spawn worker"});
+            }
+            return;
+        }
         const unsigned fresh = serving(false), total = serving(true);
         const unsigned missing = opt.num_workers > total ? opt.num_workers - total : 0;
         const unsigned wanted = opt.num_workers > fresh ? opt.num_workers - fresh : 0;
@@ -150,8 +168,14 @@ struct Shard : std::enable_shared_from_this<Shard> {
             return;
         }
         if (!multi()) {
-            if (!allocator.offer(w))
+            if (allocator.offer(w))
+                return;
+            if (on_demand) { // debug: no worker waits idle with the code as it was when it booted
+                w->cause = Cause::debug;
+                start_stop(w);
+            } else {
                 w->channel->watch();
+            }
             return;
         }
         if (Shard *target = waiting_elsewhere()) {
@@ -160,6 +184,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
         }
         if (allocator.offer(w))
             return;
+        if (on_demand) {
+            w->cause = Cause::debug;
+            start_stop(w);
+            return;
+        }
         w->channel->watch();
         // Idle and published: a request that queued on another loop in the meantime may not have seen it.
         if (Shard *target = waiting_elsewhere())
@@ -219,6 +248,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // arrive when nobody waits any more go back).
     void queued()
     {
+        if (on_demand)
+            maintain();
         for (unsigned i = 0; i < shard_count(); ++i)
             if (i != index && shard(i).published.idle.load() > 0)
                 asio::post(shard(i).io, [s = shard(i).shared_from_this(), me = shared_from_this()] {
@@ -242,11 +273,13 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // A request is done and the worker is clean: count the job, then recycle, stop or reuse it.
     void release(const WorkerPtr &w)
     {
-        switch (supervisor.job_done(*w, boot_broken)) {
+        bump(jobs_total);
+        switch (supervisor.job_done(*w)) {
         case Supervisor::AfterJob::keep:
             break;
         case Supervisor::AfterJob::retire:
-            recycled_total.fetch_add(1, std::memory_order_relaxed);
+            if (w->cause == Cause::max_jobs)
+                recycled_total.fetch_add(1, std::memory_order_relaxed);
             maintain(); // its replacement boots while it keeps serving
             break;
         case Supervisor::AfterJob::stop:
@@ -324,6 +357,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         for (auto &[pid, w] : workers)
             if (w->gen < gen && (w->state == State::ready || w->state == State::working)) {
                 w->retire = true;
+                w->cause = Cause::reset;
                 ++report.replaced;
             }
         maintain();
@@ -355,9 +389,12 @@ struct Shard : std::enable_shared_from_this<Shard> {
         changed.notify(); // a reset waits for old workers to be on their way out
     }
 
-    // The worker broke mid-request or at boot: kill it now; the reaper replaces it.
-    void kill_broken(const WorkerPtr &w)
+    // The worker broke mid-request or at boot: kill it now; the reaper replaces it. `why` is counted at its
+    // exit unless a cause was already decided (exec_ttl).
+    void kill_broken(const WorkerPtr &w, Cause why)
     {
+        if (w->cause == Cause::none)
+            w->cause = why;
         w->exec_ctx = nullptr;
         allocator.remove(w);
         if (w->state != State::dead)
@@ -372,7 +409,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (w->state == State::stopping || w->state == State::dead || stopping.raised())
             return;
         log::error("pool", w->tag() + " wrote " + what + "; retiring it");
-        kill_broken(w);
+        kill_broken(w, Cause::error);
     }
 
     // The reaper saw a child of this shard end.
@@ -384,6 +421,13 @@ struct Shard : std::enable_shared_from_this<Shard> {
         WorkerPtr w = it->second;
         workers.erase(it);
         bool expected = w->state == State::stopping || w->state == State::dead;
+        if (w->cause == Cause::none)
+            w->cause = expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash;
+        // Killed for breaking off mid-request, it had in fact died by itself (its stdout closed): a crash.
+        if (w->cause == Cause::error && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
+            w->cause = Cause::crash;
+        if (!w->is_template)
+            bump(exits_total[static_cast<unsigned>(w->cause)]);
         std::string what = w->tag() + " " + describe_status(status);
         if (expected && WIFEXITED(status) && WEXITSTATUS(status) == 0)
             log::debug("pool", what);
@@ -449,7 +493,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         auto booted = co_await self->spawner.handshake(w);
         --self->spawning;
         if (!booted && self->stopping.raised()) {
-            self->kill_broken(w); // stopped while booting: not a boot failure
+            self->kill_broken(w, Cause::shutdown); // stopped while booting: not a boot failure
             self->changed_now();
             co_return;
         }
@@ -459,15 +503,18 @@ struct Shard : std::enable_shared_from_this<Shard> {
             // code, not our SIGKILL) and what it printed; then make sure it is gone.
             if (w->state != State::dead)
                 w->state = State::stopping;
+            w->cause = Cause::boot_failure;
             co_await wait_exit(w, std::chrono::milliseconds(200));
-            self->kill_broken(w);
+            self->kill_broken(w, Cause::boot_failure);
             co_await wait_exit(w, std::chrono::milliseconds(500));
             self->boot_failed(Spawner::boot_failure(*w, booted.error().message));
             co_return;
         }
         self->spawner.booted();
         self->boot_broken = false;
-        w->max_jobs = self->supervisor.jittered_max_jobs();
+        self->supervisor.ready(*w);
+        self->boot_time.observe(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - w->started).count()));
         if (w->gen < self->generation)
             w->retire = true; // a reset began while it booted: it may have loaded the old code
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
@@ -578,6 +625,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
                     const auto us = static_cast<std::uint64_t>(
                         std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - queued_at)
                             .count());
+                    queue_wait.observe(us);
                     if (us > longest_wait_us.load(std::memory_order_relaxed))
                         longest_wait_us.store(us, std::memory_order_relaxed);
                     if (!a.worker) {
@@ -633,7 +681,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (w->broken()) {
             // It wrote more after its last reply (seen by the read that follows every reply, before this
             // request was written): retired, and this request goes to another worker.
-            kill_broken(w);
+            kill_broken(w, Cause::error);
             return false;
         }
         res.worker_pid = w->pid;
@@ -650,7 +698,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         // nothing ran, so another worker gets it.
         log::warn("pool", w->tag() + ": writing the request failed (" + wec.message() +
                               "); retrying on another worker");
-        kill_broken(w);
+        kill_broken(w, Cause::crash);
         return Step::retry;
     }
 
@@ -661,18 +709,20 @@ struct Shard : std::enable_shared_from_this<Shard> {
             release(w);
             return Step::done;
         case After::kill:
-            kill_broken(w);
+            kill_broken(w, w->exited ? Cause::crash : Cause::error);
             return Step::done;
         case After::kill_later: // the client gets its 504 before the worker is killed
-            asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w); });
+            asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w, Cause::exec_ttl); });
             return Step::done;
         case After::stop_retry:
             recycled_total.fetch_add(1, std::memory_order_relaxed);
+            if (w->cause == Cause::none)
+                w->cause = Cause::worker_stop;
             start_stop(w);
             return Step::retry;
         case After::kill_retry:
             recycled_total.fetch_add(1, std::memory_order_relaxed);
-            kill_broken(w);
+            kill_broken(w, Cause::worker_stop);
             return Step::retry;
         }
         return Step::done;
@@ -724,11 +774,29 @@ struct Shard : std::enable_shared_from_this<Shard> {
         for (;;) {
             if (stopping.raised())
                 co_return fail("stopped while starting");
-            if (serving(true) >= opt.num_workers)
+            if (serving(true) >= opt.num_workers) {
+                if (opt.debug)
+                    start_on_demand();
                 co_return Result<void>{};
+            }
             if (spawner.failures() > 0)
                 co_return fail(spawner.last_error());
             co_await changed.wait_until(clock::time_point::max());
+        }
+    }
+
+    // debug: the workers that proved the app boots are stopped (they loaded the code as it was at start);
+    // from now on each request gets a worker started for it.
+    void start_on_demand()
+    {
+        on_demand = true;
+        std::vector<WorkerPtr> idle;
+        for (auto &[pid, w] : workers)
+            if (w->state == State::ready)
+                idle.push_back(w);
+        for (auto &w : idle) {
+            w->cause = Cause::debug;
+            start_stop(w);
         }
     }
 
@@ -1016,7 +1084,7 @@ struct Pool::Impl {
                 std::vector<WorkerInfo> out;
                 for (const auto &[pid, w] : s->workers)
                     out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created, s->index,
-                                             w->retire || w->stop_on_release});
+                                             w->retire || w->stop_on_release, w->cause, read_rss(pid)});
                 co_return out;
             }(shards[i].get());
         });
@@ -1338,6 +1406,25 @@ std::uint64_t Pool::waited_total() const
 std::uint64_t Pool::lent_total() const
 {
     return sum(impl_->shards, [](Shard &s) { return s.lent_total.load(); });
+}
+
+PoolStats Pool::stats() const
+{
+    PoolStats st;
+    for (auto &sp : impl_->shards) {
+        const Shard &s = *sp;
+        st.requests += s.requests_total.load(std::memory_order_relaxed);
+        st.waited += s.waited_total.load(std::memory_order_relaxed);
+        st.rejected += s.rejected_total.load(std::memory_order_relaxed);
+        st.jobs += s.jobs_total.load(std::memory_order_relaxed);
+        st.spawned += s.spawned_total.load(std::memory_order_relaxed);
+        for (unsigned c = 0; c < static_cast<unsigned>(Cause::count_); ++c)
+            st.exits[c] += s.exits_total[c].load(std::memory_order_relaxed);
+        s.queue_wait.read(st.queue_wait);
+        s.boot_time.read(st.boot_time);
+    }
+    st.queued = impl_->shards[0]->queued_everywhere();
+    return st;
 }
 
 } // namespace ferry::pool

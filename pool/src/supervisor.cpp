@@ -3,64 +3,199 @@
 #include "ferry/relay/log.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
 namespace ferry::pool {
 
 namespace {
+using std::chrono::milliseconds;
+
 std::string describe_request(const relay::RequestContext &c)
 {
     return c.method + " " + relay::printable(c.uri, 200);
 }
+
+std::string megabytes(std::uint64_t bytes)
+{
+    return std::to_string((bytes + (1u << 19)) >> 20) + " MB";
+}
+
+bool serving(const Worker &w)
+{
+    return (w.state == State::ready || w.state == State::working) && !w.is_template;
+}
 } // namespace
 
-Supervisor::Supervisor(const Options &opt, const Registry &workers, const Flag &stopping)
-    : opt_(opt), workers_(workers), stopping_(stopping), rng_(std::random_device{}())
+Supervisor::Supervisor(const Options &opt, const Registry &workers, const Flag &stopping, const bool &paused)
+    : opt_(opt), workers_(workers), stopping_(stopping), paused_(paused)
 {
+    std::mt19937 rng(std::random_device{}());
+    spread_ = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
-std::uint64_t Supervisor::jittered_max_jobs()
+void Supervisor::ready(Worker &w)
 {
-    if (opt_.max_jobs == 0)
-        return 0;
-    std::uniform_int_distribution<std::uint64_t> d(0, opt_.max_jobs / 4);
-    return opt_.max_jobs + d(rng_);
+    w.idle_since = coarse_now_;
+    // Workers that start together get thresholds spread evenly over the jitter range rather than at random
+    // (random ones may all fall close): the golden-ratio sequence from a random start, one step per worker.
+    spread_ = std::fmod(spread_ + 0.6180339887498949, 1.0);
+    const double f = spread_;
+    if (opt_.max_jobs != 0)
+        w.max_jobs = opt_.max_jobs + static_cast<std::uint64_t>(f * static_cast<double>(opt_.max_jobs / 4));
+    if (opt_.ttl.count() > 0)
+        w.ttl_end = w.started + opt_.ttl -
+                    milliseconds(static_cast<std::int64_t>(f * static_cast<double>(opt_.ttl.count() / 10)));
+    if (opt_.max_worker_memory != 0) {
+        w.memory_limit = opt_.max_worker_memory -
+                         static_cast<std::uint64_t>(f * static_cast<double>(opt_.max_worker_memory / 10));
+        w.memory_check_jobs = 1; // after its first request: how fast it grows is not known yet
+    }
 }
 
-Supervisor::AfterJob Supervisor::job_done(Worker &w, bool paused)
+Supervisor::AfterJob Supervisor::job_done(Worker &w)
 {
     w.exec_ctx = nullptr;
     ++w.jobs;
-    if (paused)
+    w.idle_since = coarse_now_;
+    if (opt_.debug) {
+        w.cause = Cause::debug;
+        return AfterJob::stop;
+    }
+    if (paused_)
         return AfterJob::keep;
-    if (w.max_jobs != 0 && w.jobs >= w.max_jobs && !w.retire) {
+    const bool over = w.memory_limit != 0 && w.jobs >= w.memory_check_jobs && over_memory(w);
+    if (over && w.rss >= 2 * w.memory_limit) {
+        // Far past its limit while its replacement boots or waits its turn (max_recycling): memory cannot
+        // wait, it stops now and requests wait for another worker.
+        if (w.cause == Cause::none)
+            w.cause = Cause::memory;
+        log::warn("pool",
+                  w.tag() + " uses " + megabytes(w.rss) + ", twice its max_worker_memory: stopping it now");
+        return AfterJob::stop;
+    }
+    if (w.retire) // it serves on until its replacement is ready, up to twice max_jobs
+        return w.max_jobs != 0 && w.jobs >= 2 * w.max_jobs ? AfterJob::stop : AfterJob::keep;
+    if (w.max_jobs != 0 && w.jobs >= w.max_jobs) {
         // "No throughput dip" over strictness: the replacement boots while this one keeps serving.
         w.retire = true;
+        w.cause = Cause::max_jobs;
         log::debug("pool", w.tag() + " reached max_jobs (" + std::to_string(w.jobs) + "), recycling");
         return AfterJob::retire;
     }
-    if (w.retire && w.jobs >= 2 * w.max_jobs)
-        return AfterJob::stop; // no more overflow
+    if (over && recycling() < std::max(1u, opt_.max_recycling)) {
+        mark(w, Cause::memory,
+             "uses " + megabytes(w.rss) + " (max_worker_memory " + megabytes(opt_.max_worker_memory) + ")");
+        return AfterJob::retire;
+    }
     return AfterJob::keep;
+}
+
+bool Supervisor::over_memory(Worker &w)
+{
+    const std::uint64_t rss = read_rss(w.pid);
+    if (rss == 0)
+        return false; // gone, or /proc unreadable: the reaper or the next tick knows
+    // The next reading after requests: halfway to the limit at the growth seen since the last reading; none
+    // (the tick only) while it does not grow.
+    const std::uint64_t jobs = w.jobs > w.rss_jobs ? w.jobs - w.rss_jobs : 0;
+    const std::uint64_t grown = rss > w.rss ? rss - w.rss : 0;
+    w.rss = rss;
+    w.rss_jobs = w.jobs;
+    if (grown == 0 || jobs == 0) {
+        w.memory_check_jobs = ~0ull;
+    } else {
+        const std::uint64_t per_job = std::max<std::uint64_t>(1, grown / jobs);
+        const std::uint64_t room = rss < w.memory_limit ? w.memory_limit - rss : 0;
+        w.memory_check_jobs = w.jobs + std::max<std::uint64_t>(1, room / per_job / 2);
+    }
+    return rss > w.memory_limit;
+}
+
+unsigned Supervisor::recycling() const
+{
+    unsigned n = 0;
+    for (const auto &[pid, w] : workers_)
+        if (w->retire && serving(*w))
+            ++n;
+    return n;
+}
+
+void Supervisor::mark(Worker &w, Cause c, const std::string &why)
+{
+    w.retire = true;
+    w.cause = c;
+    log::info("pool", w.tag() + " " + why + ": replacing it (" + cause_name(c) + ")");
+}
+
+void Supervisor::watch(clock::time_point now)
+{
+    const bool limits = opt_.ttl.count() > 0 || opt_.idle_ttl.count() > 0 || opt_.max_worker_memory != 0;
+    if (!limits || paused_ || opt_.debug)
+        return;
+    struct Due {
+        Worker *w;
+        Cause cause;
+        std::string why;
+    };
+    std::vector<Due> due;
+    for (auto &[pid, wp] : workers_) {
+        Worker &w = *wp;
+        if (!serving(w) || w.retire || w.stop_on_release)
+            continue;
+        if (now >= w.ttl_end) {
+            due.push_back({&w, Cause::ttl, "lived its ttl (" + std::to_string(opt_.ttl.count()) + " ms)"});
+        } else if (opt_.idle_ttl.count() > 0 && w.state == State::ready && w.jobs > 0 &&
+                   now - w.idle_since >= opt_.idle_ttl) {
+            due.push_back({&w, Cause::idle_ttl,
+                           "was idle for its idle_ttl (" + std::to_string(opt_.idle_ttl.count()) + " ms)"});
+        } else if (w.memory_limit != 0 && over_memory(w)) {
+            due.push_back({&w, Cause::memory,
+                           "uses " + megabytes(w.rss) + " (max_worker_memory " +
+                               megabytes(opt_.max_worker_memory) + ")"});
+        }
+    }
+    if (due.empty())
+        return;
+    // Memory first (it grows while it waits), then the oldest.
+    std::sort(due.begin(), due.end(), [](const Due &a, const Due &b) {
+        if ((a.cause == Cause::memory) != (b.cause == Cause::memory))
+            return a.cause == Cause::memory;
+        return a.w->started < b.w->started;
+    });
+    const unsigned busy = recycling(), bound = std::max(1u, opt_.max_recycling);
+    unsigned marked = 0;
+    for (auto &d : due) {
+        if (busy + marked >= bound)
+            break; // the others on a later tick, once these are replaced
+        mark(*d.w, d.cause, d.why);
+        ++marked;
+    }
+    if (marked > 0 && on_marked)
+        on_marked();
 }
 
 awaitable<void> Supervisor::run(std::shared_ptr<Supervisor> self)
 {
-    using std::chrono::milliseconds;
-    auto period = milliseconds(1000);
+    auto period = std::min(milliseconds(1000), self->opt_.watch_tick);
     for (auto limit : {self->opt_.exec_ttl, self->opt_.exec_warn, self->opt_.reset_timeout})
         if (limit.count() > 0)
             period = std::min(period, std::max(milliseconds(10), limit / 8));
+    period = std::max(period, milliseconds(1));
     while (!co_await self->stopping_.wait_until(clock::now() + period))
         self->tick(period);
 }
 
 void Supervisor::tick(std::chrono::milliseconds period)
 {
-    using std::chrono::milliseconds;
     auto now = clock::now();
     coarse_now_ = now;
+    if (now >= next_watch_) {
+        next_watch_ = now + opt_.watch_tick;
+        watch(now);
+    }
     std::vector<WorkerPtr> expired, reset_expired;
     for (auto &[pid, w] : workers_) {
         if (w->state != State::working || !w->exec_ctx)
@@ -86,6 +221,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
             " ms after a rolling reset asked it to stop (reset_timeout): " + describe_request(*w->exec_ctx);
         log::error("pool", w->tag() + " " + why + "; answering 503 and killing the worker");
         w->reset_killed = true;
+        w->cause = Cause::reset;
         w->exec_ctx = nullptr;
         w->channel->expire(why);
     }
@@ -93,6 +229,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
         std::string why = "request ran longer than exec_ttl (" + std::to_string(opt_.exec_ttl.count()) +
                           " ms): " + describe_request(*w->exec_ctx);
         log::error("pool", w->tag() + ": " + why + "; answering 504 and killing the worker");
+        w->cause = Cause::exec_ttl;
         w->exec_ctx = nullptr;
         w->channel->expire(why);
     }

@@ -1,7 +1,14 @@
-// Supervising workers (internal to pool/): max_jobs recycling (with per-worker jitter), and one coarse ticker
-// over busy workers for exec_ttl (the request's exchange is failed: 504, then the pool kills the worker) and
-// the exec_warn slow-request warning. Nothing per request but reading the last tick's time. ttl, idle_ttl,
-// memory limits and the rolling reset belong here too.
+// Supervising workers (internal to pool/): max_jobs recycling, the soft limits (ttl, idle_ttl,
+// max_worker_memory) and exec_ttl, on one coarse ticker per loop; debug's one request per worker.
+//
+// Soft limits: a worker past one is marked (retire, with its cause) and its replacement boots while it
+// serves on; when the replacement is ready the pool retires it, at once when idle, after its request when
+// busy (Shard::retire_one). Thresholds are jittered per worker (max_jobs up to 25 % more; ttl and memory up
+// to 10 % less, never past what is configured; spread evenly over that range, see ready()) and at most
+// max_recycling workers of a loop are marked at once, so a pool that started together does not restart
+// together. Memory is read from /proc every watch_tick, and after requests as often as the worker's growth
+// calls for: a worker leaking 5 MB per request is read every request near its limit, one that does not grow
+// only on the tick. Nothing per request but a counter compare and reading the last tick's time.
 #pragma once
 
 #include "event.hpp"
@@ -10,8 +17,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <random>
+#include <string>
 
 namespace ferry::pool {
 
@@ -19,21 +27,23 @@ class Supervisor {
 public:
     using clock = std::chrono::steady_clock;
 
-    // Watches the busy workers of `workers` until `stopping` is raised.
-    Supervisor(const Options &opt, const Registry &workers, const Flag &stopping);
+    // Watches the workers of `workers` until `stopping` is raised; marks none while `paused` (new workers
+    // fail to boot: the old ones are the only good ones).
+    Supervisor(const Options &opt, const Registry &workers, const Flag &stopping, const bool &paused);
 
-    // A new worker's max_jobs: Options::max_jobs plus up to 25 %, so that workers started together do not all
-    // recycle together; 0 = unlimited.
-    std::uint64_t jittered_max_jobs();
+    // Called when the ticker marked workers for replacement: start their replacements.
+    std::function<void()> on_marked;
+
+    // A worker passed its handshake: its jittered limits start now.
+    void ready(Worker &w);
 
     // What to do with a worker after a request, once counted.
     enum class AfterJob {
         keep,   // serve on
-        retire, // it reached max_jobs: start its replacement; it serves on until the replacement is ready
-        stop,   // a retiring worker reached twice its limit: stop it now (requests wait for the replacement)
+        retire, // it reached a limit: start its replacement; it serves on until the replacement is ready
+        stop,   // stop it now (debug; a retiring worker far past its limit): requests wait for another
     };
-    // `paused`: new workers fail to boot, so none is retired (the old ones are the only good ones).
-    AfterJob job_done(Worker &w, bool paused);
+    AfterJob job_done(Worker &w);
 
     // The time of the last tick: a request's start time without a clock read per request.
     clock::time_point now() const { return coarse_now_; }
@@ -43,12 +53,20 @@ public:
 
 private:
     void tick(std::chrono::milliseconds period);
+    void watch(clock::time_point now); // ttl, idle_ttl, memory of every serving worker
+    // Reads the worker's RSS and plans the next reading after requests; true when over its limit.
+    bool over_memory(Worker &w);
+    // Workers marked for replacement that still serve.
+    unsigned recycling() const;
+    void mark(Worker &w, Cause c, const std::string &why);
 
     const Options &opt_;
     const Registry &workers_;
     const Flag &stopping_;
+    const bool &paused_;
     clock::time_point coarse_now_ = clock::now();
-    std::mt19937 rng_;
+    clock::time_point next_watch_ = clock::now();
+    double spread_ = 0; // where the jitter sequence is, in [0, 1)
 };
 
 } // namespace ferry::pool

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "event.hpp"
+#include "ferry/pool/stats.hpp"
 #include "ferry/relay/channel.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/io.hpp"
@@ -51,6 +52,17 @@ struct Worker {
     std::uint64_t gen = 0;
     std::chrono::steady_clock::time_point reset_deadline = std::chrono::steady_clock::time_point::max();
     bool reset_killed = false;
+    // Why it is being replaced or was killed (counted when it exits); none while nothing was decided.
+    Cause cause = Cause::none;
+    // Soft limits (the supervisor's), jittered per worker: when its ttl ends, its memory limit, when its
+    // last request ended (idle_ttl); memory is also sampled after requests, when `memory_check_jobs` is
+    // reached (set from the growth between the last two readings).
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point ttl_end = std::chrono::steady_clock::time_point::max();
+    std::chrono::steady_clock::time_point idle_since;
+    std::uint64_t memory_limit = 0;
+    std::uint64_t rss = 0, rss_jobs = 0; // last reading and the jobs done then
+    std::uint64_t memory_check_jobs = ~0ull;
 
     // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.
     std::chrono::steady_clock::time_point exec_started;
@@ -85,6 +97,9 @@ struct Worker {
 using WorkerPtr = std::shared_ptr<Worker>;
 // Every live worker process, by pid.
 using Registry = std::unordered_map<int, WorkerPtr>;
+
+// The resident memory of a process in bytes (/proc/<pid>/statm); 0 when it cannot be read.
+std::uint64_t read_rss(int pid);
 
 // Waits for the process to exit, up to `limit`. True if it exited.
 awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit);

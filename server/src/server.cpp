@@ -3,6 +3,7 @@
 #include "ferry/server/server.hpp"
 
 #include "control/control.hpp"
+#include "control/metrics.hpp"
 #include "control/status.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
@@ -89,11 +90,12 @@ struct Runtime {
     pool::Pool *ws_pool;    // websockets workers (null: no websockets section)
     tcp::acceptor acceptor; // handoff
     asio::signal_set signals;
-    bool stop_requested = false;            // SIGTERM/SIGINT seen
-    bool serving = false;                   // workers started, accepting
-    asio::steady_timer stop_event;          // cancelled when a stop is requested
-    detail::Control *control = nullptr;     // resets (reload, SIGHUP, RPC), ferry.Stop
-    detail::StatusServer *status = nullptr; // status.address: /health, /ready
+    bool stop_requested = false;              // SIGTERM/SIGINT seen
+    bool serving = false;                     // workers started, accepting
+    asio::steady_timer stop_event;            // cancelled when a stop is requested
+    detail::Control *control = nullptr;       // resets (reload, SIGHUP, RPC), ferry.Stop
+    detail::StatusServer *status = nullptr;   // status.address: /health, /ready
+    detail::MetricsServer *metrics = nullptr; // metrics.address: /metrics
     int exit_code = 0;
     unsigned next_loop = 0;
 
@@ -378,6 +380,12 @@ awaitable<void> lifecycle(Runtime *rt)
         log::error("core", control.error().message + "; the server runs without it");
     if (rt->status)
         rt->status->run(rt->pool, rt->ws_pool, &rt->stop_requested);
+    if (rt->metrics) {
+        std::vector<const detail::HttpStats *> stats;
+        for (auto &l : rt->loops)
+            stats.push_back(&l->state.http_stats);
+        rt->metrics->run(std::move(stats), rt->pool, rt->ws_pool);
+    }
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
     log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
@@ -405,6 +413,8 @@ awaitable<void> lifecycle(Runtime *rt)
     co_await rt->pool.shutdown(deadline);
     if (rt->status)
         rt->status->stop(); // /health answered until the workers were stopped, /ready said no since the stop
+    if (rt->metrics)
+        rt->metrics->stop();
     co_await on_each<unsigned>(rt->executors(),
                                [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
     rt->signals.cancel(ignored);
@@ -449,6 +459,27 @@ void listen(Runtime &rt, const conf::Config &cfg)
     }
 }
 
+// A pool section (http.pool, websockets.pool) as the pool's options.
+void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
+{
+    o.num_workers = c.num_workers;
+    o.max_jobs = c.max_jobs;
+    o.fork = c.fork;
+    o.allocate_timeout = c.allocate_timeout;
+    o.max_queue_size = c.max_queue_size;
+    o.destroy_timeout = c.destroy_timeout;
+    o.boot_timeout = c.boot_timeout;
+    o.reset_timeout = c.reset_timeout;
+    o.max_recycling = c.max_recycling;
+    o.exec_ttl = c.exec_ttl;
+    o.exec_warn = c.exec_warn;
+    o.watch_tick = c.watch_tick;
+    o.ttl = c.ttl;
+    o.idle_ttl = c.idle_ttl;
+    o.max_worker_memory = c.max_worker_memory;
+    o.debug = c.debug;
+}
+
 } // namespace
 
 int run(const conf::Config &cfg)
@@ -466,17 +497,7 @@ int run(const conf::Config &cfg)
     popt.command = cfg.server.command;
     for (const auto &[k, v] : cfg.server.env)
         popt.env.push_back(k + "=" + v);
-    popt.num_workers = cfg.http.pool.num_workers;
-    popt.max_jobs = cfg.http.pool.max_jobs;
-    popt.fork = cfg.http.pool.fork;
-    popt.allocate_timeout = cfg.http.pool.allocate_timeout;
-    popt.max_queue_size = cfg.http.pool.max_queue_size;
-    popt.destroy_timeout = cfg.http.pool.destroy_timeout;
-    popt.boot_timeout = cfg.http.pool.boot_timeout;
-    popt.reset_timeout = cfg.http.pool.reset_timeout;
-    popt.max_recycling = cfg.http.pool.max_recycling;
-    popt.exec_ttl = cfg.http.pool.exec_ttl;
-    popt.exec_warn = cfg.http.pool.exec_warn;
+    apply_pool_config(popt, cfg.http.pool);
     pool::Budget budget(cfg.http.max_body_memory);
     popt.budget = &budget;
     // The control plane binds rpc.listen before the workers start: they get its address (RR_RPC).
@@ -509,17 +530,7 @@ int run(const conf::Config &cfg)
     if (const auto &w = cfg.websockets; w.enabled) {
         pool::Options wopt = popt;
         wopt.mode = "websockets";
-        wopt.num_workers = w.pool.num_workers;
-        wopt.max_jobs = w.pool.max_jobs;
-        wopt.fork = w.pool.fork;
-        wopt.allocate_timeout = w.pool.allocate_timeout;
-        wopt.max_queue_size = w.pool.max_queue_size;
-        wopt.destroy_timeout = w.pool.destroy_timeout;
-        wopt.boot_timeout = w.pool.boot_timeout;
-        wopt.reset_timeout = w.pool.reset_timeout;
-        wopt.max_recycling = w.pool.max_recycling;
-        wopt.exec_ttl = w.pool.exec_ttl;
-        wopt.exec_warn = w.pool.exec_warn;
+        apply_pool_config(wopt, w.pool);
         ws_pool = std::make_unique<pool::Pool>(contexts, wopt);
     }
 
@@ -579,6 +590,7 @@ int run(const conf::Config &cfg)
                 loops[i]->get_executor(),
                 [w = lr->ws.get()](const detail::ws::SharedDelivery &d) { w->hub.deliver(*d); });
         lr->state.temp_dir = temp_dir;
+        lr->state.observe = cfg.metrics.enabled || cfg.http.access_logs;
         lr->state.limits.max_request_line = cfg.http.max_request_line;
         lr->state.limits.max_header_size = cfg.http.max_header_size;
         lr->state.limits.max_body_size = cfg.http.max_request_size;
@@ -594,6 +606,15 @@ int run(const conf::Config &cfg)
             return 1;
         }
         rt.status = &*status;
+    }
+    std::optional<detail::MetricsServer> metrics;
+    if (cfg.metrics.enabled) {
+        metrics.emplace(*loops[0], cfg.metrics);
+        if (auto bound = metrics->bind(); !bound) {
+            log::error("core", bound.error().message);
+            return 1;
+        }
+        rt.metrics = &*metrics;
     }
     runtime = &rt;
 

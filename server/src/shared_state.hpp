@@ -1,6 +1,7 @@
 // What one event loop's sessions and handlers share (internal to server/); touched by its loop's thread only.
 #pragma once
 
+#include "control/metrics.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/pool/budget.hpp"
 #include "ferry/relay/io.hpp"
@@ -33,6 +34,10 @@ struct SharedState {
     Connections connections;
     bool draining = false; // stopping: finish what is in flight, take no new request
     std::uint64_t requests = 0;
+    // Each request's status, duration and bytes are taken when someone reads them: /metrics (http_stats) or
+    // http.access_logs (a line each).
+    bool observe = false;
+    HttpStats http_stats;
     // Open sessions: HTTP connections, and WebSocket connections after their handshake. A stop waits for
     // them (sessions_waiter is cancelled when the last one ends).
     unsigned sessions = 0;

@@ -1,19 +1,17 @@
 #include "control/status.hpp"
 
+#include "control/probe_server.hpp"
+
 #include "ferry/relay/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "http/response.hpp"
-
-#include <boost/asio/ip/tcp.hpp>
 
 #include <algorithm>
 #include <vector>
 
 namespace ferry::server::detail {
 namespace {
-
-using tcp = asio::ip::tcp;
 
 // The pools asked for: ?plugin=http&plugin=websockets or ?plugin=http,websockets.
 std::vector<std::string> plugins_of(std::string_view target)
@@ -34,14 +32,14 @@ std::vector<std::string> plugins_of(std::string_view target)
 } // namespace
 
 struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, const conf::StatusConfig &c) : io(io_), cfg(c), acceptor(io_) {}
-    asio::io_context &io;
+    Impl(asio::io_context &io, const conf::StatusConfig &c)
+        : cfg(c), probe(io, c.address, "status.address", "status")
+    {
+    }
     conf::StatusConfig cfg;
-    tcp::acceptor acceptor;
+    ProbeServer probe;
     pool::Pool *http = nullptr, *ws = nullptr;
     const bool *stopping = nullptr;
-    bool stopped = false;
-    unsigned connections = 0;
 
     // One plugin's answer: ok, and a line for the body.
     awaitable<std::pair<bool, std::string>> check(std::string plugin, bool ready)
@@ -94,70 +92,6 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
         }
         append_text(out, all ? 200 : cfg.unavailable_status_code, body, false, head);
     }
-
-    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<tcp::socket> sockp)
-    {
-        tcp::socket &sock = *sockp;
-        ++self->connections;
-        asio::steady_timer deadline(self->io);
-        deadline.expires_after(std::chrono::seconds(5)); // a probe that does not finish its request
-        deadline.async_wait([sockp](const error_code &ec) {
-            if (!ec) {
-                error_code ignored;
-                sockp->close(ignored);
-            }
-        });
-        Limits limits;
-        limits.max_header_size = 8 * 1024;
-        limits.max_body_size = 0;
-        HttpParser parser(limits);
-        std::string out;
-        for (;;) {
-            auto ev = parser.next();
-            if (ev == HttpParser::Event::need_more) {
-                std::span<char> room = parser.prepare();
-                auto [ec, n] = co_await sock.async_read_some(asio::buffer(room.data(), room.size()), nothrow);
-                if (ec)
-                    break;
-                parser.commit(n);
-                continue;
-            }
-            if (ev == HttpParser::Event::head)
-                continue;
-            if (ev == HttpParser::Event::error) {
-                append_error(out, parser.error_status(), parser.error_message(), false, false);
-            } else {
-                co_await self->answer(out, parser.request());
-            }
-            co_await asio::async_write(sock, asio::buffer(out), nothrow);
-            error_code ignored;
-            sock.shutdown(tcp::socket::shutdown_send, ignored);
-            break;
-        }
-        deadline.cancel();
-        --self->connections;
-        co_return;
-    }
-
-    static awaitable<void> accept(std::shared_ptr<Impl> self)
-    {
-        while (!self->stopped) {
-            auto [ec, sock] = co_await self->acceptor.async_accept(nothrow);
-            if (ec) {
-                if (self->stopped || ec == asio::error::operation_aborted)
-                    co_return;
-                log::error("status", "accept failed: " + ec.message());
-                asio::steady_timer t(self->io, std::chrono::milliseconds(100));
-                co_await t.async_wait(nothrow);
-                continue;
-            }
-            if (self->connections >= 64)
-                continue; // probes do not need more; `sock` closes
-            asio::co_spawn(self->io, serve(self, std::make_shared<tcp::socket>(std::move(sock))),
-                           log_exceptions{"status"});
-        }
-        co_return;
-    }
 };
 
 StatusServer::StatusServer(asio::io_context &io, const conf::StatusConfig &cfg)
@@ -172,20 +106,7 @@ StatusServer::~StatusServer()
 
 Result<void> StatusServer::bind()
 {
-    Impl &s = *impl_;
-    try {
-        tcp::resolver resolver(s.io);
-        auto results = resolver.resolve(s.cfg.address.host, std::to_string(s.cfg.address.port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service);
-        tcp::endpoint ep = *results.begin();
-        s.acceptor.open(ep.protocol());
-        s.acceptor.set_option(tcp::acceptor::reuse_address(true));
-        s.acceptor.bind(ep);
-        s.acceptor.listen();
-    } catch (const std::exception &e) {
-        return fail("status.address: cannot listen on " + s.cfg.address.to_string() + ": " + e.what());
-    }
-    return {};
+    return impl_->probe.bind();
 }
 
 void StatusServer::run(pool::Pool &http, pool::Pool *ws, const bool *stopping)
@@ -195,24 +116,18 @@ void StatusServer::run(pool::Pool &http, pool::Pool *ws, const bool *stopping)
     s.ws = ws;
     s.stopping = stopping;
     log::info("status", "health checks on http://" + address() + "/health and /ready");
-    asio::co_spawn(s.io, Impl::accept(impl_), log_exceptions{"status accept"});
+    s.probe.run(
+        [self = impl_.get()](std::string &out, const Request &req) { return self->answer(out, req); });
 }
 
 void StatusServer::stop()
 {
-    impl_->stopped = true;
-    error_code ignored;
-    impl_->acceptor.close(ignored);
+    impl_->probe.stop();
 }
 
 std::string StatusServer::address() const
 {
-    error_code ec;
-    auto ep = impl_->acceptor.local_endpoint(ec);
-    if (ec)
-        return impl_->cfg.address.to_string();
-    std::string host = ep.address().to_string();
-    return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
+    return impl_->probe.address();
 }
 
 } // namespace ferry::server::detail

@@ -30,6 +30,10 @@ struct Exchange {
     std::string &out;     // response bytes not yet written: answers to pipelined requests batch here
     bool may_batch;       // more requests are buffered, so a small answer may wait in `out`
     bool keep_alive;      // the client allows another request and the server is not draining
+    // What the handler answered, for the access log and /metrics: the final status (0: none was sent, the
+    // client left first) and the PHP worker that served it (0: none).
+    int status = 0;
+    int worker_pid = 0;
 };
 
 class Handler {

@@ -132,6 +132,7 @@ public:
         if (!stream_.started()) {
             Head h;
             h.status = final_status(head.status, 0);
+            ex_.status = h.status;
             h.worker = &head;
             h.keep_alive = keep_alive_ && !st_.draining;
             stream_.start(h);
@@ -150,6 +151,7 @@ public:
     {
         Head h;
         h.status = final_status(rc.status, worker_pid);
+        ex_.status = h.status;
         h.worker = &rc;
         if (st_.draining)
             keep_alive_ = false;
@@ -271,6 +273,7 @@ public:
             if (!parsed) {
                 log::info("http", describe(ex) + ": 400 " + parsed.error().message);
                 form_.clear();
+                ex.status = 400;
                 append_error(ex.out, 400, parsed.error().message, ex.keep_alive, false);
                 co_return ex.keep_alive ? After::keep_alive : After::close;
             }
@@ -281,6 +284,7 @@ public:
             if (auto done = multipart_->finish(); !done) {
                 log::info("http", describe(ex) + ": 400 " + done.error().message);
                 multipart_->clear();
+                ex.status = 400;
                 append_error(ex.out, 400, done.error().message, ex.keep_alive, false);
                 co_return ex.keep_alive ? After::keep_alive : After::close;
             }
@@ -293,6 +297,7 @@ public:
         ResponseSink sink(st_, ex);
         body_out_.clear();
         pool::Reply res = co_await pool_.exec(ctx_, body, body_out_, &sink, st_.loop);
+        ex.worker_pid = res.worker_pid;
         body_.clear();
         if (is_form_)
             form_.clear();
@@ -319,6 +324,7 @@ public:
             keep_alive = keep_alive && sink.keep_alive();
             break;
         case pool::Outcome::worker_error:
+            ex.status = http.internal_error_code;
             append_error(ex.out, http.internal_error_code, "", keep_alive, head_request);
             break;
         case pool::Outcome::worker_crashed:
@@ -326,18 +332,21 @@ public:
             const bool crashed = res.outcome == pool::Outcome::worker_crashed;
             if (!crashed)
                 log::warn("http", describe(ex) + ": 504: " + res.message);
-            if (sink.started())
+            if (sink.started()) {
                 keep_alive = false; // the response is cut short: closing tells the client
-            else
-                append_error(ex.out, crashed ? 502 : 504,
+            } else {
+                ex.status = crashed ? 502 : 504;
+                append_error(ex.out, ex.status,
                              crashed ? "the worker handling this request died"
                                      : "the application did not answer in time",
                              keep_alive, head_request);
+            }
             break;
         }
         case pool::Outcome::no_worker:
             // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client.
             log::warn("http", describe(ex) + ": 503: " + res.message);
+            ex.status = 503;
             append_error(ex.out, 503, "no PHP worker is available, try again later", keep_alive,
                          head_request);
             break;

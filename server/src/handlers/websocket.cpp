@@ -55,17 +55,17 @@ public:
         const bool sse = !loop_.cfg.sse_path.empty() && !ws::is_upgrade_for(req, loop_.cfg.path) &&
                          target_path(req.target) == loop_.cfg.sse_path;
         if (sse && req.method != "GET") {
-            refuse(ex.out, 405, "an event stream is a GET request", "Allow: GET\r\n");
+            refuse(ex, 405, "an event stream is a GET request", "Allow: GET\r\n");
             co_return After::close;
         }
         if (auto refusal = sse ? ws::Refusal{} : ws::check_upgrade(req, loop_.cfg.allowed_origin);
             refusal.status != 0) {
             log::info("ws", remote + ": " + std::to_string(refusal.status) + " " + refusal.message);
-            refuse(ex.out, refusal.status, refusal.message, refusal.extra);
+            refuse(ex, refusal.status, refusal.message, refusal.extra);
             co_return After::close;
         }
         if (st_.draining) {
-            refuse(ex.out, 503, "the server is stopping", {}); // with Retry-After, as every 503
+            refuse(ex, 503, "the server is stopping", {}); // with Retry-After, as every 503
             co_return After::close;
         }
         const std::uint64_t id = loop_.make_id(st_.loop);
@@ -88,6 +88,7 @@ public:
         }
         std::string body;
         pool::Reply reply = co_await loop_.pool.exec(ctx, pool::BodyRef{}, body, nullptr, st_.loop);
+        ex.worker_pid = reply.worker_pid;
         if (reply.outcome != pool::Outcome::ok) {
             int status = reply.outcome == pool::Outcome::no_worker      ? 503
                          : reply.outcome == pool::Outcome::timed_out    ? 504
@@ -95,7 +96,7 @@ public:
                                                                         : 502;
             log::warn("ws",
                       remote + ": the open event failed (" + std::to_string(status) + "): " + reply.message);
-            refuse(ex.out, status, {}, {});
+            refuse(ex, status, {}, {});
             co_return After::close;
         }
         const relay::ResponseContext &rc = reply.response;
@@ -106,6 +107,7 @@ public:
             h.worker = &rc;
             h.content_length = body.size();
             h.keep_alive = false;
+            ex.status = h.status;
             append_head(ex.out, h);
             ex.out += body;
             co_return After::close;
@@ -114,14 +116,14 @@ public:
             log::error("ws", "worker " + std::to_string(reply.worker_pid) +
                                  " answered the open event with status " + std::to_string(rc.status) +
                                  " (expected 101 or 2xx to accept, 3xx-5xx to refuse)");
-            refuse(ex.out, 500, {}, {});
+            refuse(ex, 500, {}, {});
             co_return After::close;
         }
         auto actions = ws::parse_actions(body);
         if (!actions) {
             log::error("ws", "worker " + std::to_string(reply.worker_pid) +
                                  " answered the open event with bad actions: " + actions.error().message);
-            refuse(ex.out, 500, {}, {});
+            refuse(ex, 500, {}, {});
             co_return After::close;
         }
         if (sse)
@@ -140,7 +142,7 @@ public:
                     log::error("ws", "worker " + std::to_string(reply.worker_pid) +
                                          " chose a Sec-WebSocket-Protocol the client did not offer");
                     out.clear();
-                    refuse(out, 500, {}, {});
+                    refuse(ex, 500, {}, {});
                     co_return After::close;
                 }
                 out += "Sec-WebSocket-Protocol: " + f.values[0] + "\r\n";
@@ -150,6 +152,7 @@ public:
                 append_passed(out, f);
         }
         out += "\r\n";
+        ex.status = 101;
         if (!co_await ex.transport.flush(out))
             co_return After::close; // the client left while PHP decided (its close event never comes)
         std::string early(ex.parser.take_buffered());
@@ -174,6 +177,7 @@ private:
                 append_passed(out, f);
         }
         out += "\r\n";
+        ex.status = 200;
         if (!co_await ex.transport.flush(out))
             co_return After::close;
         auto conn = take_over(ex, id, true);
@@ -212,9 +216,10 @@ private:
         return target.substr(0, target.find('?'));
     }
 
-    static void refuse(std::string &out, int status, std::string_view detail, std::string_view extra)
+    static void refuse(Exchange &ex, int status, std::string_view detail, std::string_view extra)
     {
-        append_error(out, status, detail, false, false, extra);
+        ex.status = status;
+        append_error(ex.out, status, detail, false, false, extra);
     }
 
     SharedState &st_;

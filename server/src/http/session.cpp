@@ -53,6 +53,16 @@ void release_idle_memory(std::string &out, HttpParser &parser, HandlerStates &ha
         parser.release_memory();
 }
 
+// A request done (SharedState::observe): /metrics' counts, the access log's line.
+void observed(SharedState &st, const Transport &tr, const Request &req, int status, int worker_pid,
+              steady::time_point started, std::uint64_t bytes)
+{
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - started);
+    st.http_stats.record(status, static_cast<std::uint64_t>(us.count()), bytes);
+    if (st.config.http.access_logs)
+        log::access({tr.remote(), req.method, req.target, status, bytes, us, worker_pid});
+}
+
 void log_parse_error(const std::string &remote, const HttpParser &parser)
 {
     auto lvl = parser.error_status() >= 500 ? log::Level::error : log::Level::info;
@@ -75,6 +85,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     unsigned batched = 0;
     bool linger = false; // the client may still be sending: drain before closing so it reads our answer
     std::optional<steady::time_point> header_deadline;
+    steady::time_point started; // this request's head (observe)
+    std::uint64_t mark = 0;     // bytes written or queued before its answer (observe)
 
     for (;;) {
         auto ev = parser.next();
@@ -106,6 +118,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                     log::info("http", tr.remote() + ": timed out reading the request, sending 408");
                     conn.timed_out = false;
                     append_error(out, 408, "timed out reading the request", false, false);
+                    if (st.observe)
+                        st.http_stats.record_refused(408);
                     co_await tr.flush(out);
                 }
                 break;
@@ -116,6 +130,10 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         }
         if (ev == HttpParser::Event::head) {
             const Request &req = parser.request();
+            if (st.observe) {
+                started = steady::now();
+                mark = tr.sent() + out.size();
+            }
             int index = st.router.select(req);
             handler = index < 0 ? nullptr : handlers.get(index);
             parser.set_body_sink(handler ? handler->body_sink(req) : nullptr);
@@ -130,6 +148,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         }
         if (ev == HttpParser::Event::error) {
             log_parse_error(tr.remote(), parser);
+            if (st.observe)
+                st.http_stats.record_refused(parser.error_status());
             // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be
             // written) says nothing of the server's paths: that is for the log line.
             append_error(out, parser.error_status(),
@@ -144,13 +164,18 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         ++st.requests;
         bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
         After after;
+        int status = 404, worker_pid = 0;
         if (handler) {
             Exchange ex{req, tr, parser, out, parser.has_buffered(), keep_alive};
             after = co_await handler->handle(ex);
+            status = ex.status;
+            worker_pid = ex.worker_pid;
         } else {
             append_error(out, 404, "no handler serves this request", keep_alive, req.method == "HEAD");
             after = keep_alive ? After::keep_alive : After::close;
         }
+        if (st.observe)
+            observed(st, tr, req, status, worker_pid, started, tr.sent() + out.size() - mark);
         header_deadline.reset();
         if (after == After::ended)
             co_return;

@@ -70,9 +70,11 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     switch (d.kind) {
     case Kind::php: // not reached: accepts() said no
     case Kind::not_found:
+        ex.status = 404;
         append_error(ex.out, 404, "no such file", ex.keep_alive, head);
         co_return done;
     case Kind::forbidden:
+        ex.status = 403;
         append_error(ex.out, 403, "this path is not served", ex.keep_alive, head);
         co_return done;
     case Kind::redirect: {
@@ -95,6 +97,7 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
         h.extra = extra_;
         h.keep_alive = ex.keep_alive;
         h.http10 = req.version_minor == 0;
+        ex.status = h.status;
         append_head(ex.out, h);
         co_return done;
     }
@@ -128,6 +131,7 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
         h.status = 304;
         h.framing = Framing::none;
         h.extra = extra_;
+        ex.status = h.status;
         append_head(ex.out, h);
         co_return done;
     }
@@ -151,6 +155,7 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
             h.status = 416;
             h.extra = extra_;
             h.content_length = 0;
+            ex.status = h.status;
             append_head(ex.out, h);
             co_return done;
         }
@@ -165,6 +170,7 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     h.content_type = d.content_type;
     h.content_length = length;
     h.extra = extra_;
+    ex.status = h.status;
     append_head(ex.out, h);
     if (head || length == 0)
         co_return done;

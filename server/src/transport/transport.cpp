@@ -47,6 +47,8 @@ tcp::socket Transport::take_socket()
 
 awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs)
 {
+    for (const auto &b : bufs)
+        sent_ += b.size();
     error_code ec = co_await write_all_fast(socket_, bufs, [this] { arm(write_timeout_); });
     disarm();
     co_return !ec;
@@ -64,11 +66,13 @@ awaitable<bool> Transport::flush(std::string &out, bool more)
         } while (w < 0 && errno == EINTR);
     }
     if (w >= 0 && static_cast<std::size_t>(w) == out.size()) {
+        sent_ += out.size();
         ok = true;
     } else if (w < 0 && more && errno != EAGAIN && errno != EWOULDBLOCK) {
         ok = false;
     } else {
         std::size_t done = w > 0 ? static_cast<std::size_t>(w) : 0;
+        sent_ += done;
         std::array<asio::const_buffer, 1> b{asio::buffer(out.data() + done, out.size() - done)};
         ok = co_await write(b);
     }
@@ -93,6 +97,7 @@ awaitable<Transport::Sent> Transport::send_file(int fd, std::uint64_t offset, st
         ssize_t n = ::sendfile(socket_.native_handle(), fd, &off,
                                static_cast<std::size_t>(std::min(count, per_call)));
         if (n > 0) {
+            sent_ += static_cast<std::uint64_t>(n);
             count -= static_cast<std::uint64_t>(n);
             since_yield += static_cast<std::uint64_t>(n);
             if (since_yield >= fair_share && count > 0) {

@@ -44,6 +44,8 @@ public:
 
     const std::string &remote() const { return remote_; } // the peer's address, "" if unknown
     Conn &conn() { return conn_; }
+    // Bytes handed to the socket so far (the access log's and /metrics' response sizes).
+    std::uint64_t sent() const { return sent_; }
 
     // Deadlines for the next read (a write arms its own).
     void arm(std::chrono::milliseconds timeout) { conns_.wheel.schedule(conn_, steady::now() + timeout); }
@@ -87,6 +89,7 @@ private:
     std::list<Conn *>::iterator registered_;
     conf::Duration write_timeout_;
     std::string remote_;
+    std::uint64_t sent_ = 0;
     bool corked_ = false;
     bool registered_flag_ = true;
 };

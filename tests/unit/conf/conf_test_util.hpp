@@ -118,9 +118,14 @@ http:
     max_jobs: 1000
     allocate_timeout: 1.5s
     destroy_timeout: 1h
+    debug: true
     supervisor:
       exec_ttl: 2m
       exec_warn: 10s
+      watch_tick: 250ms
+      ttl: 1h
+      idle_ttl: 30s
+      max_worker_memory: 256
 )";
 
 } // namespace conf_test

@@ -37,6 +37,10 @@ TEST(ConfErrors, EachKindNamesFileLineKeyAndValue)
         {p + "    allocate_timeout: fast\n",
          {":6:23:", "http.pool.allocate_timeout", "\"fast\"", "duration"}},
         {p + "    destroy_timeout: -5s\n", {":6:22:", "http.pool.destroy_timeout", "\"-5s\"", "negative"}},
+        {p + "    supervisor:\n      watch_tick: 0s\n",
+         {":7:19:", "http.pool.supervisor.watch_tick", "\"0s\"", "longer than 0"}},
+        {p + "    supervisor:\n      max_worker_memory: lots\n",
+         {":7:26:", "http.pool.supervisor.max_worker_memory", "\"lots\""}},
         {h + "  internal_error_code: 700\n", {":5:24:", "http.internal_error_code", "\"700\"", "400 to 599"}},
         {h + "  internal_error_code: abc\n", {":5:24:", "http.internal_error_code", "\"abc\""}},
         {h + "  address: localhost\n", {":5:12:", "http.address", "\"localhost\"", "host:port"}},
@@ -115,9 +119,9 @@ TEST(ConfWarnings, UnknownKeyWithLineAndPath)
 TEST(ConfWarnings, RecognisedButUnsupported)
 {
     const std::string yaml = minimal + R"(metrics:
-  address: 127.0.0.1:2112
+  collect: {app_metric: {type: counter}}
 logs:
-  level: debug
+  channels: {http: {level: debug}}
 http:
   middleware: [static, gzip]
   static:
@@ -125,16 +129,18 @@ http:
   pool:
     supervisor:
       max_worker_memory: 128
-    debug: true
+    stream_timeout: 60s
+    dynamic_allocator: {max_workers: 10}
 )";
     const LoadResult r = load(yaml);
-    // http.middleware and http.static are Ferry's too now (the server names unsupported middleware).
+    // http.middleware and http.static are Ferry's too now (the server names unsupported middleware), and
+    // the supervisor's limits.
     ASSERT_EQ(r.warnings.size(), 4u);
     const std::vector<std::pair<std::string, std::string>> expected{
-        {".rr.yaml:4:1:", "\"metrics\""},
-        {".rr.yaml:6:1:", "\"logs\""},
-        {".rr.yaml:14:7:", "\"http.pool.supervisor.max_worker_memory\""},
-        {".rr.yaml:15:5:", "\"http.pool.debug\""},
+        {".rr.yaml:5:3:", "\"metrics.collect\""},
+        {".rr.yaml:7:3:", "\"logs.channels\""},
+        {".rr.yaml:15:5:", "\"http.pool.stream_timeout\""},
+        {".rr.yaml:16:5:", "\"http.pool.dynamic_allocator\""},
     };
     for (std::size_t i = 0; i < expected.size(); ++i) {
         EXPECT_TRUE(contains(r.warnings[i], expected[i].first)) << r.warnings[i];

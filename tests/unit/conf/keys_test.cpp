@@ -103,6 +103,10 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
         "http.pool.destroy_timeout",
         "http.pool.supervisor.exec_ttl",
         "http.pool.supervisor.exec_warn",
+        "http.pool.supervisor.watch_tick",
+        "http.pool.supervisor.ttl",
+        "http.pool.supervisor.idle_ttl",
+        "http.pool.supervisor.max_worker_memory",
     };
     auto next = names.begin();
     for (const std::string &key : expected) {
@@ -113,9 +117,10 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
 
 TEST(ConfKeys, EveryKeyIsDumpedInTableOrder)
 {
-    // reload:, websockets: and status: are dumped only when present (their presence turns the feature on).
-    const std::string text =
-        ferry::conf::dump(load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\n").config);
+    // reload:, websockets:, status:, logs: and metrics: are dumped only when present (their presence turns
+    // the feature on, or RoadRunner's defaults for logs).
+    const std::string text = ferry::conf::dump(
+        load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\nlogs: {}\nmetrics: {}\n").config);
     std::istringstream lines(text);
     std::string line;
     std::vector<std::string> at; // the sections the current line is in
@@ -152,6 +157,8 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
     expected.websockets.pool.num_workers =
         cpus(); // resolved like http.pool's, used when the section is there
     expected.websockets.pool.max_recycling = std::max(1u, cpus() / 4);
+    expected.logs.level = "info"; // no logs: section: Ferry's defaults, resolved
+    expected.logs.encoding = "console";
     EXPECT_EQ(defaults.config, expected);
 
     const std::string text = ferry::conf::dump(defaults.config);

@@ -40,6 +40,11 @@ TEST(ConfLoad, EveryKeyParsed)
     EXPECT_EQ(c.http.pool.destroy_timeout, 3600s);
     EXPECT_EQ(c.http.pool.exec_ttl, 120s);
     EXPECT_EQ(c.http.pool.exec_warn, 10s);
+    EXPECT_EQ(c.http.pool.watch_tick, 250ms);
+    EXPECT_EQ(c.http.pool.ttl, 3600s);
+    EXPECT_EQ(c.http.pool.idle_ttl, 30s);
+    EXPECT_EQ(c.http.pool.max_worker_memory, 256u << 20) << "a bare number is megabytes, as in RoadRunner";
+    EXPECT_TRUE(c.http.pool.debug);
     const auto &st = c.http.static_files;
     EXPECT_TRUE(st.enabled);
     EXPECT_EQ(c.http.middleware, (std::vector<std::string>{"static", "proxy_ip_parser"}));

@@ -49,6 +49,14 @@ struct PoolConfig {
     Duration exec_ttl{0}; // supervisor.exec_ttl: 504 + kill beyond it (0 = off)
     Duration exec_warn =
         std::chrono::seconds(30); // supervisor.exec_warn: log a request running longer (0 = off)
+    // supervisor.*: soft limits, checked every watch_tick; a worker past one is replaced (the replacement
+    // first; a busy one finishes its request), max_recycling at a time (pool/src/supervisor.hpp).
+    Duration watch_tick = std::chrono::seconds(1);
+    Duration ttl{0};                    // a worker's lifetime (0 = unlimited)
+    Duration idle_ttl{0};               // idle this long after its first request (0 = unlimited)
+    std::uint64_t max_worker_memory{0}; // RSS in bytes (the YAML's bare number is megabytes; 0 = unlimited)
+    // debug: a fresh worker for every request (development), none kept idle.
+    bool debug = false;
 
     friend bool operator==(const PoolConfig &, const PoolConfig &) = default;
 };
@@ -119,6 +127,7 @@ struct HttpConfig {
     Duration write_timeout = std::chrono::seconds(60);       // http.timeouts.write
     Duration idle_timeout = std::chrono::seconds(75);        // http.timeouts.idle (keep-alive)
     std::vector<std::string> middleware; // http.middleware: "static" turns static files on; others are logged
+    bool access_logs = false;            // http.access_logs: a log line per request (logger "http.access")
     StaticConfig static_files;           // http.static
     PoolConfig pool;
 
@@ -199,6 +208,29 @@ struct StatusConfig {
     friend bool operator==(const StatusConfig &, const StatusConfig &) = default;
 };
 
+// logs (conf/src/keys_logs.cpp; relay/src/log.cpp): RoadRunner's logger plugin (zap). Absent, Ferry logs at
+// info in console encoding on stderr; present, RoadRunner's defaults apply: `mode` (development unless set)
+// implies the level and the encoding, which `level` and `encoding` override. Resolved by load(): level and
+// encoding are never empty, `none` is `off`.
+struct LogsConfig {
+    bool enabled = false;             // the `logs` key is there
+    std::string mode = "development"; // development (debug, console), production (info, json), raw, off
+    std::string level;                // debug, info, warn or error (warning; dpanic, panic, fatal: error)
+    std::string encoding;             // console or json
+    std::string output = "stderr";    // stderr, stdout or a file path (appended to; opened at start)
+
+    friend bool operator==(const LogsConfig &, const LogsConfig &) = default;
+};
+
+// metrics (conf/src/keys_metrics.cpp; server/src/control/metrics.*): Prometheus text at GET /metrics on its
+// own listener. Present in the document = on.
+struct MetricsConfig {
+    bool enabled = false;
+    Address address{"127.0.0.1", 2112};
+
+    friend bool operator==(const MetricsConfig &, const MetricsConfig &) = default;
+};
+
 struct Config {
     std::string version = "3";
     std::string source; // file path it was loaded from ("" = defaults)
@@ -208,6 +240,8 @@ struct Config {
     ReloadConfig reload;
     WebsocketsConfig websockets;
     StatusConfig status;
+    MetricsConfig metrics;
+    LogsConfig logs;
 
     friend bool operator==(const Config &, const Config &) = default; // compares source too
 };

@@ -6,6 +6,7 @@
 
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/budget.hpp"
+#include "ferry/pool/stats.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/form.hpp"
 #include "ferry/relay/frame.hpp"
@@ -41,6 +42,15 @@ struct Options {
     std::uint32_t max_frame_payload = 1u << 30; // largest response frame accepted (1 GiB)
     std::chrono::milliseconds exec_ttl{0}; // a request running longer gets 504, its worker killed (0 = off)
     std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
+    // Soft limits (pool/src/supervisor.hpp): a worker past one is replaced, its replacement first, a busy one
+    // after its request; at most max_recycling workers of a loop are being replaced at once. Checked every
+    // watch_tick (memory also after requests, as often as the worker's growth calls for).
+    std::chrono::milliseconds watch_tick{1000};
+    std::chrono::milliseconds ttl{0};      // lifetime, jittered up to 10 % shorter per worker (0 = unlimited)
+    std::chrono::milliseconds idle_ttl{0}; // idle this long after its first request (0 = unlimited)
+    std::uint64_t max_worker_memory = 0;   // RSS in bytes, jittered up to 10 % lower per worker (0 = off)
+    // A fresh worker for every request (development): started when a request comes, stopped after it.
+    bool debug = false;
     // Response bodies larger than this are handed to the connection without a copy (when `budget` allows).
     std::size_t copy_body_max = 64 * 1024;
     Budget *budget = nullptr; // body memory in flight, shared with the server's request bodies
@@ -109,8 +119,10 @@ struct WorkerInfo {
     std::string state; // spawning, ready, working, stopping
     std::uint64_t jobs = 0;
     std::chrono::system_clock::time_point created;
-    unsigned loop = 0;      // the event loop whose shard owns it
-    bool replacing = false; // it waits for its replacement (max_jobs, a reset)
+    unsigned loop = 0;         // the event loop whose shard owns it
+    bool replacing = false;    // it waits for its replacement (max_jobs, a reset)
+    Cause cause = Cause::none; // why it is being replaced, once it is
+    std::uint64_t rss = 0;     // resident memory in bytes (/proc), 0 when unknown
 };
 
 // What a rolling reset did.
@@ -177,6 +189,8 @@ public:
     std::uint64_t waited_total() const;
     // Workers one loop lent to another (a request ran on another loop's worker).
     std::uint64_t lent_total() const;
+    // Counts and histograms of every loop (their atomics), and the queue now; on loops[0].
+    PoolStats stats() const;
 
     struct Impl;
 

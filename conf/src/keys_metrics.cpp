@@ -1,0 +1,21 @@
+// metrics: RoadRunner's metrics plugin: Prometheus text format at GET /metrics on `address`. The section's
+// presence turns it on; `collect` (application-defined metrics over RPC) is not supported.
+#include "keys.hpp"
+
+namespace ferry::conf::keys {
+
+const schema::Table<MetricsConfig> &metrics()
+{
+    using namespace schema;
+    static const Table<MetricsConfig> table{
+        {
+            address("address", &MetricsConfig::address),
+        },
+        {"collect"},
+        nullptr,
+        &MetricsConfig::enabled,
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys

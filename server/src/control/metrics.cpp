@@ -1,0 +1,250 @@
+#include "control/metrics.hpp"
+
+#include "control/probe_server.hpp"
+#include "ferry/relay/log.hpp"
+#include "ferry/version.hpp"
+#include "http/response.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+namespace ferry::server::detail {
+
+void HttpStats::read(Totals &into) const
+{
+    for (unsigned i = 0; i < 6; ++i)
+        into.by_class[i] += by_class_[i].load(std::memory_order_relaxed);
+    into.bytes += bytes_.load(std::memory_order_relaxed);
+    duration_.read(into.duration);
+}
+
+namespace {
+
+void number(std::string &out, double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out += buf;
+}
+
+void family(std::string &out, const char *name, const char *type, const char *help)
+{
+    out += "# HELP ";
+    out += name;
+    out += ' ';
+    out += help;
+    out += "\n# TYPE ";
+    out += name;
+    out += ' ';
+    out += type;
+    out += '\n';
+}
+
+// `name{labels} value`; labels is "" or `k="v",...` (values here never need escaping: fixed words, numbers).
+void sample(std::string &out, const std::string &name, const std::string &labels, double v)
+{
+    out += name;
+    if (!labels.empty()) {
+        out += '{';
+        out += labels;
+        out += '}';
+    }
+    out += ' ';
+    number(out, v);
+    out += '\n';
+}
+
+void histogram(std::string &out, const std::string &name, const std::string &labels, const pool::Histogram &h)
+{
+    const std::string sep = labels.empty() ? "" : ",";
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < pool::Histogram::buckets; ++i) {
+        cumulative += h.count[i];
+        std::string le;
+        if (i + 1 == pool::Histogram::buckets) {
+            le = "+Inf";
+        } else {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g", static_cast<double>(pool::Histogram::bounds_us[i]) / 1e6);
+            le = buf;
+        }
+        sample(out, name + "_bucket", labels + sep + "le=\"" + le + "\"", static_cast<double>(cumulative));
+    }
+    sample(out, name + "_sum", labels, static_cast<double>(h.sum_us) / 1e6);
+    sample(out, name + "_count", labels, static_cast<double>(cumulative));
+}
+
+std::string pool_label(const PoolReport &p)
+{
+    return "pool=\"" + p.name + "\"";
+}
+
+} // namespace
+
+std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
+                           double uptime_seconds)
+{
+    std::string out;
+    out.reserve(8192);
+    family(out, "ferry_build_info", "gauge", "Ferry's version.");
+    sample(out, "ferry_build_info", std::string("version=\"") + ferry::version + "\"", 1);
+    family(out, "ferry_uptime_seconds", "gauge", "Seconds since the server started.");
+    sample(out, "ferry_uptime_seconds", "", uptime_seconds);
+
+    family(out, "ferry_http_requests_total", "counter",
+           "HTTP requests answered, by status class (a client gone before the answer counts as 4xx).");
+    static const char *classes[] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    for (unsigned i = 1; i < 6; ++i)
+        sample(out, "ferry_http_requests_total", std::string("class=\"") + classes[i] + "\"",
+               static_cast<double>(http.by_class[i]));
+    if (http.by_class[0] > 0)
+        sample(out, "ferry_http_requests_total", "class=\"other\"", static_cast<double>(http.by_class[0]));
+    family(out, "ferry_http_request_duration_seconds", "histogram",
+           "From a request's head to the end of its answer (a body sent from a file included).");
+    histogram(out, "ferry_http_request_duration_seconds", "", http.duration);
+    family(out, "ferry_http_response_bytes_total", "counter",
+           "Bytes of HTTP answers written (heads and bodies).");
+    sample(out, "ferry_http_response_bytes_total", "", static_cast<double>(http.bytes));
+
+    family(out, "ferry_pool_queue_depth", "gauge", "Requests waiting for a worker now.");
+    for (const auto &p : pools)
+        sample(out, "ferry_pool_queue_depth", pool_label(p), static_cast<double>(p.stats.queued));
+    family(out, "ferry_pool_queue_wait_seconds", "histogram",
+           "How long requests waited for a worker (0 for those that found one idle).");
+    for (const auto &p : pools) {
+        pool::Histogram h = p.stats.queue_wait;
+        const std::uint64_t waited = h.total();
+        const std::uint64_t not_waiting =
+            p.stats.requests > waited + p.stats.queued ? p.stats.requests - waited - p.stats.queued : 0;
+        h.count[0] += not_waiting;
+        histogram(out, "ferry_pool_queue_wait_seconds", pool_label(p), h);
+    }
+    family(out, "ferry_pool_requests_rejected_total", "counter",
+           "Requests answered 503 at once because max_queue_size requests were waiting.");
+    for (const auto &p : pools)
+        sample(out, "ferry_pool_requests_rejected_total", pool_label(p),
+               static_cast<double>(p.stats.rejected));
+
+    family(out, "ferry_pool_workers", "gauge", "Worker processes by state.");
+    static const char *states[] = {"spawning", "ready", "working", "stopping"};
+    for (const auto &p : pools)
+        for (const char *st : states) {
+            unsigned n = 0;
+            for (const auto &w : p.workers)
+                n += w.state == st;
+            sample(out, "ferry_pool_workers", pool_label(p) + ",state=\"" + st + "\"", n);
+        }
+    family(out, "ferry_pool_worker_memory_bytes", "gauge", "Resident memory of each worker process (RSS).");
+    for (const auto &p : pools)
+        for (const auto &w : p.workers)
+            if (w.rss > 0)
+                sample(out, "ferry_pool_worker_memory_bytes",
+                       pool_label(p) + ",pid=\"" + std::to_string(w.pid) + "\"", static_cast<double>(w.rss));
+    family(out, "ferry_pool_worker_jobs", "gauge", "Requests each live worker has served.");
+    for (const auto &p : pools)
+        for (const auto &w : p.workers)
+            sample(out, "ferry_pool_worker_jobs", pool_label(p) + ",pid=\"" + std::to_string(w.pid) + "\"",
+                   static_cast<double>(w.jobs));
+    family(out, "ferry_pool_jobs_total", "counter", "Requests workers finished, past workers included.");
+    for (const auto &p : pools)
+        sample(out, "ferry_pool_jobs_total", pool_label(p), static_cast<double>(p.stats.jobs));
+    family(out, "ferry_pool_workers_spawned_total", "counter", "Worker processes started.");
+    for (const auto &p : pools)
+        sample(out, "ferry_pool_workers_spawned_total", pool_label(p), static_cast<double>(p.stats.spawned));
+    family(out, "ferry_pool_worker_exits_total", "counter",
+           "Worker processes that ended, by cause (max_jobs, ttl, idle_ttl, memory, exec_ttl, reset, debug, "
+           "worker_stop, error, crash, boot_failure, shutdown).");
+    for (const auto &p : pools)
+        for (unsigned c = 1; c < static_cast<unsigned>(pool::Cause::count_); ++c)
+            sample(out, "ferry_pool_worker_exits_total",
+                   pool_label(p) + ",cause=\"" + pool::cause_name(static_cast<pool::Cause>(c)) + "\"",
+                   static_cast<double>(p.stats.exits[c]));
+    family(out, "ferry_pool_worker_boot_seconds", "histogram",
+           "From a worker's start to its handshake done.");
+    for (const auto &p : pools)
+        histogram(out, "ferry_pool_worker_boot_seconds", pool_label(p), p.stats.boot_time);
+    return out;
+}
+
+struct MetricsServer::Impl {
+    Impl(asio::io_context &io, const conf::MetricsConfig &c)
+        : probe(io, c.address, "metrics.address", "metrics")
+    {
+    }
+    ProbeServer probe;
+    std::vector<const HttpStats *> loops;
+    pool::Pool *http = nullptr, *ws = nullptr;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+    awaitable<void> answer(std::string &out, const Request &req)
+    {
+        const std::string_view target = req.target;
+        const bool head = req.method == "HEAD";
+        if (req.method != "GET" && !head) {
+            append_error(out, 405, "/metrics answers GET", false, false);
+            co_return;
+        }
+        if (target.substr(0, target.find('?')) != "/metrics") {
+            append_error(out, 404, "the metrics are at /metrics", false, head);
+            co_return;
+        }
+        HttpStats::Totals totals;
+        for (const HttpStats *s : loops)
+            s->read(totals);
+        // (GCC 12: no co_await inside a braced initializer, it corrupts the frame.)
+        std::vector<PoolReport> pools(ws ? 2 : 1);
+        pools[0].name = "http";
+        pools[0].workers = co_await http->snapshot();
+        pools[0].stats = http->stats();
+        if (ws) {
+            pools[1].name = "websockets";
+            pools[1].workers = co_await ws->snapshot();
+            pools[1].stats = ws->stats();
+        }
+        const double uptime =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        Head h;
+        h.status = 200;
+        h.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        const std::string body = format_metrics(totals, pools, uptime);
+        h.content_length = body.size();
+        h.keep_alive = false;
+        append_head(out, h);
+        if (!head)
+            out += body;
+    }
+};
+
+MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg)
+    : impl_(std::make_shared<Impl>(io, cfg))
+{
+}
+
+MetricsServer::~MetricsServer() = default;
+
+Result<void> MetricsServer::bind()
+{
+    return impl_->probe.bind();
+}
+
+void MetricsServer::run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws)
+{
+    impl_->loops = std::move(loops);
+    impl_->http = &http;
+    impl_->ws = ws;
+    log::info("metrics", "Prometheus metrics on http://" + address() + "/metrics");
+    impl_->probe.run(
+        [self = impl_.get()](std::string &out, const Request &req) { return self->answer(out, req); });
+}
+
+void MetricsServer::stop()
+{
+    impl_->probe.stop();
+}
+
+std::string MetricsServer::address() const
+{
+    return impl_->probe.address();
+}
+
+} // namespace ferry::server::detail

@@ -1,0 +1,90 @@
+// RoadRunner's metrics plugin (metrics.address; internal to server/): GET /metrics in Prometheus text format
+// (version 0.0.4): HTTP requests by status class, their duration and response bytes; per pool the queue
+// (depth now, wait histogram), workers by state, each worker's RSS and jobs, jobs done, worker exits by
+// cause, boot time. Counters are per loop, written by their loop's thread only (no read-modify-write) and
+// summed at the scrape; the worker list is read on each loop (Pool::snapshot()).
+#pragma once
+
+#include "ferry/conf/config.hpp"
+#include "ferry/conf/result.hpp"
+#include "ferry/pool/pool.hpp"
+#include "ferry/pool/stats.hpp"
+#include "ferry/relay/io.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ferry::server::detail {
+
+// One loop's HTTP requests (SharedState::http_stats).
+class HttpStats {
+public:
+    // A request answered `status` (0: the client left before any answer, counted as 499 as nginx does)
+    // after `us` microseconds, `bytes` written.
+    void record(int status, std::uint64_t us, std::uint64_t bytes)
+    {
+        bump(by_class_[status_class(status)], 1);
+        bump(bytes_, bytes);
+        duration_.observe(us);
+    }
+    // A request refused by the parser (no handler ran): counted by class, not timed.
+    void record_refused(int status) { bump(by_class_[status_class(status)], 1); }
+
+    struct Totals {
+        std::uint64_t by_class[6] = {}; // [1] = 1xx ... [5] = 5xx; [0] other
+        std::uint64_t bytes = 0;
+        pool::Histogram duration;
+    };
+    void read(Totals &into) const;
+
+private:
+    static unsigned status_class(int status)
+    {
+        if (status == 0)
+            status = 499;
+        return status >= 100 && status <= 599 ? static_cast<unsigned>(status / 100) : 0u;
+    }
+    static void bump(std::atomic<std::uint64_t> &c, std::uint64_t n)
+    {
+        c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    std::atomic<std::uint64_t> by_class_[6] = {};
+    std::atomic<std::uint64_t> bytes_{0};
+    pool::HistogramRecorder duration_;
+};
+
+// What one pool shows.
+struct PoolReport {
+    std::string name; // "http", "websockets"
+    pool::PoolStats stats;
+    std::vector<pool::WorkerInfo> workers;
+};
+
+// The exposition text (a pure function: unit-tested against the format).
+std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
+                           double uptime_seconds);
+
+class MetricsServer {
+public:
+    MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg);
+    ~MetricsServer();
+    MetricsServer(const MetricsServer &) = delete;
+    MetricsServer &operator=(const MetricsServer &) = delete;
+
+    // Binds metrics.address; the error names the key.
+    Result<void> bind();
+    // Answers until stop(), on loops[0]. `ws` may be null.
+    void run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws);
+    void stop();
+    std::string address() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+} // namespace ferry::server::detail

@@ -1,0 +1,142 @@
+#include "control/probe_server.hpp"
+
+#include "ferry/relay/log.hpp"
+#include "http/response.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+namespace ferry::server::detail {
+
+using tcp = asio::ip::tcp;
+
+struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
+    Impl(asio::io_context &io_, conf::Address a, std::string k, std::string c)
+        : io(io_), addr(std::move(a)), key(std::move(k)), component(std::move(c)), acceptor(io_)
+    {
+    }
+    asio::io_context &io;
+    conf::Address addr;
+    std::string key, component;
+    tcp::acceptor acceptor;
+    Answer answer;
+    bool stopped = false;
+    unsigned connections = 0;
+
+    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<tcp::socket> sockp)
+    {
+        tcp::socket &sock = *sockp;
+        ++self->connections;
+        asio::steady_timer deadline(self->io);
+        deadline.expires_after(std::chrono::seconds(5)); // a client that does not finish its request
+        deadline.async_wait([sockp](const error_code &ec) {
+            if (!ec) {
+                error_code ignored;
+                sockp->close(ignored);
+            }
+        });
+        Limits limits;
+        limits.max_header_size = 8 * 1024;
+        limits.max_body_size = 0;
+        HttpParser parser(limits);
+        std::string out;
+        for (;;) {
+            auto ev = parser.next();
+            if (ev == HttpParser::Event::need_more) {
+                std::span<char> room = parser.prepare();
+                auto [ec, n] = co_await sock.async_read_some(asio::buffer(room.data(), room.size()), nothrow);
+                if (ec)
+                    break;
+                parser.commit(n);
+                continue;
+            }
+            if (ev == HttpParser::Event::head)
+                continue;
+            if (ev == HttpParser::Event::error)
+                append_error(out, parser.error_status(), parser.error_message(), false, false);
+            else
+                co_await self->answer(out, parser.request());
+            co_await asio::async_write(sock, asio::buffer(out), nothrow);
+            error_code ignored;
+            sock.shutdown(tcp::socket::shutdown_send, ignored);
+            break;
+        }
+        deadline.cancel();
+        --self->connections;
+        co_return;
+    }
+
+    static awaitable<void> accept(std::shared_ptr<Impl> self)
+    {
+        while (!self->stopped) {
+            auto [ec, sock] = co_await self->acceptor.async_accept(nothrow);
+            if (ec) {
+                if (self->stopped || ec == asio::error::operation_aborted)
+                    co_return;
+                log::error(self->component, "accept failed: " + ec.message());
+                asio::steady_timer t(self->io, std::chrono::milliseconds(100));
+                co_await t.async_wait(nothrow);
+                continue;
+            }
+            if (self->connections >= 64)
+                continue; // probes and scrapers do not need more; `sock` closes
+            asio::co_spawn(self->io, serve(self, std::make_shared<tcp::socket>(std::move(sock))),
+                           log_exceptions{self->component.c_str()});
+        }
+        co_return;
+    }
+};
+
+ProbeServer::ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component)
+    : impl_(std::make_shared<Impl>(io, std::move(address), std::move(key), std::move(component)))
+{
+}
+
+ProbeServer::~ProbeServer()
+{
+    stop();
+}
+
+Result<void> ProbeServer::bind()
+{
+    Impl &s = *impl_;
+    try {
+        tcp::resolver resolver(s.io);
+        auto results = resolver.resolve(s.addr.host, std::to_string(s.addr.port),
+                                        tcp::resolver::passive | tcp::resolver::numeric_service);
+        tcp::endpoint ep = *results.begin();
+        s.acceptor.open(ep.protocol());
+        s.acceptor.set_option(tcp::acceptor::reuse_address(true));
+        s.acceptor.bind(ep);
+        s.acceptor.listen();
+    } catch (const std::exception &e) {
+        return fail(s.key + ": cannot listen on " + s.addr.to_string() + ": " + e.what());
+    }
+    return {};
+}
+
+void ProbeServer::run(Answer answer)
+{
+    impl_->answer = std::move(answer);
+    asio::co_spawn(impl_->io, Impl::accept(impl_), log_exceptions{impl_->component.c_str()});
+}
+
+void ProbeServer::stop()
+{
+    impl_->stopped = true;
+    error_code ignored;
+    impl_->acceptor.close(ignored);
+}
+
+std::string ProbeServer::address() const
+{
+    error_code ec;
+    auto ep = impl_->acceptor.local_endpoint(ec);
+    if (ec)
+        return impl_->addr.to_string();
+    std::string host = ep.address().to_string();
+    return (ep.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(ep.port());
+}
+
+} // namespace ferry::server::detail

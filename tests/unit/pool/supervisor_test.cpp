@@ -1,0 +1,156 @@
+// The supervisor's decisions on their own: jittered thresholds spread over their range, what happens after a
+// request (max_jobs, debug, memory), and RSS reading.
+#include "supervisor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <unistd.h>
+#include <vector>
+
+using namespace ferry::pool;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+    explicit Fixture(Options o) : opt(std::move(o)), stopping(io), sup(opt, workers, stopping, paused) {}
+    WorkerPtr add(int pid)
+    {
+        auto w = std::make_shared<Worker>(io, 1u << 20);
+        w->pid = pid;
+        w->state = State::ready;
+        workers.emplace(pid, w);
+        return w;
+    }
+    ferry::asio::io_context io;
+    Options opt;
+    Registry workers;
+    Flag stopping;
+    bool paused = false;
+    Supervisor sup;
+};
+
+} // namespace
+
+TEST(Supervisor, ThresholdsOfWorkersStartedTogetherAreSpreadOverTheJitterRange)
+{
+    Options o;
+    o.max_jobs = 1000;
+    o.ttl = 60s;
+    o.max_worker_memory = 100u << 20;
+    Fixture f(o);
+    std::vector<std::uint64_t> jobs;
+    for (int i = 0; i < 8; ++i) {
+        auto w = f.add(100 + i);
+        f.sup.ready(*w);
+        EXPECT_GE(w->max_jobs, 1000u);
+        EXPECT_LE(w->max_jobs, 1250u); // up to 25 % more
+        EXPECT_LE(w->ttl_end, w->started + 60s);
+        EXPECT_GE(w->ttl_end, w->started + 54s); // up to 10 % shorter, never longer
+        EXPECT_LE(w->memory_limit, 100u << 20);
+        EXPECT_GE(w->memory_limit, 90u << 20);
+        jobs.push_back(w->max_jobs);
+    }
+    // Evenly: sorted, no two of the 8 closer than a twentieth of the range (random draws often are).
+    std::sort(jobs.begin(), jobs.end());
+    for (std::size_t i = 1; i < jobs.size(); ++i)
+        EXPECT_GE(jobs[i] - jobs[i - 1], 250u / 20) << i;
+    EXPECT_GE(jobs.back() - jobs.front(), 250u / 2);
+}
+
+TEST(Supervisor, MaxJobsRetiresThenStopsAtTwiceTheLimit)
+{
+    Options o;
+    o.max_jobs = 4;
+    Fixture f(o);
+    auto w = f.add(1);
+    f.sup.ready(*w);
+    ASSERT_EQ(w->max_jobs, 4u); // 4 + a fraction of 4 / 4, rounded down
+    const std::uint64_t limit = w->max_jobs;
+    for (std::uint64_t i = 1; i < limit; ++i)
+        EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::retire);
+    EXPECT_EQ(w->cause, Cause::max_jobs);
+    // It serves on while its replacement boots, up to twice its limit.
+    for (std::uint64_t i = limit + 1; i < 2 * limit; ++i)
+        EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+}
+
+TEST(Supervisor, WhileBootsFailNothingIsRetired)
+{
+    Options o;
+    o.max_jobs = 1;
+    Fixture f(o);
+    auto w = f.add(1);
+    f.sup.ready(*w);
+    f.paused = true;
+    for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
+    EXPECT_FALSE(w->retire);
+}
+
+TEST(Supervisor, DebugStopsEveryWorkerAfterOneRequest)
+{
+    Options o;
+    o.debug = true;
+    Fixture f(o);
+    auto w = f.add(1);
+    f.sup.ready(*w);
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+    EXPECT_EQ(w->cause, Cause::debug);
+}
+
+TEST(Supervisor, MemoryOverTheLimitRetiresAndTwiceTheLimitStops)
+{
+    // This test process as the "worker": its RSS is real and well over 1 MB.
+    const std::uint64_t rss = read_rss(::getpid());
+    ASSERT_GT(rss, 1u << 20);
+    Options o;
+    o.max_worker_memory = rss / 4; // over it, and over twice it
+    o.max_recycling = 1;
+    Fixture f(o);
+    auto w = f.add(::getpid());
+    f.sup.ready(*w);
+    ASSERT_EQ(w->memory_check_jobs, 1u) << "read after the first request";
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+    EXPECT_EQ(w->cause, Cause::memory);
+    EXPECT_GE(w->rss, rss / 2);
+
+    Options o2;
+    o2.max_worker_memory = rss * 2 / 3; // over it, not twice
+    Fixture g(o2);
+    auto v = g.add(::getpid());
+    g.sup.ready(*v);
+    EXPECT_EQ(g.sup.job_done(*v), Supervisor::AfterJob::retire);
+    EXPECT_EQ(v->cause, Cause::memory);
+    EXPECT_TRUE(v->retire);
+}
+
+TEST(Supervisor, AWorkerThatDoesNotGrowIsReadOnTheTickOnly)
+{
+    const std::uint64_t rss = read_rss(::getpid());
+    Options o;
+    o.max_worker_memory = rss * 8;
+    Fixture f(o);
+    auto w = f.add(::getpid());
+    f.sup.ready(*w);
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
+    EXPECT_GT(w->rss, 0u);
+    // One reading: growth unknown (from 0 it "grew"), the next reading planned by the room left.
+    EXPECT_GT(w->memory_check_jobs, 1u);
+    w->jobs = w->memory_check_jobs - 1;
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
+    // The second reading saw (almost) no growth over many jobs: the next one is far away or never.
+    EXPECT_GT(w->memory_check_jobs, w->jobs + 1000);
+}
+
+TEST(Supervisor, ReadRss)
+{
+    EXPECT_GT(read_rss(::getpid()), 0u);
+    EXPECT_EQ(read_rss(0x7ffffff0), 0u); // no such process
+    EXPECT_STREQ(cause_name(Cause::idle_ttl), "idle_ttl");
+    EXPECT_STREQ(cause_name(Cause::shutdown), "shutdown");
+}
