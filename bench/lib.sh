@@ -103,7 +103,7 @@ FERRY_HTTP_EXTRA=${FERRY_HTTP_EXTRA:-}
 # name worker.php ferry-binary [more http.pool lines, e.g. "    max_jobs: 10000"] [more http lines, e.g.
 # "  io_threads: 2"]
 start_ferry() {
-  local name=$1 script=$2 bin=$3 pool_extra=${4:-} http_extra=${5:-}
+  local name=$1 script=$2 bin=$3 pool_extra=${4:-} http_extra=${5:-} top_extra=${6:-}
   local conf="$TMP/$1.yaml" out="$TMP/$1.out" err="$TMP/$1.err" pid i port=""
   cat >"$conf" <<EOF
 version: "3"
@@ -116,6 +116,7 @@ ${http_extra}
     num_workers: $WORKERS
 ${pool_extra}
 ${FERRY_HTTP_EXTRA}
+${top_extra}
 EOF
   "$bin" serve -c "$conf" >"$out" 2>"$err" &
   pid=$!; PIDS+=("$pid")

@@ -7,13 +7,15 @@
 #   DURATION   seconds per measured wrk run (default 5)
 #   ROUNDS     interleaved rounds of (c1, c64, c256) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
-#   TARGETS    comma-separated subset of: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s
+#   TARGETS    comma-separated subset of: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-supervised,ferry-psr7,fpm,php-s
+#              (ferry-supervised: ferry with every supervisor limit set, none reached, and /metrics on)
 #              (default: ferry,ferry-loops,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s, plus ferry-before when
 #              FERRY_BEFORE_BIN is set)
 #   IO_THREADS http.io_threads of targets ferry, ferry-maxjobs and ferry-psr7 (default 1)
 #   LOOPS      http.io_threads of target ferry-loops (default 2)
 #   MAX_JOBS   http.pool.max_jobs of targets ferry-maxjobs and ferry-fork (default 10000): what recycling
 #              costs; ferry-fork also has http.pool.fork: true (workers forked from a template)
+#   REPORT     the report's file name under bench/results (default latest.md)
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
 #   RESTART_FERRY  1 = restart the Ferry servers every round in that round's order (default: 1 when
 #              ferry-before is a target, to compare two binaries without a start-order bias)
@@ -30,9 +32,11 @@ LOOPS=${LOOPS:-2}
 FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
 TARGETS=${TARGETS:-ferry,ferry-loops,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s}
 MAX_JOBS=${MAX_JOBS:-10000}
+REPORT=${REPORT:-latest.md}
+[[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 case ",$TARGETS," in *,ferry-before,*) RESTART_FERRY=${RESTART_FERRY:-1} ;; *) RESTART_FERRY=${RESTART_FERRY:-0} ;; esac
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS IO_THREADS=$IO_THREADS LOOPS=$LOOPS MAX_JOBS=$MAX_JOBS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
+CMDLINE="${REPORT:+REPORT=$REPORT }DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS IO_THREADS=$IO_THREADS LOOPS=$LOOPS MAX_JOBS=$MAX_JOBS TARGETS=$TARGETS${FERRY_BEFORE_BIN:+ FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN} bench/run.sh"
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -46,13 +50,13 @@ IFS=',' read -r -a _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
   t=${t// /}
   case "$t" in
-    ferry|ferry-loops|ferry-before|ferry-maxjobs|ferry-fork|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
+    ferry|ferry-loops|ferry-before|ferry-maxjobs|ferry-fork|ferry-supervised|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
     "") ;;
-    *) die "unknown target '$t' (known: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s)" ;;
+    *) die "unknown target '$t' (known: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-supervised,ferry-psr7,fpm,php-s)" ;;
   esac
 done
 ORDER=()
-for t in ferry ferry-loops ferry-before ferry-maxjobs ferry-fork ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
+for t in ferry ferry-loops ferry-before ferry-maxjobs ferry-fork ferry-supervised ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
 [[ ${#ORDER[@]} -gt 0 ]] || die "TARGETS selects nothing"
 
 if [[ -n "${WANT[fpm]:-}" ]]; then
@@ -61,7 +65,7 @@ if [[ -n "${WANT[fpm]:-}" ]]; then
 fi
 
 # ---------------------------------------------------------------- targets
-if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-fork]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
+if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-fork]:-}${WANT[ferry-supervised]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
 [[ "$MAX_JOBS" =~ ^[0-9]+$ && "$MAX_JOBS" -ge 1 ]] || die "MAX_JOBS must be a positive integer"
 [[ "$IO_THREADS" =~ ^[0-9]+$ && "$IO_THREADS" -ge 1 ]] || die "IO_THREADS must be a positive integer"
 [[ "$LOOPS" =~ ^[0-9]+$ && "$LOOPS" -ge 1 ]] || die "LOOPS must be a positive integer"
@@ -77,6 +81,15 @@ start_ferry_target() {  # a ferry target's server, as every round starts it
     ferry-fork)
       start_ferry ferry-fork "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true" "  io_threads: $IO_THREADS"
+      ;;
+    ferry-supervised) # every limit checked on every tick and after requests, none reached; /metrics counting
+      start_ferry ferry-supervised "$ROOT/tests/php/hello.php" "$FERRY" "    supervisor:
+      watch_tick: 1s
+      ttl: 1h
+      idle_ttl: 1h
+      max_worker_memory: 512
+      exec_ttl: 60s" "  io_threads: $IO_THREADS" "metrics:
+  address: 127.0.0.1:0"
       ;;
     ferry-psr7) start_ferry ferry-psr7 "$ROOT/tests/php/psr7_hello.php" "$FERRY" "" "  io_threads: $IO_THREADS" ;;
   esac
@@ -188,6 +201,7 @@ label() {
     ferry-before) echo "Ferry before${BEFORE_REV:+ ($BEFORE_REV)}, plain API (hello.php)" ;;
     ferry-maxjobs) echo "Ferry, plain API, $IO_THREADS loop(s), max_jobs: $MAX_JOBS" ;;
     ferry-fork) echo "Ferry, plain API, $IO_THREADS loop(s), max_jobs: $MAX_JOBS, fork: true" ;;
+    ferry-supervised) echo "Ferry, plain API, $IO_THREADS loop(s), supervisor limits + /metrics on" ;;
     ferry-psr7) echo "Ferry, PSR-7 (psr7_hello.php)" ;;
     fpm) echo "nginx + php-fpm (static $WORKERS)" ;;
     php-s) echo "php -S (1 process)" ;;
@@ -248,6 +262,9 @@ notes=$(
   if [[ -n "${WANT[ferry-fork]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- recycling with fork: ferry-fork ÷ ferry = $(vs_before "${R64[ferry-fork]}" "${R64[ferry]}") at c64 (median of per-round ratios $(paired "${RR64[ferry-fork]}" "${RR64[ferry]}")), $(vs_before "${R1[ferry-fork]}" "${R1[ferry]}") at c1; recycled workers: $(grep -c ' ready (' "${LOGS[ferry-fork]}" || true) started in the log"
   fi
+  if [[ -n "${WANT[ferry-supervised]:-}" && -n "${WANT[ferry]:-}" ]]; then
+    echo "- supervision + metrics: ferry-supervised ÷ ferry = $(vs_before "${R1[ferry-supervised]}" "${R1[ferry]}") at c1, $(vs_before "${R64[ferry-supervised]}" "${R64[ferry]}") at c64, $(vs_before "${R256[ferry-supervised]}" "${R256[ferry]}") at c256 (medians of per-round ratios: $(paired "${RR1[ferry-supervised]}" "${RR1[ferry]}") / $(paired "${RR64[ferry-supervised]}" "${RR64[ferry]}") / $(paired "${RR256[ferry-supervised]}" "${RR256[ferry]}")); its recycled workers: $(grep -c 'replacing it' "${LOGS[ferry-supervised]}" || true)"
+  fi
   if [[ -n "${WANT[ferry-loops]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- loops: ferry-loops ($LOOPS) ÷ ferry ($IO_THREADS) = $(vs_before "${R1[ferry-loops]}" "${R1[ferry]}") at c1, $(vs_before "${R64[ferry-loops]}" "${R64[ferry]}") at c64, $(vs_before "${R256[ferry-loops]}" "${R256[ferry]}") at c256 (medians of per-round ratios: $(paired "${RR1[ferry-loops]}" "${RR1[ferry]}") / $(paired "${RR64[ferry-loops]}" "${RR64[ferry]}") / $(paired "${RR256[ferry-loops]}" "${RR256[ferry]}"))"
   fi
@@ -277,4 +294,4 @@ notes=$(
   echo "- runs: warm-up wrk -t1 -c4 -d2s per target, then $ROUNDS interleaved rounds (odd rounds in target order, even rounds reversed$([[ "$RESTART_FERRY" == 1 ]] && echo "; Ferry servers restarted every round in that order")) of wrk -t1 -c1, -t2 -c64 and -t2 -c256 -d${DURATION}s (--latency) per target; figures are medians over the rounds"
   echo "- CPU µs/req: utime+stime from /proc during the c64 run ÷ requests completed; server = ferry process (all its loops) / nginx master+worker, PHP = ferry's workers / php-fpm master+children"
   echo "- front-end ceiling: 10⁶ ÷ server CPU µs/req, the requests per second one core of the front end could carry if PHP were free"
-} | publish_report latest.md "Ferry hello-world benchmark" "raw wrk output in bench/results/raw/"
+} | publish_report "$REPORT" "Ferry hello-world benchmark" "raw wrk output in bench/results/raw/"

@@ -98,20 +98,28 @@ bool Supervisor::over_memory(Worker &w)
     const std::uint64_t rss = read_rss(w.pid);
     if (rss == 0)
         return false; // gone, or /proc unreadable: the reaper or the next tick knows
-    // The next reading after requests: halfway to the limit at the growth seen since the last reading; none
-    // (the tick only) while it does not grow.
-    const std::uint64_t jobs = w.jobs > w.rss_jobs ? w.jobs - w.rss_jobs : 0;
-    const std::uint64_t grown = rss > w.rss ? rss - w.rss : 0;
     w.rss = rss;
-    w.rss_jobs = w.jobs;
-    if (grown == 0 || jobs == 0) {
-        w.memory_check_jobs = ~0ull;
-    } else {
-        const std::uint64_t per_job = std::max<std::uint64_t>(1, grown / jobs);
-        const std::uint64_t room = rss < w.memory_limit ? w.memory_limit - rss : 0;
-        w.memory_check_jobs = w.jobs + std::max<std::uint64_t>(1, room / per_job / 2);
+    // The next reading after requests: halfway to the limit at the growth per request seen since the last
+    // reading that had requests between (a tick may read a worker that served none since: that tells
+    // nothing of its growth, the plan stands); none (the tick only) while it does not grow; every request
+    // once it is over the limit, until it is gone.
+    if (w.jobs > w.rss_jobs) {
+        const std::uint64_t jobs = w.jobs - w.rss_jobs;
+        const std::uint64_t grown = rss > w.rss_base ? rss - w.rss_base : 0;
+        w.rss_base = rss;
+        w.rss_jobs = w.jobs;
+        if (grown == 0) {
+            w.memory_check_jobs = ~0ull;
+        } else {
+            const std::uint64_t per_job = std::max<std::uint64_t>(1, grown / jobs);
+            const std::uint64_t room = rss < w.memory_limit ? w.memory_limit - rss : 0;
+            w.memory_check_jobs = w.jobs + std::max<std::uint64_t>(1, room / per_job / 2);
+        }
     }
-    return rss > w.memory_limit;
+    if (rss <= w.memory_limit)
+        return false;
+    w.memory_check_jobs = w.jobs + 1;
+    return true;
 }
 
 unsigned Supervisor::recycling() const

@@ -45,6 +45,10 @@ public:
     };
     AfterJob job_done(Worker &w);
 
+    // Reads the worker's RSS and plans the next reading after requests; true when over its limit (the tick
+    // and job_done() call it).
+    bool over_memory(Worker &w);
+
     // The time of the last tick: a request's start time without a clock read per request.
     clock::time_point now() const { return coarse_now_; }
 
@@ -54,8 +58,6 @@ public:
 private:
     void tick(std::chrono::milliseconds period);
     void watch(clock::time_point now); // ttl, idle_ttl, memory of every serving worker
-    // Reads the worker's RSS and plans the next reading after requests; true when over its limit.
-    bool over_memory(Worker &w);
     // Workers marked for replacement that still serve.
     unsigned recycling() const;
     void mark(Worker &w, Cause c, const std::string &why);

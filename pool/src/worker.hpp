@@ -61,7 +61,8 @@ struct Worker {
     std::chrono::steady_clock::time_point ttl_end = std::chrono::steady_clock::time_point::max();
     std::chrono::steady_clock::time_point idle_since;
     std::uint64_t memory_limit = 0;
-    std::uint64_t rss = 0, rss_jobs = 0; // last reading and the jobs done then
+    std::uint64_t rss = 0;                    // the last reading
+    std::uint64_t rss_base = 0, rss_jobs = 0; // the reading growth is measured from, and its jobs
     std::uint64_t memory_check_jobs = ~0ull;
 
     // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.

@@ -147,20 +147,42 @@ class ExitCauses(unittest.TestCase):
             self.assertEqual(srv.request("GET", "/sleep?ms=3000")[0], 504)  # exec_ttl
             def exits():
                 s, _ = scrape(srv)
-                return {c: value(s, "ferry_pool_worker_exits_total", pool="http", cause=c)
-                        for c in ("max_jobs", "crash", "exec_ttl", "shutdown", "memory")}
+                return {c: value(s, "ferry_pool_worker_restarts_total", pool="http", cause=c)
+                        for c in ("max_jobs", "crash", "exec_ttl", "memory")}
             self.assertTrue(wait_until(lambda: exits()["exec_ttl"] == 1 and exits()["crash"] == 1, 5.0), exits())
             e = exits()
             self.assertGreaterEqual(e["max_jobs"], 1)
             self.assertEqual(e["memory"], 0)
-            self.assertEqual(e["shutdown"], 0)
 
             def balanced():  # every worker started has either exited (for some cause) or is alive
                 s, _ = scrape(srv)
-                ended = sum(v for k, v in s.items() if k[0] == "ferry_pool_worker_exits_total")
+                ended = sum(v for k, v in s.items() if k[0] == "ferry_pool_worker_restarts_total")
+                self.assertNotIn(("ferry_pool_worker_restarts_total",
+                                  frozenset({("pool", "http"), ("cause", "shutdown")})), s)
                 alive = sum(v for k, v in s.items() if k[0] == "ferry_pool_workers")
                 return ended + alive == value(s, "ferry_pool_workers_spawned_total", pool="http")
             self.assertTrue(wait_until(balanced, 5.0))
+
+
+class WebSocketPool(unittest.TestCase):
+    def test_the_websockets_pool_has_the_same_limits_and_its_own_metrics(self):
+        from wsclient import RawWs, frame
+        cfg = {"metrics": {"address": f"{HOST}:0"}, "http": {"pool": {"num_workers": 1}},
+               "websockets": {"path": "/ws", "pool": {"num_workers": 2, "supervisor": {
+                   "ttl": "1s", "watch_tick": "100ms"}}}}
+        with Server(cfg, script="ws.php") as srv:
+            c = RawWs(srv)
+            self.assertTrue(c.handshake().startswith("HTTP/1.1 101 "))
+            self.assertTrue(wait_until(lambda: value(scrape(srv)[0], "ferry_pool_worker_restarts_total",
+                                                     pool="websockets", cause="ttl") >= 2, 6.0))
+            samples, _ = scrape(srv)
+            self.assertEqual(value(samples, "ferry_pool_worker_restarts_total", pool="http", cause="ttl"), 0)
+            self.assertEqual(value(samples, "ferry_pool_workers", pool="websockets", state="ready"), 2)
+            # the connection outlives the workers that opened it: a message is served by a new one
+            c.send(frame(0x1, b"still here"))
+            self.assertEqual(c.read_frame()[:2], (0x1, b"still here"))
+            self.assertIn("lived its ttl (1000 ms): replacing it (ttl)", srv.stderr())
+            c.close()
 
 
 class MetricsAddressInUse(unittest.TestCase):

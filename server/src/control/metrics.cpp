@@ -151,12 +151,12 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
     family(out, "ferry_pool_workers_spawned_total", "counter", "Worker processes started.");
     for (const auto &p : pools)
         sample(out, "ferry_pool_workers_spawned_total", pool_label(p), static_cast<double>(p.stats.spawned));
-    family(out, "ferry_pool_worker_exits_total", "counter",
-           "Worker processes that ended, by cause (max_jobs, ttl, idle_ttl, memory, exec_ttl, reset, debug, "
-           "worker_stop, error, crash, boot_failure, shutdown).");
+    family(out, "ferry_pool_worker_restarts_total", "counter",
+           "Worker processes that ended while the server ran, by cause (max_jobs, ttl, idle_ttl, memory, "
+           "exec_ttl, reset, debug, worker_stop, error, crash, boot_failure).");
     for (const auto &p : pools)
-        for (unsigned c = 1; c < static_cast<unsigned>(pool::Cause::count_); ++c)
-            sample(out, "ferry_pool_worker_exits_total",
+        for (unsigned c = 1; c < static_cast<unsigned>(pool::Cause::shutdown); ++c)
+            sample(out, "ferry_pool_worker_restarts_total",
                    pool_label(p) + ",cause=\"" + pool::cause_name(static_cast<pool::Cause>(c)) + "\"",
                    static_cast<double>(p.stats.exits[c]));
     family(out, "ferry_pool_worker_boot_seconds", "histogram",

@@ -147,6 +147,29 @@ TEST(Supervisor, AWorkerThatDoesNotGrowIsReadOnTheTickOnly)
     EXPECT_GT(w->memory_check_jobs, w->jobs + 1000);
 }
 
+TEST(Supervisor, AReadingWithNoRequestSinceKeepsThePlanAndOverTheLimitReadsEveryRequest)
+{
+    // The soak found it: a tick reading a worker that had served nothing since the last reading saw "no
+    // growth" and cancelled the readings after requests, so a leaking worker grew to 4x its limit.
+    const std::uint64_t rss = read_rss(::getpid());
+    Options o;
+    o.max_worker_memory = rss * 4;
+    Fixture f(o);
+    auto w = f.add(::getpid());
+    f.sup.ready(*w);
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep); // first reading: grew from 0, plan set
+    const std::uint64_t planned = w->memory_check_jobs;
+    ASSERT_GT(planned, w->jobs);
+    ASSERT_NE(planned, ~0ull);
+    EXPECT_FALSE(f.sup.over_memory(*w)); // the tick, no request since
+    EXPECT_EQ(w->memory_check_jobs, planned);
+    w->memory_limit = rss / 2; // now over it
+    EXPECT_TRUE(f.sup.over_memory(*w));
+    EXPECT_EQ(w->memory_check_jobs, w->jobs + 1);
+    EXPECT_TRUE(f.sup.over_memory(*w)); // again with no request: still every request
+    EXPECT_EQ(w->memory_check_jobs, w->jobs + 1);
+}
+
 TEST(Supervisor, ReadRss)
 {
     EXPECT_GT(read_rss(::getpid()), 0u);

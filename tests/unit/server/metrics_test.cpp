@@ -118,9 +118,11 @@ TEST(Metrics, ExpositionFormat)
     EXPECT_EQ(m.samples.at("ferry_pool_workers{pool=\"http\",state=\"ready\"}"), 0);
     EXPECT_EQ(m.samples.at("ferry_pool_worker_memory_bytes{pool=\"http\",pid=\"42\"}"), 12345678);
     EXPECT_EQ(m.samples.at("ferry_pool_worker_jobs{pool=\"http\",pid=\"42\"}"), 7);
-    EXPECT_EQ(m.samples.at("ferry_pool_worker_exits_total{pool=\"http\",cause=\"memory\"}"), 3);
-    EXPECT_EQ(m.samples.at("ferry_pool_worker_exits_total{pool=\"http\",cause=\"crash\"}"), 0);
-    EXPECT_EQ(m.samples.count("ferry_pool_worker_exits_total{pool=\"http\",cause=\"none\"}"), 0u);
+    EXPECT_EQ(m.samples.at("ferry_pool_worker_restarts_total{pool=\"http\",cause=\"memory\"}"), 3);
+    EXPECT_EQ(m.samples.at("ferry_pool_worker_restarts_total{pool=\"http\",cause=\"crash\"}"), 0);
+    EXPECT_EQ(m.samples.count("ferry_pool_worker_restarts_total{pool=\"http\",cause=\"none\"}"), 0u);
+    EXPECT_EQ(m.samples.count("ferry_pool_worker_restarts_total{pool=\"http\",cause=\"shutdown\"}"), 0u)
+        << "the stop is not a restart";
     EXPECT_EQ(m.samples.at("ferry_pool_worker_boot_seconds_count{pool=\"http\"}"), 5);
     EXPECT_EQ(m.samples.at("ferry_uptime_seconds"), 12.5);
 }
