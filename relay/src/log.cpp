@@ -51,36 +51,17 @@ void update_threshold()
                       std::memory_order_relaxed);
 }
 
-// Console: padded to one width, so that messages line up.
-const char *name(Level l)
+// A level's name in console lines (padded to one width, so that messages line up) and in JSON (zap's).
+struct LevelNames {
+    const char *console, *json;
+};
+const LevelNames &names(Level l)
 {
-    switch (l) {
-    case Level::debug:
-        return "DEBUG";
-    case Level::info:
-        return "INFO ";
-    case Level::warn:
-        return "WARN ";
-    case Level::error:
-        return "ERROR";
-    }
-    return "?";
-}
-
-// JSON: zap's lowercase names.
-const char *json_name(Level l)
-{
-    switch (l) {
-    case Level::debug:
-        return "debug";
-    case Level::info:
-        return "info";
-    case Level::warn:
-        return "warn";
-    case Level::error:
-        return "error";
-    }
-    return "?";
+    static constexpr LevelNames table[] = {
+        {"DEBUG", "debug"}, {"INFO ", "info"}, {"WARN ", "warn"}, {"ERROR", "error"}};
+    static constexpr LevelNames unknown{"?    ", "?"};
+    const auto i = static_cast<std::size_t>(l);
+    return i < std::size(table) ? table[i] : unknown;
 }
 
 // "2026-11-30T02:10:17.123Z" (UTC, milliseconds). The date and time of day are formatted once a second per
@@ -148,7 +129,7 @@ void open_line(std::string &line, Level l, std::string_view component, bool json
         line += '{';
         if (!raw) {
             line += "\"level\":\"";
-            line += json_name(l);
+            line += names(l).json;
             line += "\",\"ts\":\"";
             append_stamp(line);
             line += "\",\"logger\":";
@@ -162,7 +143,7 @@ void open_line(std::string &line, Level l, std::string_view component, bool json
         return;
     append_stamp(line);
     line += ' ';
-    line += name(l);
+    line += names(l).console;
     line += ' ';
     line += component;
     line += ": ";

@@ -457,6 +457,24 @@ class Reader:
         return True
 
 
+def probe_get(addr, target, method="GET", raw=None):
+    """(status, head text, body text) of one request to a small listener that closes after answering
+    (status.address, metrics.address)."""
+    s = socket.create_connection(addr, timeout=SOCK_TIMEOUT)
+    try:
+        s.sendall(raw if raw is not None else f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), head.decode("latin-1"), body.decode()
+
+
 def raw_exchange(server, data, head_request=False, timeout=SOCK_TIMEOUT):
     """Sends raw bytes on a fresh connection and reads one response: (Response, Reader)."""
     s = server.socket(timeout)

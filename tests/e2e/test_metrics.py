@@ -6,11 +6,9 @@ import concurrent.futures
 import re
 import socket
 import sys
-import threading
-import time
 import unittest
 
-from harness import HOST, IO_THREADS, Server, ServerTestCase, wait_until
+from harness import HOST, Server, ServerTestCase, probe_get, wait_until
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -27,19 +25,7 @@ def metrics_address(srv):
 
 
 def fetch(addr, target="/metrics", method="GET"):
-    s = socket.create_connection(addr, timeout=10)
-    try:
-        s.sendall(f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split(b" ")[1]), head.decode(), body.decode()
+    return probe_get(addr, target, method)
 
 
 def scrape(srv):

@@ -7,7 +7,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, ServerTestCase, wait_until
+from harness import HOST, ServerTestCase, probe_get, wait_until
 
 
 def status_address(srv):
@@ -19,19 +19,8 @@ def status_address(srv):
 
 def get(addr, target, method="GET", raw=None):
     """(status, body) of one request on a fresh connection."""
-    s = socket.create_connection(addr, timeout=10)
-    try:
-        s.sendall(raw if raw is not None else f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split(b" ")[1]), body.decode()
+    status, _, body = probe_get(addr, target, method, raw)
+    return status, body
 
 
 class Status(ServerTestCase):

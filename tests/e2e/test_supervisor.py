@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from harness import IO_THREADS, Server, wait_until
+from harness import Server, wait_until
 
 MB = 1 << 20
 
