@@ -168,32 +168,33 @@ struct Shard : std::enable_shared_from_this<Shard> {
             return;
         }
         if (!multi()) {
-            if (allocator.offer(w))
-                return;
-            if (on_demand) { // debug: no worker waits idle with the code as it was when it booted
-                w->cause = Cause::debug;
-                start_stop(w);
-            } else {
-                w->channel->watch();
-            }
+            if (!allocator.offer(w))
+                park(w);
             return;
         }
         if (Shard *target = waiting_elsewhere()) {
             lend(w, *target);
             return;
         }
-        if (allocator.offer(w))
+        if (allocator.offer(w) || !park(w))
             return;
-        if (on_demand) {
-            w->cause = Cause::debug;
-            start_stop(w);
-            return;
-        }
-        w->channel->watch();
         // Idle and published: a request that queued on another loop in the meantime may not have seen it.
         if (Shard *target = waiting_elsewhere())
             if (WorkerPtr idle = allocator.take_idle())
                 lend(idle, *target);
+    }
+
+    // Nobody wants the worker now: it waits idle, watched (true), or in debug it stops (false: no worker
+    // waits with the code as it was when it booted).
+    bool park(const WorkerPtr &w)
+    {
+        if (on_demand) {
+            w->cause = Cause::debug;
+            start_stop(w);
+            return false;
+        }
+        w->channel->watch();
+        return true;
     }
 
     // ---- several loops ----------------------------------------------------------------------------
@@ -1077,16 +1078,17 @@ struct Pool::Impl {
         co_return total;
     }
 
-    awaitable<std::vector<WorkerInfo>> snapshot()
+    awaitable<std::vector<WorkerInfo>> snapshot(bool memory)
     {
-        auto parts = co_await on_each<std::vector<WorkerInfo>>(loops(), [this](std::size_t i) {
-            return [](Shard *s) -> awaitable<std::vector<WorkerInfo>> {
+        auto parts = co_await on_each<std::vector<WorkerInfo>>(loops(), [this, memory](std::size_t i) {
+            return [](Shard *s, bool with_rss) -> awaitable<std::vector<WorkerInfo>> {
                 std::vector<WorkerInfo> out;
                 for (const auto &[pid, w] : s->workers)
                     out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created, s->index,
-                                             w->retire || w->stop_on_release, w->cause, read_rss(pid)});
+                                             w->retire || w->stop_on_release, w->cause,
+                                             with_rss ? read_rss(pid) : 0});
                 co_return out;
-            }(shards[i].get());
+            }(shards[i].get(), memory);
         });
         std::vector<WorkerInfo> all;
         for (auto &p : parts)
@@ -1354,9 +1356,9 @@ awaitable<Result<ResetReport>> Pool::reset(std::string why)
     return impl_->reset(std::move(why));
 }
 
-awaitable<std::vector<WorkerInfo>> Pool::snapshot()
+awaitable<std::vector<WorkerInfo>> Pool::snapshot(bool memory)
 {
-    return impl_->snapshot();
+    return impl_->snapshot(memory);
 }
 
 std::vector<WorkerInfo> Pool::workers() const

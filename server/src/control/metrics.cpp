@@ -194,11 +194,11 @@ struct MetricsServer::Impl {
         // (GCC 12: no co_await inside a braced initializer, it corrupts the frame.)
         std::vector<PoolReport> pools(ws ? 2 : 1);
         pools[0].name = "http";
-        pools[0].workers = co_await http->snapshot();
+        pools[0].workers = co_await http->snapshot(true);
         pools[0].stats = http->stats();
         if (ws) {
             pools[1].name = "websockets";
-            pools[1].workers = co_await ws->snapshot();
+            pools[1].workers = co_await ws->snapshot(true);
             pools[1].stats = ws->stats();
         }
         const double uptime =

@@ -54,20 +54,10 @@ int rr_state(const std::string &s)
     return 0; // spawning: inactive
 }
 
-// Resident memory (bytes) and CPU use since start (%) of a process, from /proc; 0 when it is gone.
-struct ProcStat {
-    std::uint64_t rss = 0;
-    double cpu_percent = 0;
-};
-ProcStat proc_stat(int pid)
+// CPU use since start (%) of a process, from /proc; 0 when it is gone. (Its RSS comes with the snapshot.)
+double cpu_percent(int pid)
 {
-    ProcStat out;
-    {
-        std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
-        std::uint64_t size = 0, resident = 0;
-        if (statm >> size >> resident)
-            out.rss = resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    }
+    double out = 0;
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     if (!std::getline(stat, line))
@@ -88,7 +78,7 @@ ProcStat proc_stat(int pid)
     std::ifstream uptime("/proc/uptime");
     double up = 0;
     if (uptime >> up && up > started)
-        out.cpu_percent = std::round(cpu / (up - started) * 10000.0) / 100.0;
+        out = std::round(cpu / (up - started) * 10000.0) / 100.0;
     return out;
 }
 
@@ -132,19 +122,18 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
         }
         if (!pool)
             co_return fail("the workers are not started yet");
-        auto workers = co_await pool->snapshot();
+        auto workers = co_await pool->snapshot(true);
         json::array list;
         const auto now = std::chrono::system_clock::now();
         for (const auto &w : workers) {
-            ProcStat st = proc_stat(w.pid);
             json::object o;
             o["pid"] = w.pid;
             o["status"] = rr_state(w.state);
             o["numExecs"] = w.jobs;
             o["created"] =
                 std::chrono::duration_cast<std::chrono::nanoseconds>(w.created.time_since_epoch()).count();
-            o["memoryUsage"] = st.rss;
-            o["CPUPercent"] = st.cpu_percent;
+            o["memoryUsage"] = w.rss;
+            o["CPUPercent"] = cpu_percent(w.pid);
             o["command"] = target.command;
             o["statusStr"] = w.state;
             // Ferry's own

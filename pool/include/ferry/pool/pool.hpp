@@ -172,8 +172,9 @@ public:
     // coalesce: the later one replaces whatever the earlier one has not. It clears the boot back-off. On
     // loops[0].
     awaitable<Result<ResetReport>> reset(std::string why);
-    // The workers of every loop, read on their own loops. On loops[0].
-    awaitable<std::vector<WorkerInfo>> snapshot();
+    // The workers of every loop, read on their own loops; `memory`: with each one's RSS (a /proc read per
+    // worker, which /ready does not need). On loops[0].
+    awaitable<std::vector<WorkerInfo>> snapshot(bool memory = false);
     // After the event loop stopped for good: destroys the requests still suspended on a worker (each holds
     // its worker, which holds it). Call while what their frames refer to still exists.
     void abandon();
