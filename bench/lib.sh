@@ -118,6 +118,7 @@ ${pool_extra}
 ${FERRY_HTTP_EXTRA}
 ${top_extra}
 EOF
+  : >"$out"  # exists before the poll below reads it (pipefail would end the script on sed's error)
   "$bin" serve -c "$conf" >"$out" 2>"$err" &
   pid=$!; PIDS+=("$pid")
   for ((i = 0; i < 150; i++)); do

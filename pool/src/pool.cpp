@@ -679,9 +679,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
     bool begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, Reply &res,
                RequestFrame &frame)
     {
-        if (w->broken()) {
-            // It wrote more after its last reply (seen by the read that follows every reply, before this
-            // request was written): retired, and this request goes to another worker.
+        if (!w->channel->claim()) {
+            // It wrote more after its last reply, or while idle (seen by the idle watch, or by claim()'s read
+            // of its pipe just now, before this request was written): retired, and this request goes to
+            // another worker.
             kill_broken(w, Cause::error);
             return false;
         }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
+#include <unistd.h>
 
 namespace ferry::relay {
 
@@ -40,12 +42,13 @@ void Channel::fresh_buffer()
 
 void Channel::watch()
 {
-    if (reading_ || frame_ready_ || failure_ != ChannelError::none)
+    if (reading_ || waiting_ || frame_ready_ || failure_ != ChannelError::none)
         return;
-    prepare_read();
-    reading_ = true;
-    out_.async_read_some(asio::buffer(rbuf_.data.get() + rend_, rbuf_.capacity - rend_),
-                         [self = shared_from_this()](error_code ec, std::size_t n) { self->on_read(ec, n); });
+    waiting_ = true;
+    // A readiness wait, not a read: no byte is taken from the pipe before a handler looks at it, so bytes
+    // are never read while idle and handed to the request that began before the handler ran.
+    out_.async_read_some(asio::null_buffers(),
+                         [self = shared_from_this()](error_code ec, std::size_t) { self->on_readable(ec); });
 }
 
 void Channel::prepare_read()
@@ -54,15 +57,38 @@ void Channel::prepare_read()
         ensure_capacity(rend_ - rpos_ + 1);
 }
 
-// The watch's read completed (idle, or the first read of an exchange that began meanwhile).
-void Channel::on_read(error_code ec, std::size_t n)
+Channel::Parsed Channel::read_now()
 {
-    reading_ = false;
-    switch (absorb(ec, n)) {
+    prepare_read();
+    for (;;) {
+        ssize_t n = ::read(out_.native_handle(), rbuf_.data.get() + rend_, rbuf_.capacity - rend_);
+        if (n > 0)
+            return absorb({}, static_cast<std::size_t>(n));
+        if (n == 0)
+            return absorb(asio::error::eof, 0);
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return Parsed::need_more;
+        return absorb(error_code(errno, boost::system::system_category()), 0);
+    }
+}
+
+// The idle watch saw the pipe readable (or an exchange began meanwhile, and this is its reply).
+void Channel::on_readable(error_code ec)
+{
+    waiting_ = false;
+    if (failure_ != ChannelError::none || ec == asio::error::operation_aborted) {
+        notify(); // a waiting exchange sees the failure, or reads on its own
+        return;
+    }
+    Parsed p = ec ? absorb(ec, 0) : read_now();
+    switch (p) {
     case Parsed::need_more:
-        if (expecting_ && !waiter_)
-            return; // the exchange reads the rest itself when it asks for its frame
-        watch();
+        if (!expecting_)
+            watch(); // nothing was there after all
+        else
+            notify(); // a waiting exchange goes on reading directly
         return;
     case Parsed::unexpected:
         if (on_unexpected)
@@ -73,6 +99,16 @@ void Channel::on_read(error_code ec, std::size_t n)
         notify();
         return;
     }
+}
+
+bool Channel::claim()
+{
+    if (!waiting_ || expecting_ || failure_ != ChannelError::none)
+        return failure_ == ChannelError::none;
+    // No request is written yet: whatever the pipe holds now arrived while none was in flight.
+    if (read_now() == Parsed::unexpected && on_unexpected)
+        on_unexpected(error_);
+    return failure_ == ChannelError::none;
 }
 
 Channel::Parsed Channel::absorb(error_code ec, std::size_t n)
@@ -174,8 +210,8 @@ void Channel::begin_exchange()
 awaitable<Result<Frame>> Channel::next_frame()
 {
     while (!frame_ready_ && failure_ == ChannelError::none) {
-        if (reading_) {
-            // The idle watch's read is outstanding: it becomes this exchange's read; wait for it.
+        if (waiting_) {
+            // The idle watch is outstanding: its handler reads this exchange's reply; wait for it.
             co_await asio::async_initiate<decltype(nothrow), void()>(
                 [this](auto handler) {
                     waiter_ = std::make_unique<ResumeWith<decltype(handler)>>(std::move(handler));
@@ -219,8 +255,13 @@ Result<void> Channel::end_exchange(bool check_quiet)
     rpos_ = rend_ = frame_end_ = 0;
     if (rbuf_.capacity > keep_read_buffer_max)
         fresh_buffer();
-    if (check_quiet)
-        watch(); // its speculative read sees at once what the worker wrote after its reply
+    // One read shows whether more is already there (EOF: it exited, which the reaper reports; the channel is
+    // broken and claim() says so). Output that comes later is seen by the idle watch or by claim().
+    if (check_quiet && read_now() == Parsed::unexpected) {
+        error_ = "on stdout after its response " +
+                 describe_output(std::string_view(rbuf_.data.get() + rpos_, rend_ - rpos_), max_payload_);
+        return ferry::fail(error_);
+    }
     return {};
 }
 

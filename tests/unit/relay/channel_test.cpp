@@ -132,6 +132,82 @@ TEST(Channel, OutputWhileIdleIsReportedAtOnce)
     EXPECT_FALSE(g.ok);
 }
 
+TEST(Channel, BytesThatCameWhileIdleAreNeverTheNextRequestsAnswer)
+{
+    // The race seen under load (tests/e2e/test_rogue_workers.py): a late frame lands in the pipe of an idle
+    // worker, and the next request is about to be written before the watch's handler has run. claim(), which
+    // the pool calls before it writes a request, finds the bytes: the worker is retired, the request goes to
+    // another one. Written both while the watch waits and right after an exchange ended with its check.
+    for (bool after_exchange : {false, true}) {
+        Harness c;
+        c.run();
+        if (after_exchange) {
+            c.ch->begin_exchange();
+            auto g = c.read(error_frame, /*last=*/true);
+            ASSERT_TRUE(g.ok) << g.error;
+            c.ch->watch(); // parked idle, as the pool does
+        }
+        c.write(stop_request); // the loop does not run: its handler has not seen it
+        EXPECT_FALSE(c.ch->claim());
+        ASSERT_EQ(c.unexpected.size(), 1u);
+        EXPECT_NE(c.unexpected[0].find("while no request was in flight"), std::string::npos)
+            << c.unexpected[0];
+        EXPECT_NE(c.unexpected[0].find("stop"), std::string::npos) << c.unexpected[0];
+        EXPECT_TRUE(c.ch->broken());
+        c.run(); // the watch's handler, when it runs, reports nothing more
+        EXPECT_EQ(c.unexpected.size(), 1u);
+    }
+}
+
+TEST(Channel, TheCheckAtTheEndOfAnExchangeReadsWhatFollowedTheReply)
+{
+    // end_exchange(check_quiet) reads the pipe once: a second reply written after the first (in another
+    // write, so not in the reply's read) is found there; without the check it is left to the idle watch.
+    for (bool check : {true, false}) {
+        Harness c;
+        c.ch->begin_exchange();
+        c.write(error_frame);
+        auto g = c.read();
+        ASSERT_TRUE(g.ok) << g.error;
+        c.write(stop_request);
+        auto end = c.ch->end_exchange(check);
+        EXPECT_EQ(!end, check);
+        if (check) {
+            EXPECT_NE(end.error().message.find("after its response"), std::string::npos)
+                << end.error().message;
+            EXPECT_NE(end.error().message.find("stop"), std::string::npos) << end.error().message;
+        } else {
+            c.ch->watch();
+            c.run();
+            ASSERT_EQ(c.unexpected.size(), 1u) << "the watch reports bytes already there when it starts";
+        }
+        EXPECT_TRUE(c.ch->broken());
+    }
+}
+
+TEST(Channel, AQuietClaimLeavesTheReplyToTheExchange)
+{
+    Harness c;
+    for (int i = 0; i < 3; ++i) {
+        c.ch->watch(); // parked idle, as the pool does (a no-op the first time: the harness watches)
+        c.run();
+        EXPECT_TRUE(c.ch->claim());
+        EXPECT_TRUE(c.ch->claim()) << "claiming twice reads nothing the second time either";
+        c.ch->begin_exchange();
+        auto g = c.read(error_frame, /*last=*/true); // the reply arrives while the idle watch still waits
+        ASSERT_TRUE(g.ok) << g.error;
+        EXPECT_EQ(g.payload, "boom");
+        EXPECT_TRUE(g.error.empty()) << g.error;
+    }
+    EXPECT_TRUE(c.unexpected.empty());
+    // An EOF found by claim: the worker is gone; the channel says so instead of giving a request to it.
+    c.ch->watch();
+    c.feed.close();
+    EXPECT_FALSE(c.ch->claim());
+    EXPECT_EQ(c.ch->error_kind(), ChannelError::closed);
+    EXPECT_TRUE(c.unexpected.empty()) << "an exit is the reaper's news, not unexpected output";
+}
+
 TEST(Channel, SecondReplyInTheSameReadIsLeftover)
 {
     Harness c;
@@ -154,6 +230,7 @@ TEST(Channel, IdleWatchResumesAfterACleanExchange)
         ASSERT_TRUE(g.ok) << g.error;
         EXPECT_TRUE(g.error.empty());
     }
+    c.ch->watch(); // parked idle, as the pool does
     c.run();
     EXPECT_TRUE(c.unexpected.empty());
     c.write("x");

@@ -2,12 +2,15 @@
 // request frames go to the worker's stdin, response frames come from its stdout, and nothing else may come
 // from there.
 //
-// Reads happen when an exchange needs a frame, and while the worker is idle (watch()): a read is then
+// Reads happen when an exchange needs a frame. While the worker is idle (watch()) a readiness wait is
 // outstanding on stdout, so bytes that arrive while no exchange expects them (a second response, a late
-// frame, a stray echo) are reported through `on_unexpected` at once and never given to a request. That idle
-// read becomes the next exchange's first read: watching costs no system call. A busy exchange reads its reply
-// directly (the cheapest path). A worker handed from one request straight to the next is not watched in
-// between (that read would cost one per request); end_exchange(check_quiet) does it when asked.
+// frame, a stray echo) are reported through `on_unexpected` at once and never given to a request; before a
+// request is written to a watched worker, claim() reads the pipe once, so bytes that came while it was idle
+// but whose wait handler has not run yet are still caught (a read taken by the watch itself could not be told
+// apart from the next request's reply once that request has begun). That read is the one the idle watch
+// would otherwise have made: watching costs no system call. A busy exchange reads its reply directly (the
+// cheapest path). A worker handed from one request straight to the next is not watched in between (that read
+// would cost one per request); end_exchange(check_quiet) reads the pipe once when asked.
 #pragma once
 
 #include "ferry/conf/result.hpp"
@@ -60,6 +63,10 @@ public:
 
     // The worker is idle (or was just spawned): keep a read outstanding on stdout (nothing if one is).
     void watch();
+    // A request is about to be written to this idle (watched) worker: reads what its pipe holds already,
+    // which arrived while no request was in flight (on_unexpected is called; the channel is broken). False
+    // when the channel is broken. Nothing to do (true) for a worker that is not watched.
+    bool claim();
     // An exchange (handshake or request) begins: frames are expected until end_exchange().
     void begin_exchange();
     // Waits for the next whole frame. The error says why there is none (EOF, non-frame bytes, a deadline);
@@ -71,8 +78,8 @@ public:
     void consume_frame();
     // Releases the current frame and closes the exchange. An error (and on_unexpected is NOT called: the
     // caller decides) when bytes beyond the frame are already buffered: the worker wrote more than one reply;
-    // the channel is broken then. With `check_quiet`, a read starts at once, whose result shows whether more
-    // is already on its way.
+    // the channel is broken then. With `check_quiet`, one read of the pipe at once does the same for bytes
+    // already written behind the reply.
     Result<void> end_exchange(bool check_quiet = true);
     // Moves the current frame's buffer out without a copy when it holds nothing else (the payload keeps its
     // address inside it); the channel continues with a fresh small buffer. Empty when it cannot.
@@ -101,7 +108,8 @@ public:
 private:
     enum class Parsed { frame, need_more, failed, unexpected };
     void prepare_read();
-    void on_read(error_code ec, std::size_t n);
+    void on_readable(error_code ec);
+    Parsed read_now(); // one non-blocking read into the buffer (only once an async operation made it so)
     Parsed absorb(error_code ec, std::size_t n);
     Parsed parse();
     void set_failure(ChannelError kind, std::string error);
@@ -117,6 +125,7 @@ private:
     std::size_t rpos_ = 0, rend_ = 0, frame_end_ = 0;
     FrameHeader hdr_;
     bool reading_ = false, direct_read_ = false, frame_ready_ = false, expecting_ = false;
+    bool waiting_ = false; // the idle watch's readiness wait is outstanding
     ChannelError failure_ = ChannelError::none;
     std::string error_;
     // The exchange waiting in next_frame() (its completion handler, type-erased: Boost 1.81's
