@@ -37,26 +37,39 @@ class DoubleResponseTest(unittest.TestCase):
             self.assertNotIn(b"answer of /twice", body, f"{p} got another client's response")
             self.assertEqual(json.loads(body)["path"], p)
 
-    def check_retired_after_twice(self, query):
+    def test_two_frames_in_one_write(self):
         srv = self.start()
         [first] = srv.workers()
-        status, body = body_of(srv, "/twice" + query)
+        status, body = body_of(srv, "/twice?together=1")
         self.assertEqual((status, body), (200, b"first answer of /twice from %d" % first))
         self.assert_own_answers(srv, ["/a", "/b", "/c"])
         self.assertTrue(srv.wait_for_log("retiring it"), srv.stderr())
         log = srv.stderr()
-        self.assertIn(f"worker {first} wrote on stdout ", log)
+        self.assertIn(f"worker {first} wrote on stdout after its response", log)
         self.assertIn("second answer of /twice", log, "the log shows what arrived")
-        self.assertIn("retiring it", log)
         self.assertNotIn(first, srv.workers())
-        return log
-
-    def test_two_frames_in_one_write(self):
-        log = self.check_retired_after_twice("?together=1")
-        self.assertIn("after its response", log)
 
     def test_two_frames_in_two_writes(self):
-        self.check_retired_after_twice("")
+        # Two writes: the second is normally in the pipe before the client's next request is written, and is
+        # caught there (by the idle watch or by the read before that request is written). A worker descheduled
+        # between its two writes (a loaded machine) can make it land after: then that one request gets it (the
+        # protocol has no request id, see the racing test below), the worker's real answer to it is the
+        # unexpected output, and the worker is retired: every later client gets its own answer.
+        srv = self.start()
+        [first] = srv.workers()
+        status, body = body_of(srv, "/twice")
+        self.assertEqual((status, body), (200, b"first answer of /twice from %d" % first))
+        status, body = body_of(srv, "/a")
+        self.assertEqual(status, 200, body)
+        raced = body == b"second answer of /twice from %d" % first
+        if not raced:
+            self.assertEqual(json.loads(body)["path"], "/a")
+        self.assert_own_answers(srv, ["/b", "/c"])
+        self.assertTrue(srv.wait_for_log("retiring it"), srv.stderr())
+        log = srv.stderr()
+        self.assertIn(f"worker {first} wrote on stdout ", log)
+        self.assertIn('"path"' if raced else "second answer of /twice", log, "the log shows what arrived")
+        self.assertNotIn(first, srv.workers())
 
     def test_late_frame_while_idle(self):
         srv = self.start()
