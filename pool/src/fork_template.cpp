@@ -112,6 +112,12 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     relay::Channel &ch = *proc_->channel;
     static const std::string command =
         relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true})");
+    // Output the template wrote while idle must not be read as this command's answer (Channel::claim()).
+    if (!ch.claim()) {
+        if (proc_->state != State::stopping) // output while idle retired it already (on_unexpected)
+            retire("its stdout is closed");
+        co_return fail("the fork template broke the protocol");
+    }
     // One message carries the command and the three descriptors (SCM_RIGHTS).
     ch.begin_exchange();
     const ssize_t sent = send_with_fds(proc_->control_fd, command, {ends.in, ends.out, ends.err});
