@@ -10,7 +10,7 @@
 #   DURATION  seconds per wrk run (default 2)
 #   WORKERS   PHP workers (default 2)
 #   MAX_JOBS  max_jobs of the recycling targets (default 10000)
-#   PAIRS     comma-separated subset of: aa,never,maxjobs,fork (default aa,never,maxjobs,fork)
+#   PAIRS     comma-separated subset of: aa,never,maxjobs,fork0,fork (default aa,never,maxjobs,fork)
 #   REPORT    report file under bench/results (default recycle.md)
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
@@ -42,6 +42,7 @@ declare -A LABEL=(
   [aa]="A/A: a second max_jobs: 0 server (what the method reads for no difference)"
   [never]="max_jobs: 1000000000, never reached"
   [maxjobs]="max_jobs: $MAX_JOBS"
+  [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
@@ -50,9 +51,10 @@ for p in "${SELECTED[@]}"; do
     aa) start_ferry aa "$HELLO_PHP" "$FERRY" ;;
     never) start_ferry never "$HELLO_PHP" "$FERRY" "    max_jobs: 1000000000" ;;
     maxjobs) start_ferry maxjobs "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS" ;;
+    fork0) start_ferry fork0 "$HELLO_PHP" "$FERRY" "    fork: true" ;;
     fork) start_ferry fork "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true" ;;
-    *) die "unknown pair '$p' (known: aa,never,maxjobs,fork)" ;;
+    *) die "unknown pair '$p' (known: aa,never,maxjobs,fork0,fork)" ;;
   esac
 done
 

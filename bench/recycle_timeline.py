@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Where max_jobs recycling loses throughput: at the swaps, or all the time (issue 9).
+
+bench/recycle.sh says how much a recycling server serves against a max_jobs: 0 one. This script says when
+the difference happens. It runs one ferry (2 workers by default, tests/php/hello.php, opcache on, /metrics
+on, debug logs in JSON), drives it with `wrk -t2 -c64` and reads `ferry_http_requests_total` from /metrics
+every --interval seconds over one keep-alive-free connection each (a fresh connection per sample: the
+metrics listener closes after each answer). The log's "reached max_jobs" lines mark the swaps. Every
+sample interval that overlaps [swap - 50 ms, swap + --window] is "near" a swap, the rest "far"; the report
+gives both rates and the requests lost per swap ((far rate x near time - near requests) / swaps).
+
+    python3 bench/recycle_timeline.py                     # max_jobs 10000, exec'd workers, 20 s
+    python3 bench/recycle_timeline.py --fork --seconds 30
+    python3 bench/recycle_timeline.py --max-jobs 0        # the same server without recycling
+
+Far rate below a max_jobs: 0 run's rate (same method, run it too) means a cost that is not at the swaps.
+The sampler itself takes some CPU (a Python client and a /metrics render 50 times a second): compare runs
+of this script with each other, not with bench/run.sh or recycle.sh figures.
+"""
+import argparse
+import bisect
+import datetime
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port):
+    """Total answered requests, from one GET /metrics."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        chunks = []
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            chunks.append(d)
+    total = 0.0
+    for line in b"".join(chunks).split(b"\n"):
+        if line.startswith(b"ferry_http_requests_total{"):
+            total += float(line.split()[-1])
+    return total
+
+
+def log_time(ts):
+    return (datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ")
+            .replace(tzinfo=datetime.timezone.utc).timestamp())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
+    ap.add_argument("--max-jobs", type=int, default=10000)
+    ap.add_argument("--fork", action="store_true", help="fork: true (workers forked from a template)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--interval", type=float, default=0.02, help="seconds between samples")
+    ap.add_argument("--window", type=float, default=0.3, help="seconds after a swap counted as near it")
+    a = ap.parse_args()
+    if not os.access(a.ferry, os.X_OK):
+        sys.exit(f"recycle_timeline: {a.ferry} not found: build it first (cmake --build build --target ferry)")
+
+    tmp = tempfile.mkdtemp(prefix="ferry-timeline-")
+    port, mport = free_port(), free_port()
+    conf = os.path.join(tmp, "rr.yaml")
+    with open(conf, "w") as f:
+        f.write(f"""version: "3"
+server:
+  command: "php -d opcache.enable=1 -d opcache.enable_cli=1 {ROOT}/tests/php/hello.php"
+http:
+  address: 127.0.0.1:{port}
+  pool:
+    num_workers: {a.workers}
+    max_jobs: {a.max_jobs}
+    fork: {"true" if a.fork else "false"}
+metrics:
+  address: 127.0.0.1:{mport}
+logs:
+  mode: production
+  level: debug
+""")
+    log_path = os.path.join(tmp, "ferry.log")
+    log = open(log_path, "w")
+    ferry = subprocess.Popen([a.ferry, "serve", "-c", conf], stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(150):
+            try:
+                scrape(mport)
+                break
+            except OSError:
+                if ferry.poll() is not None:
+                    sys.exit("recycle_timeline: ferry exited during startup:\n" + open(log_path).read())
+                time.sleep(0.1)
+        subprocess.run(["wrk", "-t2", "-c64", "-d2s", url], check=True, stdout=subprocess.DEVNULL)  # warm-up
+        samples = []
+        stop = threading.Event()
+
+        def sampler():
+            while not stop.is_set():
+                t = time.time()
+                samples.append((t, scrape(mport)))
+                time.sleep(max(0.0, a.interval - (time.time() - t)))
+
+        th = threading.Thread(target=sampler)
+        th.start()
+        wrk = subprocess.run(["wrk", "-t2", "-c64", f"-d{a.seconds:g}s", url], check=True,
+                             capture_output=True, text=True).stdout
+        stop.set()
+        th.join()
+    finally:
+        ferry.send_signal(signal.SIGTERM)
+        try:
+            ferry.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            ferry.kill()
+        log.close()
+
+    t0, t1 = samples[0][0], samples[-1][0]
+    swaps = []
+    for line in open(log_path):
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if "reached max_jobs" in j.get("msg", ""):
+            t = log_time(j["ts"])
+            if t0 <= t <= t1:
+                swaps.append(t)
+    near_n = far_n = near_t = far_t = 0.0
+    for (ta, ca), (tb, cb) in zip(samples, samples[1:]):
+        k = bisect.bisect_left(swaps, ta - a.window)
+        if k < len(swaps) and swaps[k] < tb + 0.05:
+            near_n += cb - ca
+            near_t += tb - ta
+        else:
+            far_n += cb - ca
+            far_t += tb - ta
+    far_rate = far_n / far_t if far_t else 0.0
+    wrk_rps = re.search(r"Requests/sec:\s*([0-9.]+)", wrk)
+    mode = "fork: true" if a.fork else "exec'd workers"
+    print(f"| max_jobs {a.max_jobs}, {mode} | value |\n|---|---:|")
+    print(f"| wrk req/s | {float(wrk_rps.group(1)) if wrk_rps else 0:.0f} |")
+    print(f"| sampled req/s, whole run ({t1 - t0:.1f} s, {len(samples)} samples) | "
+          f"{(samples[-1][1] - samples[0][1]) / (t1 - t0):.0f} |")
+    print(f"| swaps (reached max_jobs) | {len(swaps)} ({len(swaps) / (t1 - t0):.2f}/s) |")
+    print(f"| req/s far from swaps ({far_t:.1f} s) | {far_rate:.0f} |")
+    if near_t:
+        print(f"| req/s near swaps, -50 ms to +{a.window * 1000:.0f} ms ({near_t:.1f} s) | {near_n / near_t:.0f} |")
+        lost = (far_rate * near_t - near_n) / len(swaps)
+        print(f"| requests lost per swap (against the far rate) | {lost:.0f} "
+              f"({lost / far_rate * 1000 if far_rate else 0:.1f} ms of serving) |")
+    print(f"\nferry log: {log_path}")
+
+
+if __name__ == "__main__":
+    main()
