@@ -4,9 +4,8 @@
 bench/recycle.sh says how much a recycling server serves against a max_jobs: 0 one. This script says when
 the difference happens. It runs one ferry (2 workers by default, tests/php/hello.php, opcache on, /metrics
 on, debug logs in JSON), drives it with `wrk -t2 -c64` and reads `ferry_http_requests_total` from /metrics
-every --interval seconds over one keep-alive-free connection each (a fresh connection per sample: the
-metrics listener closes after each answer). The log's "reached max_jobs" lines mark the swaps. Every
-sample interval that overlaps [swap - 50 ms, swap + --window] is "near" a swap, the rest "far"; the report
+every --interval seconds (a fresh connection per sample: the metrics listener closes after each
+answer). The log's "reached max_jobs" lines mark the swaps. Every sample interval that overlaps [swap - 50 ms, swap + --window] is "near" a swap, the rest "far"; the report
 gives both rates and the requests lost per swap ((far rate x near time - near requests) / swaps).
 
     python3 bench/recycle_timeline.py                     # max_jobs 10000, exec'd workers, 20 s
@@ -20,6 +19,7 @@ of this script with each other, not with bench/run.sh or recycle.sh figures.
 import argparse
 import bisect
 import datetime
+import http.client
 import json
 import os
 import re
@@ -42,19 +42,13 @@ def free_port():
 
 def scrape(port):
     """Total answered requests, from one GET /metrics."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
-        chunks = []
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            chunks.append(d)
-    total = 0.0
-    for line in b"".join(chunks).split(b"\n"):
-        if line.startswith(b"ferry_http_requests_total{"):
-            total += float(line.split()[-1])
-    return total
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+    finally:
+        c.close()
+    return sum(float(m.group(1)) for m in re.finditer(r"^ferry_http_requests_total\{[^}]*\} (\S+)$", text, re.M))
 
 
 def log_time(ts):
