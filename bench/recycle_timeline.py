@@ -23,32 +23,23 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from ferry_bench import metrics_text, serve
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port):
     """Total answered requests, from one GET /metrics."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-    finally:
-        c.close()
-    return sum(float(m.group(1)) for m in re.finditer(r"^ferry_http_requests_total\{[^}]*\} (\S+)$", text, re.M))
+    return sum(float(m.group(1)) for m in
+               re.finditer(r"^ferry_http_requests_total\{[^}]*\} (\S+)$", metrics_text(port, timeout=5), re.M))
 
 
 def log_time(ts):
@@ -66,49 +57,46 @@ def main():
     ap.add_argument("--interval", type=float, default=0.02, help="seconds between samples")
     ap.add_argument("--window", type=float, default=0.3, help="seconds after a swap counted as near it")
     a = ap.parse_args()
+    if a.max_jobs < 0 or a.workers < 1 or a.seconds < 1 or not 0.005 <= a.interval <= 1 or a.window <= 0:
+        ap.error("need --max-jobs >= 0, --workers >= 1, --seconds >= 1, 0.005 <= --interval <= 1, --window > 0")
     if not os.access(a.ferry, os.X_OK):
         sys.exit(f"recycle_timeline: {a.ferry} not found: build it first (cmake --build build --target ferry)")
+    if shutil.which("wrk") is None:
+        sys.exit("recycle_timeline: wrk not found (bash scripts/setup.sh --bench installs it)")
 
     tmp = tempfile.mkdtemp(prefix="ferry-timeline-")
-    port, mport = free_port(), free_port()
-    conf = os.path.join(tmp, "rr.yaml")
-    with open(conf, "w") as f:
-        f.write(f"""version: "3"
+    try:
+        ferry, port, mport, log_path = serve(a.ferry, f"""version: "3"
 server:
   command: "php -d opcache.enable=1 -d opcache.enable_cli=1 {ROOT}/tests/php/hello.php"
 http:
-  address: 127.0.0.1:{port}
+  address: 127.0.0.1:0
   pool:
     num_workers: {a.workers}
     max_jobs: {a.max_jobs}
     fork: {"true" if a.fork else "false"}
 metrics:
-  address: 127.0.0.1:{mport}
+  address: 127.0.0.1:0
 logs:
   mode: production
   level: debug
-""")
-    log_path = os.path.join(tmp, "ferry.log")
-    log = open(log_path, "w")
-    ferry = subprocess.Popen([a.ferry, "serve", "-c", conf], stdout=subprocess.DEVNULL, stderr=log)
+""", tmp)
+    except RuntimeError as e:
+        sys.exit(f"recycle_timeline: {e}")
     try:
         url = f"http://127.0.0.1:{port}/"
-        for _ in range(150):
-            try:
-                scrape(mport)
-                break
-            except OSError:
-                if ferry.poll() is not None:
-                    sys.exit("recycle_timeline: ferry exited during startup:\n" + open(log_path).read())
-                time.sleep(0.1)
         subprocess.run(["wrk", "-t2", "-c64", "-d2s", url], check=True, stdout=subprocess.DEVNULL)  # warm-up
-        samples = []
+        samples, failure = [], []
         stop = threading.Event()
 
         def sampler():
             while not stop.is_set():
                 t = time.time()
-                samples.append((t, scrape(mport)))
+                try:
+                    samples.append((t, scrape(mport)))
+                except (OSError, http.client.HTTPException) as e:  # ferry gone or stalled: say so, stop
+                    failure.append(f"GET /metrics failed after {len(samples)} samples: {e}")
+                    return
                 time.sleep(max(0.0, a.interval - (time.time() - t)))
 
         th = threading.Thread(target=sampler)
@@ -123,8 +111,11 @@ logs:
             ferry.wait(timeout=30)
         except subprocess.TimeoutExpired:
             ferry.kill()
-        log.close()
 
+    if failure:
+        sys.exit(f"recycle_timeline: {failure[0]} (ferry log: {log_path})")
+    if len(samples) < 2:
+        sys.exit("recycle_timeline: fewer than two /metrics samples: is the host overloaded?")
     t0, t1 = samples[0][0], samples[-1][0]
     swaps = []
     for line in open(log_path):
@@ -157,8 +148,8 @@ logs:
     if near_t:
         print(f"| req/s near swaps, -50 ms to +{a.window * 1000:.0f} ms ({near_t:.1f} s) | {near_n / near_t:.0f} |")
         lost = (far_rate * near_t - near_n) / len(swaps)
-        print(f"| requests lost per swap (against the far rate) | {lost:.0f} "
-              f"({lost / far_rate * 1000 if far_rate else 0:.1f} ms of serving) |")
+        what = f"{lost / far_rate * 1000 if far_rate else 0:.1f} ms of serving" if lost > 0 else "none"
+        print(f"| requests lost per swap (against the far rate) | {lost:.0f} ({what}) |")
     print(f"\nferry log: {log_path}")
 
 

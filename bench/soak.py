@@ -17,11 +17,12 @@ import argparse
 import http.client
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from ferry_bench import metrics_text, serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "php", "supervised.php")
@@ -50,12 +51,7 @@ def children(pid):
 
 
 def scrape(port):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-    finally:
-        c.close()
+    text = metrics_text(port)
     exits = {m.group(1): float(m.group(2)) for m in
              re.finditer(r'^ferry_pool_worker_restarts_total\{pool="http",cause="(\w+)"\} (\S+)$', text, re.M)}
     return exits
@@ -72,9 +68,8 @@ def main():
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="ferry-soak-")
-    cfg = os.path.join(tmp, "ferry.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"""version: "3"
+    try:
+        proc, port, mport, _ = serve(a.bin, f"""version: "3"
 server:
   command: "php {FIXTURE}"
   env: {{LEAK_MB: "{a.leak_mb}"}}
@@ -86,23 +81,10 @@ http:
       max_worker_memory: {a.limit_mb}
 metrics:
   address: 127.0.0.1:0
-""")
-    err = open(os.path.join(tmp, "stderr.log"), "w+")
-    proc = subprocess.Popen([a.bin, "serve", "-c", cfg], stdout=subprocess.PIPE, stderr=err, text=True)
-    port = None
-    for line in proc.stdout:
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-    if port is None:
-        err.seek(0)
-        print(err.read(), file=sys.stderr)
+""", tmp)
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
         return 1
-    time.sleep(0.3)
-    err.seek(0)
-    mport = int(re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", err.read()).group(1))
 
     stop = threading.Event()
     counts = {"ok": 0, "failed": 0}
