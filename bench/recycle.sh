@@ -10,7 +10,9 @@
 #   DURATION  seconds per wrk run (default 2)
 #   WORKERS   PHP workers (default 2)
 #   MAX_JOBS  max_jobs of the recycling targets (default 10000)
-#   PAIRS     comma-separated subset of: aa,never,maxjobs,fork0,fork (default aa,never,maxjobs,fork)
+#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,fork0,fork (default aa,never,maxjobs,normal,fork);
+#             maxjobs has the default recycle_priority (auto: idle where ferry may restore priority), normal
+#             sets recycle_priority: normal
 #   REPORT    report file under bench/results (default recycle.md)
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
@@ -20,7 +22,7 @@ ROUNDS=${ROUNDS:-20}
 DURATION=${DURATION:-2}
 WORKERS=${WORKERS:-2}
 MAX_JOBS=${MAX_JOBS:-10000}
-PAIRS=${PAIRS:-aa,never,maxjobs,fork}
+PAIRS=${PAIRS:-aa,never,maxjobs,normal,fork}
 REPORT=${REPORT:-recycle.md}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
@@ -42,6 +44,7 @@ declare -A LABEL=(
   [aa]="A/A: a second max_jobs: 0 server (what the method reads for no difference)"
   [never]="max_jobs: 1000000000, never reached"
   [maxjobs]="max_jobs: $MAX_JOBS"
+  [normal]="max_jobs: $MAX_JOBS, recycle_priority: normal"
   [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
 )
@@ -51,10 +54,12 @@ for p in "${SELECTED[@]}"; do
     aa) start_ferry aa "$HELLO_PHP" "$FERRY" ;;
     never) start_ferry never "$HELLO_PHP" "$FERRY" "    max_jobs: 1000000000" ;;
     maxjobs) start_ferry maxjobs "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS" ;;
+    normal) start_ferry normal "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
+    recycle_priority: normal" ;;
     fork0) start_ferry fork0 "$HELLO_PHP" "$FERRY" "    fork: true" ;;
     fork) start_ferry fork "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true" ;;
-    *) die "unknown pair '$p' (known: aa,never,maxjobs,fork0,fork)" ;;
+    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,fork0,fork)" ;;
   esac
 done
 
@@ -97,4 +102,5 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, opcache on
+- recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
 EOF

@@ -27,6 +27,14 @@ std::optional<schema::Problem> positive_duration(const schema::Value &value, con
     return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
 }
 
+std::optional<schema::Problem> recycle_priority(const schema::Value &value, const std::string &shown)
+{
+    const auto &v = std::get<std::string>(value);
+    if (v == "auto" || v == "idle" || v == "normal")
+        return std::nullopt;
+    return schema::Problem{shown + " is not a valid value (expected \"auto\", \"idle\" or \"normal\")", {}};
+}
+
 const schema::Table<PoolConfig> &supervisor()
 {
     using namespace schema;
@@ -55,6 +63,8 @@ const schema::Table<PoolConfig> &pool()
             integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
             boolean("fork", &PoolConfig::fork),
+            string("recycle_priority", &PoolConfig::recycle_priority, "\"auto\", \"idle\" or \"normal\"")
+                .checked(recycle_priority),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),
             integer("max_queue_size", &PoolConfig::max_queue_size, "a non-negative integer; 0 = no limit"),
             duration("destroy_timeout", &PoolConfig::destroy_timeout),

@@ -17,6 +17,7 @@
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
 #include "fork_template.hpp"
+#include "priority.hpp"
 #include "reaper.hpp"
 #include "spawner.hpp"
 #include "supervisor.hpp"
@@ -143,7 +144,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
             const unsigned want = std::min<unsigned>(room, static_cast<unsigned>(allocator.waiting()));
             for (unsigned i = spawning; i < want; ++i) {
                 ++spawning;
-                asio::co_spawn(io, spawn_worker(shared_from_this()), log_exceptions{"spawn worker"});
+                asio::co_spawn(io, spawn_worker(shared_from_this(), false), log_exceptions{"spawn worker"});
             }
             return;
         }
@@ -153,7 +154,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
         const unsigned target = std::min(wanted, missing + std::max(1u, opt.max_recycling));
         for (unsigned i = spawning; i < target; ++i) {
             ++spawning;
-            asio::co_spawn(io, spawn_worker(shared_from_this()), log_exceptions{"spawn worker"});
+            // Past the missing ones, it replaces a worker that serves on: nobody waits for its boot (but a
+            // reset, which someone waits for, boots its new code at once).
+            const bool idle = i >= missing && idle_recycling() && older_than(generation) == 0;
+            asio::co_spawn(io, spawn_worker(shared_from_this(), idle), log_exceptions{"spawn worker"});
         }
     }
 
@@ -277,6 +281,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
         bump(jobs_total);
         switch (supervisor.job_done(*w)) {
         case Supervisor::AfterJob::keep:
+            // Past max_jobs by half (it is stopped at twice): a replacement still booting at idle priority
+            // gets normal priority, so that no request comes to wait for it.
+            if (w->retire && w->max_jobs != 0 && w->jobs == w->max_jobs + w->max_jobs / 2)
+                raise_idle_boots("a worker it replaces is 50 % past max_jobs");
             break;
         case Supervisor::AfterJob::retire:
             if (w->cause == Cause::max_jobs)
@@ -382,6 +390,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
             return;
         allocator.remove(w);
         w->state = State::stopping;
+        if (w->retire && w->cause != Cause::reset && !stopping.raised() && idle_recycling())
+            detail::set_idle(w->pid); // a replaced worker's exit (shutdown functions, freeing its memory)
         auto deadline = std::min(clock::now() + opt.destroy_timeout, stop_deadline);
         asio::co_spawn(io,
                        stop_worker(w, deadline, std::shared_ptr<const Flag>(shared_from_this(), &stopping)),
@@ -450,12 +460,47 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // ---- spawning ---------------------------------------------------------------------------------
 
     // A new worker started from its command (on loops[0], see Impl::launch_on_first), its pipes on this loop.
-    awaitable<Result<WorkerPtr>> launch();
-    // A new worker: forked from the pool's template (Options::fork) when there is a usable one, else
-    // launch().
-    awaitable<Result<WorkerPtr>> launch_worker();
+    // `idle`: it boots under SCHED_IDLE (Options::recycle_priority).
+    awaitable<Result<WorkerPtr>> launch(bool idle);
+    // A new worker: forked from the pool's template (Options::fork) when there is a usable one (a fork is
+    // cheap: never idle), else launch(idle).
+    awaitable<Result<WorkerPtr>> launch_worker(bool idle);
 
-    static awaitable<void> spawn_worker(std::shared_ptr<Shard> self)
+    bool idle_recycling() const;
+    void idle_recycling_failed(const WorkerPtr &w);
+
+    // Every worker of this shard still booting at idle priority is raised to normal.
+    void raise_idle_boots(const std::string &why)
+    {
+        for (auto &[pid, b] : workers) {
+            if (!b->idle_boot || b->state != State::spawning)
+                continue;
+            b->idle_boot = false;
+            if (!detail::set_normal(b->pid))
+                idle_recycling_failed(b);
+            else
+                log::debug("pool", b->tag() + " still booting at idle priority: raised to normal (" + why + ")");
+        }
+    }
+
+    // An idle boot that has not finished within idle_boot_limit is raised to normal priority: a machine
+    // busy enough to leave it no spare CPU must not turn it into a boot failure (boot_timeout).
+    static awaitable<void> limit_idle_boot(std::shared_ptr<Shard> self, std::weak_ptr<Worker> weak)
+    {
+        co_await self->stopping.wait_until(clock::now() + self->opt.idle_boot_limit);
+        WorkerPtr w = weak.lock();
+        if (!w || !w->idle_boot || w->state != State::spawning || self->stopping.raised())
+            co_return;
+        w->idle_boot = false;
+        if (!detail::set_normal(w->pid))
+            self->idle_recycling_failed(w);
+        else
+            log::debug("pool", w->tag() + " still booting after " +
+                                   std::to_string(self->opt.idle_boot_limit.count()) +
+                                   " ms at idle priority: raised to normal");
+    }
+
+    static awaitable<void> spawn_worker(std::shared_ptr<Shard> self, bool idle)
     {
         co_await self->spawner.back_off();
         const std::uint64_t spawn_gen = self->generation; // the code it loads is at least this recent
@@ -464,7 +509,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
             self->changed_now();
             co_return;
         }
-        auto launched = co_await self->launch_worker();
+        auto launched = co_await self->launch_worker(idle);
         if (!launched && self->stopping.raised()) {
             --self->spawning;
             self->changed_now();
@@ -489,7 +534,9 @@ struct Shard : std::enable_shared_from_this<Shard> {
         };
         w->channel->watch();
         asio::co_spawn(self->io, forward_stderr(w), log_exceptions{"worker stderr"});
-        log::debug("pool", w->tag() + " spawned");
+        log::debug("pool", w->tag() + (w->idle_boot ? " spawned (booting at idle priority)" : " spawned"));
+        if (w->idle_boot)
+            asio::co_spawn(self->io, limit_idle_boot(self, w), asio::detached);
 
         auto booted = co_await self->spawner.handshake(w);
         --self->spawning;
@@ -512,6 +559,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
             co_return;
         }
         self->spawner.booted();
+        if (w->idle_boot) {
+            w->idle_boot = false;
+            if (!detail::set_normal(w->pid))
+                self->idle_recycling_failed(w);
+        }
         self->boot_broken = false;
         self->supervisor.ready(*w);
         self->boot_time.observe(static_cast<std::uint64_t>(
@@ -897,6 +949,9 @@ struct Pool::Impl {
     }
 
     Options opt;
+    // Options::recycle_priority as resolved by start(): replacements boot and retired workers exit under
+    // SCHED_IDLE. Cleared for good if restoring a worker's priority ever fails.
+    std::atomic<bool> idle_recycling{false};
     std::vector<std::shared_ptr<Shard>> shards;
     std::shared_ptr<Reaper> reaper;
     std::shared_ptr<ForkTemplate> tmpl;              // Options::fork: on loops[0]
@@ -934,7 +989,8 @@ struct Pool::Impl {
         std::erase_if(exits().owners, [this](const auto &kv) { return kv.second.first == this; });
     }
 
-    Result<int> launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner);
+    Result<int> launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner,
+                                bool idle);
 
     // Records that `pid` belongs to `owner`; the wait status instead when it has already been reaped.
     std::optional<int> claim(int pid, unsigned owner)
@@ -998,11 +1054,33 @@ struct Pool::Impl {
         return out;
     }
 
+    Result<void> resolve_recycle_priority()
+    {
+        if (opt.recycle_priority == RecyclePriority::normal || opt.debug)
+            return {};
+        const bool automatic = opt.recycle_priority == RecyclePriority::automatic;
+        if (!detail::can_restore()) {
+            const std::string why =
+                "restoring a booted worker's priority needs CAP_SYS_NICE or RLIMIT_NICE of at "
+                "least 20 - nice (sched(7))";
+            const std::string key = opt.mode + ".pool.recycle_priority";
+            if (!automatic)
+                return fail(key + ": idle: " + why + "; set it to auto or normal");
+            log::info("pool", "replacements boot at normal priority (" + key + ": auto): " + why);
+            return {};
+        }
+        idle_recycling.store(true, std::memory_order_relaxed);
+        log::debug("pool", "replacements boot and retired workers exit at idle CPU priority (SCHED_IDLE)");
+        return {};
+    }
+
     awaitable<Result<void>> start()
     {
         for (auto &s : shards)
             if (auto prepared = s->spawner.prepare(); !prepared)
                 co_return prepared;
+        if (auto prio = resolve_recycle_priority(); !prio)
+            co_return prio;
         asio::co_spawn(shards[0]->io, Reaper::run(reaper), log_exceptions{"reaper"});
         // Forked workers are grandchildren of ours (docs/protocol.md §8): as a child subreaper we become
         // their parent when the template's middle process exits, and reap them like the others.
@@ -1159,6 +1237,19 @@ bool Shard::hopeless() const
     return serving_anywhere == 0 && failing;
 }
 
+bool Shard::idle_recycling() const
+{
+    return group.idle_recycling.load(std::memory_order_relaxed);
+}
+
+void Shard::idle_recycling_failed(const WorkerPtr &w)
+{
+    const int err = errno;
+    if (group.idle_recycling.exchange(false))
+        log::warn("pool", w->tag() + ": cannot restore its CPU priority after an idle boot (" +
+                              std::strerror(err) + "); recycling at normal priority from now on");
+}
+
 namespace {
 awaitable<ForkTemplate::Forked> fork_from(std::shared_ptr<ForkTemplate> t, ForkTemplate::ChildEnds ends,
                                           std::uint64_t gen)
@@ -1194,7 +1285,8 @@ Result<void> make_pipes(Worker &w, ForkTemplate::ChildEnds &ends)
 // loop's thread could copy Asio's process-wide signal state while loops[0] held its lock, and the child,
 // before its exec, wait for that lock forever, with the launching loop waiting for the child (seen under
 // ASan with two loops).
-Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner)
+Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner,
+                                        bool idle)
 {
     // Under the table's lock (and on the reaper's own loop): the reaper, which looks a pid up after
     // waitpid(), cannot miss a worker that exits at once.
@@ -1202,18 +1294,22 @@ Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::Ch
     auto pid = spawner.launch_on(ends.in, ends.out, ends.err);
     if (pid)
         exits().owners.emplace(*pid, std::make_pair(this, owner));
+    // Only now, after its exec (which the launch waited for): an idle child before it would keep this loop
+    // waiting while the machine is busy. Its PHP start-up is what runs idle.
+    if (pid && idle)
+        detail::set_idle(*pid);
     return pid;
 }
 
 namespace {
 awaitable<Result<int>> launch_from(Pool::Impl *group, const Spawner *spawner, ForkTemplate::ChildEnds ends,
-                                   unsigned owner)
+                                   unsigned owner, bool idle)
 {
-    co_return group->launch_on_first(*spawner, ends, owner);
+    co_return group->launch_on_first(*spawner, ends, owner, idle);
 }
 } // namespace
 
-awaitable<Result<WorkerPtr>> Shard::launch()
+awaitable<Result<WorkerPtr>> Shard::launch(bool idle)
 {
     auto w = std::make_shared<Worker>(io, opt.max_frame_payload);
     ForkTemplate::ChildEnds ends;
@@ -1221,27 +1317,29 @@ awaitable<Result<WorkerPtr>> Shard::launch()
         co_return piped.error();
     Result<int> pid = fail("not started");
     if (index == 0)
-        pid = group.launch_on_first(spawner, ends, index);
+        pid = group.launch_on_first(spawner, ends, index, idle);
     else
-        pid = co_await asio::co_spawn(shard(0).io, launch_from(&group, &spawner, ends, index), use_awaitable);
+        pid = co_await asio::co_spawn(shard(0).io, launch_from(&group, &spawner, ends, index, idle),
+                                      use_awaitable);
     ends.close();
     if (!pid)
         co_return pid.error();
     w->pid = *pid;
     w->home = index;
+    w->idle_boot = idle;
     co_return w;
 }
 
-awaitable<Result<WorkerPtr>> Shard::launch_worker()
+awaitable<Result<WorkerPtr>> Shard::launch_worker(bool idle)
 {
     std::shared_ptr<ForkTemplate> t = group.tmpl;
     if (!t || t->disabled())
-        co_return co_await launch();
+        co_return co_await launch(idle);
     auto w = std::make_shared<Worker>(io, opt.max_frame_payload);
     ForkTemplate::ChildEnds ends;
     if (auto piped = make_pipes(*w, ends); !piped) {
         log::warn("pool", "http.pool.fork: " + piped.error().message + "; starting the worker on its own");
-        co_return co_await launch();
+        co_return co_await launch(idle);
     }
     // (GCC 12 miscompiles co_await inside ?:, destroying a temporary twice: plain ifs.)
     ForkTemplate::Forked forked;
@@ -1254,7 +1352,7 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker()
             forked.error); // the template could not boot the code: neither can a worker (said once)
     if (forked.pid == 0) {
         log::debug("pool", "not forked (" + forked.error + "): starting the worker on its own");
-        co_return co_await launch();
+        co_return co_await launch(idle);
     }
     const Result<int> pid = forked.pid;
     w->pid = *pid;

@@ -47,6 +47,7 @@ struct Worker {
     std::uint64_t max_jobs = 0;   // with jitter; 0 = unlimited
     bool retire = false;          // recycle as soon as a replacement is ready
     bool stop_on_release = false; // stop when the current request is done
+    bool idle_boot = false;       // booting under SCHED_IDLE (Options::recycle_priority) until restored
     // Rolling reset: the pool's generation when this worker was started (a reset makes older ones stale), the
     // time a stale busy worker must be done by (reset_timeout), and whether it was killed for it.
     std::uint64_t gen = 0;

@@ -465,6 +465,9 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
     o.num_workers = c.num_workers;
     o.max_jobs = c.max_jobs;
     o.fork = c.fork;
+    o.recycle_priority = c.recycle_priority == "idle"     ? pool::RecyclePriority::idle
+                         : c.recycle_priority == "normal" ? pool::RecyclePriority::normal
+                                                          : pool::RecyclePriority::automatic;
     o.allocate_timeout = c.allocate_timeout;
     o.max_queue_size = c.max_queue_size;
     o.destroy_timeout = c.destroy_timeout;

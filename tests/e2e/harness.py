@@ -140,7 +140,8 @@ def wait_until(predicate, timeout, interval=0.05):
 class Server:
     """One ferry process. `config` is merged over a default echo.php config."""
 
-    def __init__(self, config=None, script="echo.php", env=None, args=None, command="serve"):
+    def __init__(self, config=None, script="echo.php", env=None, args=None, command="serve", prefix=None):
+        self.prefix = list(prefix or [])  # a command that runs ferry (setpriv ...): its pid becomes ferry's
         self.marker = uuid.uuid4().hex
         self.tmp = tempfile.TemporaryDirectory(prefix="ferry-e2e-")
         base = {
@@ -175,7 +176,7 @@ class Server:
     def start(self, timeout=15.0):
         self._stderr_file = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
-            [BIN, self.command, "-c", self.config_path] + self.args,
+            self.prefix + [BIN, self.command, "-c", self.config_path] + self.args,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr_file,
             cwd=self.tmp.name)
         line = self._read_listening_line(timeout)

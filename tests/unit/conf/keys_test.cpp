@@ -241,3 +241,19 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
     EXPECT_EQ(load(minimal, {"http.accept=reuseport"}).config.http.accept, "reuseport");
     EXPECT_EQ(load(minimal).config.http.accept, "handoff");
 }
+
+TEST(ConfKeys, RecyclePriorityDefaultsToAutoInBothPools)
+{
+    const LoadResult d = load(minimal);
+    EXPECT_EQ(d.config.http.pool.recycle_priority, "auto");
+    EXPECT_EQ(d.config.websockets.pool.recycle_priority, "auto");
+    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "recycle_priority: \"auto\"\n"))
+        << ferry::conf::dump(d.config);
+    for (const char *v : {"idle", "normal", "auto"}) {
+        const LoadResult r = load(minimal + "http:\n  pool:\n    recycle_priority: " + v + "\n");
+        EXPECT_TRUE(r.warnings.empty()) << v;
+        EXPECT_EQ(r.config.http.pool.recycle_priority, v);
+    }
+    EXPECT_EQ(load(minimal, {"http.pool.recycle_priority=normal"}).config.http.pool.recycle_priority,
+              "normal");
+}

@@ -36,6 +36,9 @@ struct PoolConfig {
     // Ferry's own: workers are forked from a template process that booted the app (docs/protocol.md §8)
     // instead of each booting PHP; falls back to starting each worker when the worker cannot be a template.
     bool fork = false;
+    // Ferry's own: "auto", "idle" or "normal" (pool::RecyclePriority): whether replacements for workers that
+    // still serve boot, and retired workers exit, under SCHED_IDLE.
+    std::string recycle_priority = "auto";
     Duration allocate_timeout = std::chrono::seconds(60); // a request's wait for a free worker (then 503)
     std::uint64_t max_queue_size = 0; // requests waiting for a worker beyond which a new one gets 503 at once
     Duration destroy_timeout = std::chrono::seconds(60);

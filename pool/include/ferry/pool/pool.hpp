@@ -21,6 +21,14 @@
 
 namespace ferry::pool {
 
+// Where the CPU for recycling comes from (Options::recycle_priority).
+enum class RecyclePriority {
+    automatic, // idle when this process may restore a worker's priority (CAP_SYS_NICE, RLIMIT_NICE), else
+               // normal
+    idle,      // idle, and start() fails when it cannot be done
+    normal,    // replacements boot and retired workers exit at the server's own priority
+};
+
 struct Options {
     std::vector<std::string> command; // argv[0] is looked up in PATH
     std::vector<std::string> env;     // "K=V" entries added to the server's environment
@@ -30,6 +38,12 @@ struct Options {
     // Fork new workers from a template process that booted the app once (docs/protocol.md §8), instead of
     // starting PHP for each; when the worker cannot be a template, workers are started as usual (logged).
     bool fork = false;
+    // idle: a replacement for a worker that still serves (max_jobs, ttl, memory; not a reset, which someone
+    // waits for) runs under SCHED_IDLE from its exec to its handshake (or until idle_boot_limit, then it is
+    // raised to normal), and a worker retired that way exits under SCHED_IDLE. A first boot or a crash's
+    // replacement, which requests wait for, boots at normal priority.
+    RecyclePriority recycle_priority = RecyclePriority::automatic;
+    std::chrono::milliseconds idle_boot_limit{1000};
     std::chrono::milliseconds allocate_timeout{60000};
     // Requests waiting for a worker (all loops together) beyond which a new one is answered 503 at once
     // (0 = no limit).
