@@ -469,18 +469,22 @@ struct Shard : std::enable_shared_from_this<Shard> {
     bool idle_recycling() const;
     void idle_recycling_failed(const WorkerPtr &w);
 
+    // An idle-booting worker back to normal priority; `why`, when given, is logged.
+    void restore_priority(const WorkerPtr &w, const std::string &why = {})
+    {
+        w->idle_boot = false;
+        if (!detail::set_normal(w->pid))
+            idle_recycling_failed(w);
+        else if (!why.empty())
+            log::debug("pool", w->tag() + " still booting at idle priority: raised to normal (" + why + ")");
+    }
+
     // Every worker of this shard still booting at idle priority is raised to normal.
     void raise_idle_boots(const std::string &why)
     {
-        for (auto &[pid, b] : workers) {
-            if (!b->idle_boot || b->state != State::spawning)
-                continue;
-            b->idle_boot = false;
-            if (!detail::set_normal(b->pid))
-                idle_recycling_failed(b);
-            else
-                log::debug("pool", b->tag() + " still booting at idle priority: raised to normal (" + why + ")");
-        }
+        for (auto &[pid, b] : workers)
+            if (b->idle_boot && b->state == State::spawning)
+                restore_priority(b, why);
     }
 
     // An idle boot that has not finished within idle_boot_limit is raised to normal priority: a machine
@@ -489,15 +493,9 @@ struct Shard : std::enable_shared_from_this<Shard> {
     {
         co_await self->stopping.wait_until(clock::now() + self->opt.idle_boot_limit);
         WorkerPtr w = weak.lock();
-        if (!w || !w->idle_boot || w->state != State::spawning || self->stopping.raised())
-            co_return;
-        w->idle_boot = false;
-        if (!detail::set_normal(w->pid))
-            self->idle_recycling_failed(w);
-        else
-            log::debug("pool", w->tag() + " still booting after " +
-                                   std::to_string(self->opt.idle_boot_limit.count()) +
-                                   " ms at idle priority: raised to normal");
+        if (w && w->idle_boot && w->state == State::spawning && !self->stopping.raised())
+            self->restore_priority(w,
+                                   std::to_string(self->opt.idle_boot_limit.count()) + " ms since its spawn");
     }
 
     static awaitable<void> spawn_worker(std::shared_ptr<Shard> self, bool idle)
@@ -559,11 +557,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
             co_return;
         }
         self->spawner.booted();
-        if (w->idle_boot) {
-            w->idle_boot = false;
-            if (!detail::set_normal(w->pid))
-                self->idle_recycling_failed(w);
-        }
+        if (w->idle_boot)
+            self->restore_priority(w);
         self->boot_broken = false;
         self->supervisor.ready(*w);
         self->boot_time.observe(static_cast<std::uint64_t>(

@@ -111,8 +111,8 @@ class IdleRecycling(unittest.TestCase):
             self.assertEqual(policy(new), os.SCHED_IDLE)
             self.assertTrue(wait_until(lambda: policy(new) == os.SCHED_OTHER, 2.0), policy(new))
             self.assertNotIn(f"worker {new} ready", srv.stderr())  # raised while still booting
-            self.assertTrue(srv.wait_for_log(f"worker {new} still booting after 1000 ms at idle priority: "
-                                             "raised to normal"))
+            self.assertTrue(srv.wait_for_log(f"worker {new} still booting at idle priority: raised to normal "
+                                             "(1000 ms since its spawn)"))
             self.assertTrue(served_by(srv, new))
 
     def test_a_crashed_workers_replacement_boots_at_normal_priority(self):
