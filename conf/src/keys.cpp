@@ -4,6 +4,19 @@
 
 namespace ferry::conf::keys {
 
+std::optional<schema::Problem> one_of(const schema::Value &value, const std::string &shown,
+                                      std::initializer_list<std::string_view> allowed,
+                                      std::string_view expected, bool empty_ok)
+{
+    const auto &v = std::get<std::string>(value);
+    if (empty_ok && v.empty())
+        return std::nullopt;
+    for (std::string_view a : allowed)
+        if (v == a)
+            return std::nullopt;
+    return schema::Problem{shown + " is not a valid value (expected " + std::string(expected) + ")", {}};
+}
+
 namespace {
 
 std::optional<schema::Problem> supported_version(const schema::Value &value, const std::string &shown)

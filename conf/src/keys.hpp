@@ -7,7 +7,18 @@
 
 #include "schema.hpp"
 
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace ferry::conf::keys {
+
+// A string key's check: one of `allowed`; "" passes too where `empty_ok` (the key then says nothing, as in
+// RoadRunner). The problem says "<key> is not a valid value (expected <expected>)". keys.cpp.
+std::optional<schema::Problem> one_of(const schema::Value &value, const std::string &shown,
+                                      std::initializer_list<std::string_view> allowed,
+                                      std::string_view expected, bool empty_ok = false);
 
 const schema::Table<Config> &config();               // keys.cpp
 const schema::Table<ServerConfig> &server();         // keys_server.cpp

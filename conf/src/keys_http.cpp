@@ -43,10 +43,7 @@ std::optional<schema::Problem> subnets(const schema::Value &value, const std::st
 
 std::optional<schema::Problem> accept_mode(const schema::Value &value, const std::string &shown)
 {
-    const auto &v = std::get<std::string>(value);
-    if (v == "handoff" || v == "reuseport")
-        return std::nullopt;
-    return schema::Problem{shown + " is not a valid value (expected \"handoff\" or \"reuseport\")", {}};
+    return one_of(value, shown, {"handoff", "reuseport"}, "\"handoff\" or \"reuseport\"");
 }
 
 const schema::Table<HttpConfig> &uploads()

@@ -14,20 +14,6 @@ namespace ferry::conf::keys {
 
 namespace {
 
-// One of `allowed`; "" passes too where `empty_ok` (the key then says nothing, as in RoadRunner).
-std::optional<schema::Problem> one_of(const schema::Value &value, const std::string &shown,
-                                      std::initializer_list<std::string_view> allowed,
-                                      std::string_view expected, bool empty_ok)
-{
-    const auto &v = std::get<std::string>(value);
-    if (empty_ok && v.empty())
-        return std::nullopt;
-    for (std::string_view a : allowed)
-        if (v == a)
-            return std::nullopt;
-    return schema::Problem{shown + " is not a valid value (expected " + std::string(expected) + ")", {}};
-}
-
 constexpr std::string_view mode_expected = "\"development\", \"production\", \"raw\" or \"off\"";
 constexpr std::string_view level_expected = "\"debug\", \"info\", \"warn\" or \"error\"";
 constexpr std::string_view encoding_expected = "\"console\" or \"json\"";

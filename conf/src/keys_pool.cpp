@@ -27,12 +27,11 @@ std::optional<schema::Problem> positive_duration(const schema::Value &value, con
     return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
 }
 
+constexpr std::string_view recycle_priority_expected = "\"auto\", \"idle\" or \"normal\"";
+
 std::optional<schema::Problem> recycle_priority(const schema::Value &value, const std::string &shown)
 {
-    const auto &v = std::get<std::string>(value);
-    if (v == "auto" || v == "idle" || v == "normal")
-        return std::nullopt;
-    return schema::Problem{shown + " is not a valid value (expected \"auto\", \"idle\" or \"normal\")", {}};
+    return one_of(value, shown, {"auto", "idle", "normal"}, recycle_priority_expected);
 }
 
 const schema::Table<PoolConfig> &supervisor()
@@ -63,7 +62,7 @@ const schema::Table<PoolConfig> &pool()
             integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
             boolean("fork", &PoolConfig::fork),
-            string("recycle_priority", &PoolConfig::recycle_priority, "\"auto\", \"idle\" or \"normal\"")
+            string("recycle_priority", &PoolConfig::recycle_priority, recycle_priority_expected)
                 .checked(recycle_priority),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),
             integer("max_queue_size", &PoolConfig::max_queue_size, "a non-negative integer; 0 = no limit"),

@@ -984,8 +984,7 @@ struct Pool::Impl {
         std::erase_if(exits().owners, [this](const auto &kv) { return kv.second.first == this; });
     }
 
-    Result<int> launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner,
-                                bool idle);
+    Result<int> launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner);
 
     // Records that `pid` belongs to `owner`; the wait status instead when it has already been reaped.
     std::optional<int> claim(int pid, unsigned owner)
@@ -1280,8 +1279,7 @@ Result<void> make_pipes(Worker &w, ForkTemplate::ChildEnds &ends)
 // loop's thread could copy Asio's process-wide signal state while loops[0] held its lock, and the child,
 // before its exec, wait for that lock forever, with the launching loop waiting for the child (seen under
 // ASan with two loops).
-Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner,
-                                        bool idle)
+Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::ChildEnds ends, unsigned owner)
 {
     // Under the table's lock (and on the reaper's own loop): the reaper, which looks a pid up after
     // waitpid(), cannot miss a worker that exits at once.
@@ -1289,18 +1287,14 @@ Result<int> Pool::Impl::launch_on_first(const Spawner &spawner, ForkTemplate::Ch
     auto pid = spawner.launch_on(ends.in, ends.out, ends.err);
     if (pid)
         exits().owners.emplace(*pid, std::make_pair(this, owner));
-    // Only now, after its exec (which the launch waited for): an idle child before it would keep this loop
-    // waiting while the machine is busy. Its PHP start-up is what runs idle.
-    if (pid && idle)
-        detail::set_idle(*pid);
     return pid;
 }
 
 namespace {
 awaitable<Result<int>> launch_from(Pool::Impl *group, const Spawner *spawner, ForkTemplate::ChildEnds ends,
-                                   unsigned owner, bool idle)
+                                   unsigned owner)
 {
-    co_return group->launch_on_first(*spawner, ends, owner, idle);
+    co_return group->launch_on_first(*spawner, ends, owner);
 }
 } // namespace
 
@@ -1312,13 +1306,16 @@ awaitable<Result<WorkerPtr>> Shard::launch(bool idle)
         co_return piped.error();
     Result<int> pid = fail("not started");
     if (index == 0)
-        pid = group.launch_on_first(spawner, ends, index, idle);
+        pid = group.launch_on_first(spawner, ends, index);
     else
-        pid = co_await asio::co_spawn(shard(0).io, launch_from(&group, &spawner, ends, index, idle),
-                                      use_awaitable);
+        pid = co_await asio::co_spawn(shard(0).io, launch_from(&group, &spawner, ends, index), use_awaitable);
     ends.close();
     if (!pid)
         co_return pid.error();
+    // Only now, after its exec (which the launch waited for): an idle child before it would keep loop 0
+    // waiting while the machine is busy. Its PHP start-up is what runs idle.
+    if (idle)
+        detail::set_idle(*pid);
     w->pid = *pid;
     w->home = index;
     w->idle_boot = idle;
