@@ -3,16 +3,22 @@
 # paired ABBA rounds of `wrk -t2 -c64` against a max_jobs: 0 server, each round's ratio, and the median
 # ratio with a bootstrap 95 % interval. An A/A pair (a second, identical max_jobs: 0 server) shows what the
 # method reads for no difference, and a "never reached" pair (max_jobs far above what a run serves) shows
-# whether setting max_jobs costs anything by itself. See bench/README.md, "Recycling".
+# whether setting max_jobs costs anything by itself. The boot pairs take ferry out of it: a max_jobs: 0
+# server while the script itself starts `php hello.php` with stdin closed (it boots, finds no request and
+# ends, as a recycled worker does) at the rate the maxjobs pair recycles: what PHP's boot costs this machine
+# whoever starts it, so maxjobs ÷ boot is what ferry's recycling adds to it. See bench/README.md, "Recycling".
 #
 # Knobs (environment):
 #   ROUNDS    ABBA rounds per pair (default 20); each round is 4 wrk runs of DURATION seconds
 #   DURATION  seconds per wrk run (default 2)
 #   WORKERS   PHP workers (default 2)
 #   MAX_JOBS  max_jobs of the recycling targets (default 10000)
-#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,fork0,fork (default aa,never,maxjobs,normal,fork);
-#             maxjobs has the default recycle_priority (auto: idle where ferry may restore priority), normal
-#             sets recycle_priority: normal
+#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork
+#             (default aa,never,maxjobs,normal,boot,fork); maxjobs has the default recycle_priority (auto:
+#             idle where ferry may restore priority), normal sets recycle_priority: normal; boot starts the
+#             external boots under SCHED_IDLE (chrt --idle 0), bootnormal at normal priority
+#   BOOT_MS   milliseconds between two external boots (default auto: the maxjobs pair's interval between
+#             two recycles so far; 500 before it has one, or when maxjobs is not in PAIRS)
 #   REPORT    report file under bench/results (default recycle.md)
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
@@ -22,19 +28,22 @@ ROUNDS=${ROUNDS:-20}
 DURATION=${DURATION:-2}
 WORKERS=${WORKERS:-2}
 MAX_JOBS=${MAX_JOBS:-10000}
-PAIRS=${PAIRS:-aa,never,maxjobs,normal,fork}
+PAIRS=${PAIRS:-aa,never,maxjobs,normal,boot,fork}
+BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS bench/recycle.sh"
 FERRY_HTTP_EXTRA=""
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-bench_prepare wrk curl php python3 awk
+bench_prepare wrk curl php python3 awk chrt
 for v in ROUNDS DURATION WORKERS MAX_JOBS; do
   [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || die "$v must be a positive integer"
 done
+[[ "$BOOT_MS" == auto || ("$BOOT_MS" =~ ^[0-9]+$ && "$BOOT_MS" -ge 10) ]] ||
+  die "BOOT_MS must be auto or a whole number of milliseconds, at least 10 (got '$BOOT_MS')"
 build_ferry
 mkdir -p "$RESULTS_DIR"
 
@@ -45,13 +54,15 @@ declare -A LABEL=(
   [never]="max_jobs: 1000000000, never reached"
   [maxjobs]="max_jobs: $MAX_JOBS"
   [normal]="max_jobs: $MAX_JOBS, recycle_priority: normal"
+  [boot]="max_jobs: 0 while PHP boots and ends outside ferry, under SCHED_IDLE (last column: boots per second)"
+  [bootnormal]="max_jobs: 0 while PHP boots and ends outside ferry, at normal priority (last column: boots per second)"
   [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
 for p in "${SELECTED[@]}"; do
   case "$p" in
-    aa) start_ferry aa "$HELLO_PHP" "$FERRY" ;;
+    aa | boot | bootnormal) start_ferry "$p" "$HELLO_PHP" "$FERRY" ;;
     never) start_ferry never "$HELLO_PHP" "$FERRY" "    max_jobs: 1000000000" ;;
     maxjobs) start_ferry maxjobs "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS" ;;
     normal) start_ferry normal "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
@@ -59,48 +70,110 @@ for p in "${SELECTED[@]}"; do
     fork0) start_ferry fork0 "$HELLO_PHP" "$FERRY" "    fork: true" ;;
     fork) start_ferry fork "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true" ;;
-    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,fork0,fork)" ;;
+    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork)" ;;
   esac
 done
 
-rps() { wrk -t2 -c64 -d"${DURATION}s" "${URL[$1]}" | awk '/^Requests\/sec/ { print $2 }'; }
 ready_count() { grep -c ' ready (' "${LOGS[$1]}" || true; }
+declare -A RATIOS=() READY0=() SECS=() BOOTS=()
+
+# The external boots: the workers' own command line with stdin closed, started every $1 seconds (the first
+# after one period) whether or not the one before has ended; each start is a line in $BOOTS_FILE.
+BOOTS_FILE="$TMP/boots"
+: >"$BOOTS_FILE"
+boot_period() {  # -> seconds between two external boots
+  local n=0
+  if [[ "$BOOT_MS" != auto ]]; then awk -v ms="$BOOT_MS" 'BEGIN { printf "%.3f", ms / 1000 }'; return; fi
+  [[ -n "${SECS[maxjobs]:-}" ]] && n=$(($(ready_count maxjobs) - READY0[maxjobs]))
+  if ((n > 0)); then awk -v n="$n" -v s="${SECS[maxjobs]}" 'BEGIN { printf "%.3f", s / n }'; else echo 0.5; fi
+}
+booter() {  # period idle|normal
+  local prio=()
+  [[ "$2" == idle ]] && prio=(chrt --idle 0)
+  while :; do
+    sleep "$1"
+    "${prio[@]}" php "${PHP_OPCACHE[@]}" "$HELLO_PHP" </dev/null >/dev/null 2>&1 &
+    echo >>"$BOOTS_FILE"
+  done
+}
+rps() {  # target -> req/s of one wrk run (with the external boots running during it for the boot pairs)
+  local booter_pid="" out
+  case "$1" in
+    boot) booter "$(boot_period)" idle </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
+    bootnormal) booter "$(boot_period)" normal </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
+  esac
+  out=$(wrk -t2 -c64 -d"${DURATION}s" "${URL[$1]}")
+  if [[ -n "$booter_pid" ]]; then kill "$booter_pid"; wait "$booter_pid" 2>/dev/null || true; fi
+  awk '/^Requests\/sec/ { print $2 }' <<<"$out"
+}
+
+# The external boot itself, measured once: CPU (user + system) of 20 boots one after the other.
+BOOT_CPU_MS=$(python3 - "$HELLO_PHP" "${PHP_OPCACHE[@]}" <<'PY'
+import resource, subprocess, sys
+cmd = ["php", *sys.argv[2:], sys.argv[1]]
+subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+for _ in range(20):
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.1f" % ((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / 20 * 1000))
+PY
+)
 
 for t in base "${SELECTED[@]}"; do wrk -t2 -c64 -d2s "${URL[$t]}" >/dev/null; done  # warm-up
-declare -A RATIOS=() READY0=() SECS=()
-for p in "${SELECTED[@]}"; do READY0[$p]=$(ready_count "$p"); SECS[$p]=0; done
+for p in "${SELECTED[@]}"; do READY0[$p]=$(ready_count "$p"); SECS[$p]=0; BOOTS[$p]=0; done
 for ((r = 1; r <= ROUNDS; r++)); do
   for p in "${SELECTED[@]}"; do
-    a1=$(rps base); b1=$(rps "$p"); b2=$(rps "$p"); a2=$(rps base)
+    a1=$(rps base)
+    boots0=$(wc -l <"$BOOTS_FILE")
+    b1=$(rps "$p"); b2=$(rps "$p")
+    BOOTS[$p]=$((BOOTS[$p] + $(wc -l <"$BOOTS_FILE") - boots0))
+    a2=$(rps base)
     RATIOS[$p]+="$(awk -v a1="$a1" -v a2="$a2" -v b1="$b1" -v b2="$b2" 'BEGIN { printf "%.4f", (b1 + b2) / (a1 + a2) }') "
     SECS[$p]=$((SECS[$p] + 2 * DURATION))
   done
   log "round $r of $ROUNDS done"
 done
 
-table="| target (against max_jobs: 0, same run) | median ratio | 95 % interval (bootstrap) | cost | recycles per second |
-|---|---:|---:|---:|---:|"
-for p in "${SELECTED[@]}"; do
-  recycles=$(( $(ready_count "$p") - READY0[$p] ))
-  line=$(python3 - "${RATIOS[$p]}" <<'EOF'
+median_line() {  # "r1 r2 ..." -> "median× | low–high | cost"
+  python3 - "$1" <<'PY'
 import random, statistics, sys
 r = [float(x) for x in sys.argv[1].split()]
 random.seed(9)
 boot = sorted(statistics.median(random.choices(r, k=len(r))) for _ in range(4000))
 m = statistics.median(r)
 print("%.3f× | %.3f–%.3f | %+.1f %%" % (m, boot[100], boot[3899], (m - 1) * 100))
-EOF
-)
+PY
+}
+table="| target (against max_jobs: 0, same run) | median ratio | 95 % interval (bootstrap) | cost | recycles per second |
+|---|---:|---:|---:|---:|"
+for p in "${SELECTED[@]}"; do
+  case "$p" in
+    boot | bootnormal) n=${BOOTS[$p]} ;;
+    *) n=$(($(ready_count "$p") - READY0[$p])) ;;
+  esac
   table+="
-| ${LABEL[$p]} | $line | $(awk -v n="$recycles" -v s="${SECS[$p]}" 'BEGIN { printf "%.2f", n / s }') |"
+| ${LABEL[$p]} | $(median_line "${RATIOS[$p]}") | $(awk -v n="$n" -v s="${SECS[$p]}" 'BEGIN { printf "%.2f", n / s }') |"
+done
+# Ferry's recycling against the same boots without ferry: per round, maxjobs's ratio over boot's (both
+# against the same base server in the same round).
+for pair in maxjobs:boot normal:bootnormal; do
+  a=${pair%%:*} b=${pair##*:}
+  [[ -n "${RATIOS[$a]:-}" && -n "${RATIOS[$b]:-}" ]] || continue
+  quot=$(paste -d' ' <(tr ' ' '\n' <<<"${RATIOS[$a]% }") <(tr ' ' '\n' <<<"${RATIOS[$b]% }") |
+    awk '{ printf "%.4f ", $1 / $2 }')
+  table+="
+| ${LABEL[$a]}, over the $b pair's boots (what ferry adds to PHP's boot) | $(median_line "$quot") | |"
 done
 raw=""
 for p in "${SELECTED[@]}"; do raw+="$p: ${RATIOS[$p]% }; "; done
 notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATION}s each; the round's ratio is the
   target's two runs over base's two; recycles per second counts the workers that became ready during the
-  target's runs (a worker stopped at max_jobs is replaced by one)
+  target's runs (a worker stopped at max_jobs is replaced by one), and for the boot pairs the external boots
+  started during them
 - per-round ratios: ${raw%; }"
-publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF
+publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, opcache on
 - recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
-EOF
+- one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, mean of 20 in a row, idle machine)
+EOF2
