@@ -5,6 +5,7 @@ as any worker not written with Ferry's library can."""
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -33,8 +34,8 @@ class DoubleResponseTest(unittest.TestCase):
     def assert_own_answers(self, srv, paths):
         for p in paths:
             status, body = body_of(srv, p)
-            self.assertEqual(status, 200, body)
-            self.assertNotIn(b"answer of /twice", body, f"{p} got another client's response")
+            self.assertEqual(status, 200, f"{p}: {body!r}\n{srv.stderr()[-4000:]}")
+            self.assertNotIn(b"answer of /twice", body, f"{p} got another client's response\n{srv.stderr()[-4000:]}")
             self.assertEqual(json.loads(body)["path"], p)
 
     def test_two_frames_in_one_write(self):
@@ -102,16 +103,24 @@ class DoubleResponseTest(unittest.TestCase):
         threads = []
         for i in range(40):
             path = "/twice" if i % 8 == 0 else f"/p{i}"
-            t = threading.Thread(target=http_get, args=(srv, path, results, i))
+            t = threading.Thread(target=http_get, args=(srv, path, results, i, 30))
             threads.append(t)
             t.start()
         for t in threads:
-            t.join(20)
-        for r in results.values():
-            self.assertIsInstance(r, tuple, r)
-            self.assertIn(r[0], (200, 502))
-        self.assertTrue(srv.wait_for_log("retiring it", 3), srv.stderr())
-        time.sleep(0.3)
+            t.join(40)
+        self.assertFalse([t for t in threads if t.is_alive()], "a client of the burst did not finish")
+        twice_pids = set()
+        for i, r in sorted(results.items()):
+            self.assertIsInstance(r, tuple, f"request {i}: {r!r}\n{srv.stderr()[-4000:]}")
+            self.assertIn(r[0], (200, 502), f"request {i}: {r!r}")
+            twice_pids.update(int(m) for m in re.findall(rb"answer of /twice from (\d+)", r[2]))
+        # Each /twice went to a worker that wrote its two frames with its own pid: whichever client (or the
+        # log) got them, that worker is retired. Wait for all of them (not a fixed time: a loaded machine can
+        # deschedule a worker between its two writes), then nothing of theirs is left to shift.
+        self.assertTrue(twice_pids, f"no client got an answer of /twice: {results!r}")
+        self.assertTrue(srv.wait_for_log("retiring it", 10), srv.stderr())
+        self.assertTrue(wait_until(lambda: not twice_pids & set(srv.workers()), 10),
+                        f"workers that wrote twice still serve: {twice_pids & set(srv.workers())}\n{srv.stderr()}")
         self.assert_own_answers(srv, [f"/after{i}" for i in range(10)])
 
 
@@ -254,16 +263,18 @@ class SlowStderrTest(unittest.TestCase):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=srv.tmp.name)
         srv.proc = proc
         self.addCleanup(srv.kill)
-        line = proc.stdout.readline().decode()
-        self.assertTrue(line.startswith("listening on http://"), line)
+        line = srv._read_listening_line(15)  # bounded: a server that never listens fails the test, not the run
+        self.assertIsNotNone(line, f"no listening line (exit code {proc.poll()})")
         srv.port = int(line.strip().rsplit(":", 1)[1])
         srv.address = f"{HOST}:{srv.port}"
         got = []
         stop_reading = threading.Event()
 
-        def slow_reader():  # ~1 MB/s: 16 KiB every 16 ms
+        err_fd = proc.stderr.fileno()
+
+        def slow_reader():  # ~1 MB/s: 16 KiB every 16 ms (os.read: nothing stays in a Python buffer)
             while not stop_reading.is_set():
-                chunk = proc.stderr.read1(16384)
+                chunk = os.read(err_fd, 16384)
                 if not chunk:
                     return
                 got.append(chunk)
@@ -282,13 +293,14 @@ class SlowStderrTest(unittest.TestCase):
         self.assertLess(elapsed, 5.0, "serving waited for stderr (10 MB at 1 MB/s would take 10 s)")
         spammer.join(30)
         self.assertEqual(spam["spam"][0], 200)
+        # No read that can block for good: the rest of stderr is read to its end after SIGTERM (ferry exits
+        # and closes it); the reader, stopped, may still take one last chunk, which is kept in order.
         stop_reading.set()
-        reader.join(2)
-        rest = proc.stderr.read1(1 << 20) if proc.poll() is None else b""
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=15)
-        log = b"".join(got) + rest
+        reader.join(15)
+        _, rest = proc.communicate(timeout=15)
+        log = b"".join(got) + (rest or b"")
         self.assertEqual(proc.returncode, 0)
-        self.assertIn(b"log line(s) dropped: stderr is not keeping up", log + (_ or b""))
+        self.assertIn(b"log line(s) dropped: stderr is not keeping up", log)
         self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0))
         srv.proc = None
