@@ -77,8 +77,10 @@ done
 ready_count() { grep -c ' ready (' "${LOGS[$1]}" || true; }
 declare -A RATIOS=() READY0=() SECS=() BOOTS=()
 
-# The external boots: the workers' own command line with stdin closed, started every $1 seconds (the first
-# after one period) whether or not the one before has ended; each start is a line in $BOOTS_FILE.
+# The external boots: the workers' own command line with stdin closed, started every $1 seconds whether or
+# not the one before has ended; the first at a random point of the first period, so that a run gets
+# DURATION / period boots on average (a fixed first delay gets the floor of it: 3 in 2 s at 0.58 s, not 3.4);
+# each start is a line in $BOOTS_FILE.
 BOOTS_FILE="$TMP/boots"
 : >"$BOOTS_FILE"
 boot_period() {  # -> seconds between two external boots
@@ -90,10 +92,11 @@ boot_period() {  # -> seconds between two external boots
 booter() {  # period idle|normal
   local prio=()
   [[ "$2" == idle ]] && prio=(chrt --idle 0)
+  sleep "$(awk -v p="$1" -v r="$RANDOM" 'BEGIN { printf "%.3f", p * r / 32768 }')"
   while :; do
-    sleep "$1"
     "${prio[@]}" php "${PHP_OPCACHE[@]}" "$HELLO_PHP" </dev/null >/dev/null 2>&1 &
     echo >>"$BOOTS_FILE"
+    sleep "$1"
   done
 }
 rps() {  # target -> req/s of one wrk run (with the external boots running during it for the boot pairs)
