@@ -92,6 +92,34 @@ def _proc_state(pid):
     return rest[0], int(rest[1])  # state, ppid
 
 
+def read_listening_line(proc, timeout, lines=None):
+    """Waits at most `timeout` seconds for ferry's "listening on http://..." line on proc's stdout, reading
+    the pipe itself (select, os.read: a plain readline() would wait for good on a server that never prints
+    it). Lines before it go to `lines`. Returns (the line or None if the process ended or the time ran out,
+    the bytes read after it: not yet a line, or lines for whoever reads stdout next)."""
+    fd = proc.stdout.fileno()
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], max(0.0, min(0.2, deadline - time.monotonic())))
+        if not r:
+            if proc.poll() is not None:
+                return None, buf
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None, buf
+        buf += chunk
+        while b"\n" in buf:
+            raw, buf = buf.split(b"\n", 1)
+            text = raw.decode("utf-8", "replace").strip()
+            if lines is not None:
+                lines.append(text)
+            if text.startswith("listening on http://"):
+                return text, buf
+    return None, buf
+
+
 def pids_with_marker(marker):
     """Live (non-zombie) processes whose environment holds MARK_VAR=marker."""
     needle = f"{MARK_VAR}={marker}".encode()
@@ -166,6 +194,7 @@ class Server:
         self.term_sent = False
         self.port = None
         self.stdout_lines = []
+        self._stdout_rest = b""
         self._stdout_thread = None
 
     def path(self, name):
@@ -179,7 +208,7 @@ class Server:
             self.prefix + [BIN, self.command, "-c", self.config_path] + self.args,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr_file,
             cwd=self.tmp.name)
-        line = self._read_listening_line(timeout)
+        line, self._stdout_rest = read_listening_line(self.proc, timeout, self.stdout_lines)
         if line is None:
             rc = self.proc.poll()
             self.kill()
@@ -191,35 +220,18 @@ class Server:
         self._stdout_thread.start()
         return self
 
-    def _read_listening_line(self, timeout):
-        fd = self.proc.stdout.fileno()
-        buf = b""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], max(0.0, min(0.2, deadline - time.monotonic())))
-            if not r:
-                if self.proc.poll() is not None:
-                    return None
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                return None
-            buf += chunk
-            while b"\n" in buf:
-                raw, buf = buf.split(b"\n", 1)
-                text = raw.decode("utf-8", "replace").strip()
-                self.stdout_lines.append(text)
-                if text.startswith("listening on http://"):
-                    self._stdout_rest = buf
-                    return text
-        return None
-
     def _drain_stdout(self):
+        # Read with the listening line: whole lines, then maybe the start of the next one.
+        *done, rest = self._stdout_rest.split(b"\n")
+        self.stdout_lines.extend(raw.decode("utf-8", "replace") for raw in done)
         try:
             for raw in self.proc.stdout:
+                raw, rest = rest + raw, b""
                 self.stdout_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
         except (OSError, ValueError):
             pass
+        if rest:
+            self.stdout_lines.append(rest.decode("utf-8", "replace"))
 
     def terminate(self):
         """Sends SIGTERM once (a second one makes ferry stop at once, with exit code 1)."""

@@ -11,7 +11,8 @@ import threading
 import time
 import unittest
 
-from harness import http_get, BIN, HOST, MARK_VAR, Reader, Server, ServerTestCase, php, pids_with_marker, wait_until
+from harness import (http_get, BIN, HOST, MARK_VAR, Reader, Server, ServerTestCase, php, pids_with_marker,
+                     read_listening_line, wait_until)
 
 
 def run_ferry(*args, timeout=15):
@@ -308,8 +309,10 @@ class ExampleAppTest(unittest.TestCase):
                                  "-o", f"http.address={HOST}:0"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
-        line = proc.stdout.readline().decode().strip()
-        self.assertTrue(line.startswith("listening on http://"), line)
+        line, _ = read_listening_line(proc, 15)
+        if line is None:  # its stderr is safe to read to the end only once it has exited
+            self.fail(f"no listening line (exit code {proc.poll()}): "
+                      f"{proc.stderr.read().decode() if proc.poll() is not None else ''}")
         port = int(line.rsplit(":", 1)[1])
         import http.client
         c = http.client.HTTPConnection(HOST, port, timeout=10)
@@ -359,8 +362,10 @@ class ExampleAppTest(unittest.TestCase):
         proc = subprocess.Popen([BIN, "serve", "-w", app, "-o", f"http.address={HOST}:0"], env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
-        line = proc.stdout.readline().decode().strip()
-        self.assertTrue(line.startswith("listening on http://"), line + proc.stderr.read1().decode())
+        line, _ = read_listening_line(proc, 15)
+        if line is None:  # its stderr is safe to read to the end only once it has exited
+            self.fail(f"no listening line (exit code {proc.poll()}): "
+                      f"{proc.stderr.read().decode() if proc.poll() is not None else ''}")
         port = int(line.rsplit(":", 1)[1])
 
         def page():

@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import Reader, Server, ServerTestCase, http_get, pids_with_marker, wait_until
+from harness import Reader, Server, ServerTestCase, http_get, pids_with_marker, read_listening_line, wait_until
 
 ROGUE = "rogue.php"
 
@@ -263,7 +263,7 @@ class SlowStderrTest(unittest.TestCase):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=srv.tmp.name)
         srv.proc = proc
         self.addCleanup(srv.kill)
-        line = srv._read_listening_line(15)  # bounded: a server that never listens fails the test, not the run
+        line, _ = read_listening_line(proc, 15)
         self.assertIsNotNone(line, f"no listening line (exit code {proc.poll()})")
         srv.port = int(line.strip().rsplit(":", 1)[1])
         srv.address = f"{HOST}:{srv.port}"
