@@ -1,4 +1,4 @@
-// Starting one worker process with Boost.Process v2, its traps worked around (internal to pool/;
+// Starting one worker process without a fork: clone(CLONE_VM | CLONE_VFORK), then exec (internal to pool/;
 // docs/architecture.md, "Workers"). The spawner (spawner.hpp) decides when; this only starts the process.
 #pragma once
 
