@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <map>
@@ -78,6 +79,26 @@ out:
 
 constexpr std::size_t child_stack_size = 64 * 1024;
 
+using CloneFn = int (*)(int (*)(void *), void *, int, void *, ...);
+
+// libc's clone. ThreadSanitizer's interceptor of clone() treats every clone as a fork: it runs its
+// fork-child bookkeeping in the child, which with CLONE_VM rewrites the server's own TSan state (false data
+// races on every later cross-loop post). Under TSan the launch calls libc's clone itself; the child runs no
+// instrumented code.
+CloneFn real_clone()
+{
+#if defined(__SANITIZE_THREAD__)
+    static CloneFn fn = [] {
+        void *libc = ::dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        void *sym = libc ? ::dlsym(libc, "clone") : nullptr;
+        return sym ? reinterpret_cast<CloneFn>(sym) : static_cast<CloneFn>(::clone);
+    }();
+    return fn;
+#else
+    return ::clone;
+#endif
+}
+
 // Starts `exe` on `fds` (0, 1, 2, and 3 when fds[3] >= 0). The launching thread is suspended from the clone
 // to the child's exec, which is all the waiting a launch does: the child runs at once on the same CPU, and
 // nothing of the server's address space is copied (a fork copies the page tables and write-protects every
@@ -106,7 +127,7 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args, 
     sigset_t all, old;
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = ::clone(child_main, static_cast<char *>(stack) + child_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
+    pid_t pid = real_clone()(child_main, static_cast<char *>(stack) + child_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
                         &s);
     int clone_errno = errno;
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
