@@ -1,11 +1,11 @@
 // How long a worker launch blocks the launching loop, against the server's resident memory: ferry's launch
-// (clone with CLONE_VM | CLONE_VFORK, pool/src/launch.cpp) side by side with fork + exec as Boost.Process v2's
-// default launcher does it (fork, the child execs, the parent waits on a close-on-exec pipe for the exec).
-// Built as build/ferry_launch_bench; bench/README.md, "Launching workers".
+// (clone with CLONE_VM | CLONE_VFORK, pool/src/launch.cpp) side by side with fork + exec as Boost.Process
+// v2's default launcher does it (fork, the child execs, the parent waits on a close-on-exec pipe for the
+// exec). Built as build/ferry_launch_bench; bench/README.md, "Launching workers".
 //   build/ferry_launch_bench [MiB ...]     default: 8 256 1024; LAUNCHES=30 per size and method
 // For each size the process first makes that much memory resident; a second thread writes one byte per page
-// in a loop meanwhile (another event loop at work), and its pages written per millisecond are reported: a fork
-// write-protects the whole address space, so that thread then faults on every page again.
+// in a loop meanwhile (another event loop at work), and its pages written per millisecond are reported: a
+// fork write-protects the whole address space, so that thread then faults on every page again.
 #include "launch.hpp"
 
 #include <atomic>
@@ -123,9 +123,9 @@ int main(int argc, char **argv)
         }
         std::memset(mem, 1, bytes);
         Figures ours = measure(false, mem, bytes, launches), forked = measure(true, mem, bytes, launches);
-        std::printf("| %zu | %.2f / %.2f | %.2f / %.2f | %.2f× | %.0f / %.0f |\n", mib, ours.mean_ms, ours.max_ms,
-                    forked.mean_ms, forked.max_ms, ours.mean_ms / forked.mean_ms, ours.writer_pages_per_ms,
-                    forked.writer_pages_per_ms);
+        std::printf("| %zu | %.2f / %.2f | %.2f / %.2f | %.2f× | %.0f / %.0f |\n", mib, ours.mean_ms,
+                    ours.max_ms, forked.mean_ms, forked.max_ms, ours.mean_ms / forked.mean_ms,
+                    ours.writer_pages_per_ms, forked.writer_pages_per_ms);
         std::fflush(stdout);
         ::munmap(mem, bytes);
     }

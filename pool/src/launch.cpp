@@ -47,8 +47,9 @@ __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined)) 
     for (long sig = 1; sig <= 64; ++sig)
         if (sig != SIGKILL && sig != SIGSTOP)
             ::syscall(SYS_rt_sigaction, sig, &dfl, nullptr, 8L);
-    ::syscall(SYS_setpgid, 0L, 0L);                      // own process group: a terminal's Ctrl-C goes to the server only
-    ::syscall(SYS_prctl, (long)PR_SET_PDEATHSIG, (long)SIGKILL); // SIGKILL: a worker ignoring SIGTERM must not outlive us
+    ::syscall(SYS_setpgid, 0L, 0L); // own process group: a terminal's Ctrl-C goes to the server only
+    // SIGKILL: a worker ignoring SIGTERM must not outlive us
+    ::syscall(SYS_prctl, (long)PR_SET_PDEATHSIG, (long)SIGKILL);
     if (::syscall(SYS_getppid) != s->parent)
         goto out; // the server died before prctl
     // Nothing of the server's reaches PHP (the listening socket, client connections, other workers' pipes):
@@ -104,8 +105,8 @@ CloneFn real_clone()
 // nothing of the server's address space is copied (a fork copies the page tables and write-protects every
 // page, so each later write by any loop faults: bench/launch.cpp measured fork+exec holding the launching
 // loop 2.2 ms at 8 MiB of RSS, 21 ms at 256 MiB and 52 ms at 1 GiB, against 0.4-0.6 ms for this launch).
-Result<int> spawn(const std::string &exe, const std::vector<std::string> &args, const std::vector<std::string> &env,
-                  const int (&fds)[4])
+Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
+                  const std::vector<std::string> &env, const int (&fds)[4])
 {
     std::vector<char *> argv;
     argv.reserve(args.size() + 2);
@@ -120,15 +121,15 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args, 
     envp.push_back(nullptr);
     Spawn s{exe.c_str(), argv.data(), envp.data(), {fds[0], fds[1], fds[2], fds[3]}, ::getpid(), 0};
 
-    void *stack = ::mmap(nullptr, child_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                         -1, 0);
+    void *stack = ::mmap(nullptr, child_stack_size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED)
         return fail("cannot start " + exe + ": no memory for its launch: " + std::strerror(errno));
     sigset_t all, old;
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = real_clone()(child_main, static_cast<char *>(stack) + child_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
-                        &s);
+    pid_t pid = real_clone()(child_main, static_cast<char *>(stack) + child_stack_size,
+                             CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
     int clone_errno = errno;
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::munmap(stack, child_stack_size);
@@ -155,7 +156,8 @@ std::string find_executable(const std::string &name)
         if (end == std::string::npos)
             end = p.size();
         // An empty entry is the current directory (GCC 12 warns falsely, -Wrestrict, on dir = "." here).
-        std::string candidate = (end > start ? p.substr(start, end - start) : std::string(1, '.')) + "/" + name;
+        std::string candidate =
+            (end > start ? p.substr(start, end - start) : std::string(1, '.')) + "/" + name;
         if (::access(candidate.c_str(), X_OK) == 0)
             return candidate;
         start = end + 1;

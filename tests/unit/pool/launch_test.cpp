@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <map>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string>
-#include <csignal>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -204,8 +204,8 @@ void record_usr1(int) {}
 
 // A launch does not copy the server's address space (docs/architecture.md, "Workers"): a fork write-protected
 // every page of it, so each later write by any loop took a fault (and the fork itself copied the page tables,
-// ~10 ms of a blocked loop at 256 MiB of RSS, bench/launch.cpp). Counted in faults, not time: 16384 pages written
-// after the launch fault once each after a fork, and not at all after this launch.
+// ~10 ms of a blocked loop at 256 MiB of RSS, bench/launch.cpp). Counted in faults, not time: 16384 pages
+// written after the launch fault once each after a fork, and not at all after this launch.
 TEST(Launch, DoesNotWriteProtectTheServersMemory)
 {
     const std::size_t size = 64u << 20, page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -227,7 +227,8 @@ TEST(Launch, DoesNotWriteProtectTheServersMemory)
     ASSERT_EQ(::waitpid(*pid, &status, 0), *pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
     ::munmap(mem, size);
-    EXPECT_LT(faults, static_cast<long>(size / page / 16)) << faults << " faults writing " << size / page << " pages";
+    EXPECT_LT(faults, static_cast<long>(size / page / 16))
+        << faults << " faults writing " << size / page << " pages";
 }
 
 // A worker starts with default signal dispositions, nothing blocked, in its own process group, whatever the
@@ -235,7 +236,8 @@ TEST(Launch, DoesNotWriteProtectTheServersMemory)
 // own signal state is as it was.
 TEST(Launch, AWorkerGetsDefaultSignalsAndItsOwnProcessGroupAndTheServerKeepsItsOwn)
 {
-    struct sigaction usr1 {}, old_usr1{}, ign{}, old_pipe{}, old_hup{};
+    struct sigaction usr1 {
+    }, old_usr1{}, ign{}, old_pipe{}, old_hup{};
     usr1.sa_handler = record_usr1;
     ::sigemptyset(&usr1.sa_mask);
     ign.sa_handler = SIG_IGN;
@@ -251,12 +253,13 @@ TEST(Launch, AWorkerGetsDefaultSignalsAndItsOwnProcessGroupAndTheServerKeepsItsO
     boost::asio::io_context io;
     boost::asio::writable_pipe in(io);
     boost::asio::readable_pipe out(io), err(io);
-    auto pid = launch("/bin/cat", std::vector<std::string>{"/proc/self/status"}, build_environment({}), in, out,
-                      err);
+    auto pid = launch("/bin/cat", std::vector<std::string>{"/proc/self/status"}, build_environment({}), in,
+                      out, err);
 
     sigset_t now_mask;
     ::pthread_sigmask(SIG_SETMASK, &old_mask, &now_mask);
-    struct sigaction now_usr1 {}, now_pipe{};
+    struct sigaction now_usr1 {
+    }, now_pipe{};
     ::sigaction(SIGUSR1, &old_usr1, &now_usr1);
     ::sigaction(SIGPIPE, &old_pipe, &now_pipe);
     ::sigaction(SIGHUP, &old_hup, nullptr);
@@ -292,7 +295,8 @@ TEST(Launch, AnExecFailureIsAnErrorNamingTheCommandAndLeaksNoDescriptor)
         boost::asio::readable_pipe out(io), err(io);
         auto pid = launch(exe, std::vector<std::string>{}, build_environment({}), in, out, err);
         ASSERT_FALSE(pid) << exe << " started as " << *pid;
-        EXPECT_NE(pid.error().message.find("cannot start " + exe + ": "), std::string::npos) << pid.error().message;
+        EXPECT_NE(pid.error().message.find("cannot start " + exe + ": "), std::string::npos)
+            << pid.error().message;
         EXPECT_NE(pid.error().message.find(exe == "/tmp" ? "Permission denied" : "Exec format error"),
                   std::string::npos)
             << pid.error().message;
