@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -135,8 +136,13 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
     ::munmap(stack, child_stack_size);
     if (pid < 0)
         return fail("cannot start " + exe + ": " + std::strerror(clone_errno));
-    if (s.error != 0) // it has exited (127); the reaper collects it like any exit
+    if (s.error != 0) {
+        // It is exiting (127; the parent wakes as it leaves its memory): reaped here, so that no exit of a
+        // pid nobody owns reaches the pool's reaper (it would keep it among the unclaimed ones).
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
+            ;
         return fail("cannot start " + exe + ": " + std::strerror(s.error));
+    }
     return pid;
 }
 
