@@ -386,11 +386,12 @@ awaitable<void> lifecycle(Runtime *rt)
             stats.push_back(&l->state.http_stats);
         rt->metrics->run(std::move(stats), rt->pool, rt->ws_pool);
     }
-    std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
-    std::fflush(stdout);
+    // The log line first: whoever waits for the stdout line (scripts, the tests) finds it logged already.
     log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
                           " worker(s) and " + std::to_string(rt->loops.size()) + " event loop(s)" +
                           (rt->loops.size() > 1 ? std::string(", accept: ") + cfg.http.accept : ""));
+    std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
+    std::fflush(stdout);
     if (handoff)
         asio::co_spawn(rt->io, accept_handoff(rt), log_exceptions{"accept"});
     rt->serving = true;
