@@ -20,6 +20,9 @@
 #   BOOT_MS   milliseconds between two external boots (default auto: the maxjobs pair's interval between
 #             two recycles so far; 500 before it has one, or when maxjobs is not in PAIRS)
 #   REPORT    report file under bench/results (default recycle.md)
+#   PHP_ARGS  PHP's flags for every worker and external boot, all servers alike (default the benchmarks'
+#             "-d opcache.enable=1 -d opcache.enable_cli=1"); e.g. a lean boot (bench/boot_cost.py):
+#             "-n -d extension=msgpack -d zend_extension=opcache -d opcache.enable=1 -d opcache.enable_cli=1"
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -33,12 +36,18 @@ BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 FERRY_HTTP_EXTRA=""
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 bench_prepare wrk curl php python3 awk chrt
+if [[ -n "${PHP_ARGS:-}" ]]; then
+  # The flags go into the servers' YAML command string as they are: plain words only.
+  [[ "$PHP_ARGS" =~ ^[-A-Za-z0-9_.=/\ ]+$ ]] || die "PHP_ARGS may hold only letters, digits, spaces and -_.=/ (got '$PHP_ARGS')"
+  read -r -a PHP_OPCACHE <<<"$PHP_ARGS"
+  php "${PHP_OPCACHE[@]}" -r '' || die "php does not start with PHP_ARGS '$PHP_ARGS'"
+fi
 for v in ROUNDS DURATION WORKERS MAX_JOBS; do
   [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || die "$v must be a positive integer"
 done
@@ -176,7 +185,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
   started during them
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
-- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, opcache on
+- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
 - recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
 - one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, mean of 20 in a row, idle machine)
 EOF2
