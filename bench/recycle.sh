@@ -119,18 +119,8 @@ rps() {  # target -> req/s of one wrk run (with the external boots running durin
   awk '/^Requests\/sec/ { print $2 }' <<<"$out"
 }
 
-# The external boot itself, measured once: CPU (user + system) of 20 boots one after the other.
-BOOT_CPU_MS=$(python3 - "$HELLO_PHP" "${PHP_OPCACHE[@]}" <<'PY'
-import resource, subprocess, sys
-cmd = ["php", *sys.argv[2:], sys.argv[1]]
-subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-before = resource.getrusage(resource.RUSAGE_CHILDREN)
-for _ in range(20):
-    subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
-after = resource.getrusage(resource.RUSAGE_CHILDREN)
-print("%.1f" % ((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / 20 * 1000))
-PY
-)
+# The external boot itself, measured once: the median CPU (user + system) of 20 boots one after the other.
+BOOT_CPU_MS=$(python3 "$ROOT/bench/boot_cost.py" --runs 20 --one php "${PHP_OPCACHE[@]}" "$HELLO_PHP")
 
 for t in base "${SELECTED[@]}"; do wrk -t2 -c64 -d2s "${URL[$t]}" >/dev/null; done  # warm-up
 for p in "${SELECTED[@]}"; do READY0[$p]=$(ready_count "$p"); SECS[$p]=0; BOOTS[$p]=0; done
@@ -187,5 +177,5 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
 - recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
-- one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, mean of 20 in a row, idle machine)
+- one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, median of 20 in a row, idle machine; bench/boot_cost.py)
 EOF2
