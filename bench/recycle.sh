@@ -13,7 +13,7 @@
 #   DURATION  seconds per wrk run (default 2)
 #   WORKERS   PHP workers (default 2)
 #   MAX_JOBS  max_jobs of the recycling targets (default 10000)
-#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork
+#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull
 #             (default aa,never,maxjobs,normal,boot,fork); maxjobs has the default recycle_priority (auto:
 #             idle where ferry may restore priority), normal sets recycle_priority: normal; boot starts the
 #             external boots under SCHED_IDLE (chrt --idle 0), bootnormal at normal priority
@@ -67,6 +67,7 @@ declare -A LABEL=(
   [bootnormal]="max_jobs: 0 while PHP boots and ends outside ferry, at normal priority (last column: boots per second)"
   [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
+  [forkfull]="max_jobs: $MAX_JOBS, fork: true, fork_fast_exit: false"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
 for p in "${SELECTED[@]}"; do
@@ -79,7 +80,10 @@ for p in "${SELECTED[@]}"; do
     fork0) start_ferry fork0 "$HELLO_PHP" "$FERRY" "    fork: true" ;;
     fork) start_ferry fork "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true" ;;
-    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork)" ;;
+    forkfull) start_ferry forkfull "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
+    fork: true
+    fork_fast_exit: false" ;;
+    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull)" ;;
   esac
 done
 

@@ -62,6 +62,7 @@ const schema::Table<PoolConfig> &pool()
             integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
             boolean("fork", &PoolConfig::fork),
+            boolean("fork_fast_exit", &PoolConfig::fork_fast_exit),
             string("recycle_priority", &PoolConfig::recycle_priority, recycle_priority_expected)
                 .checked(recycle_priority),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),

@@ -35,6 +35,9 @@ final class ForkTemplate
     /** @var \Socket|null the server's control socket (closed in a new worker) */
     private static ?\Socket $socket = null;
 
+    /** In a forked worker whose fork command asked for it (`fast_exit`): end with _exit(0) once stopped. */
+    private static bool $fastExit = false;
+
     /** Why this PHP cannot be a template, or null when it can. */
     public static function unsupported(): ?string
     {
@@ -154,6 +157,7 @@ final class ForkTemplate
             if ($pid === 0) {
                 \fclose($pair[1]);
                 self::becomeWorker($fds, $serverPid);
+                self::$fastExit = !empty($cmd['fast_exit']);
                 return true;
             }
             \fwrite($pair[1], \pack('l', $pid));
@@ -172,6 +176,36 @@ final class ForkTemplate
         }
         self::reply($pid, null);
         return false;
+    }
+
+    /**
+     * The server stopped this worker (its stop frame). In a forked worker with `fast_exit` (docs/protocol.md
+     * §8, `http.pool.fork_fast_exit`), the process then ends with _exit(0) once PHP's request shutdown has
+     * run the shutdown functions and the destructors and flushed the output buffers, skipping the engine's
+     * teardown: freeing the tables it inherited from the template would copy nearly every page of the
+     * template's heap (copy-on-write) only to free it in a process that is about to end. Not after a fatal
+     * error (its exit status is kept), and not when the output guard is gone by then (the usual exit).
+     */
+    public static function serverStopped(): void
+    {
+        if (!self::$fastExit) {
+            return;
+        }
+        self::$fastExit = false;
+        // Registered from a shutdown function, it runs after every other one, the application's included.
+        \register_shutdown_function(static function (): void {
+            \register_shutdown_function(static function (): void {
+                $err = \error_get_last();
+                $fatal = \E_ERROR | \E_PARSE | \E_CORE_ERROR | \E_COMPILE_ERROR | \E_USER_ERROR | \E_RECOVERABLE_ERROR;
+                if ($err !== null && ($err['type'] & $fatal) !== 0) {
+                    return;
+                }
+                $libc = self::libc();
+                StdoutGuard::exitAtEnd(static function () use ($libc): void {
+                    $libc->_exit(0);
+                });
+            });
+        });
     }
 
     /** @param list<resource|\Socket> $fds stdin, stdout, stderr of the new worker */
@@ -239,7 +273,7 @@ final class ForkTemplate
     {
         static $libc = null;
         return $libc ??= \FFI::cdef(
-            'int dup2(int oldfd, int newfd); int close(int fd); ' .
+            'int dup2(int oldfd, int newfd); int close(int fd); void _exit(int status); ' .
             'int prctl(int option, unsigned long a, unsigned long b, ' .
             'unsigned long c, unsigned long d);',
             'libc.so.6',

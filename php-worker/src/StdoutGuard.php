@@ -14,6 +14,8 @@ final class StdoutGuard
     /** @var resource|null */
     private static $stderr = null;
     private static bool $installed = false;
+    /** Called when PHP's shutdown ends the guard (ForkTemplate::serverStopped()). */
+    private static ?\Closure $atEnd = null;
 
     /** Starts the guard buffer unless it is already the outermost output buffer. */
     public static function install(): void
@@ -38,6 +40,16 @@ final class StdoutGuard
         }
     }
 
+    /**
+     * Calls $end when PHP's request shutdown ends this buffer: the last output buffer to end, after the
+     * shutdown functions and the destructors. Not when the application ends it (a destructor calling
+     * ob_end_flush()): there the call stack holds the caller.
+     */
+    public static function exitAtEnd(\Closure $end): void
+    {
+        self::$atEnd = $end;
+    }
+
     public static function active(): bool
     {
         if (\ob_get_level() === 0) {
@@ -55,6 +67,10 @@ final class StdoutGuard
             if (\is_resource(self::$stderr)) {
                 \fwrite(self::$stderr, $buffer);
             }
+        }
+        if (self::$atEnd !== null && ($phase & \PHP_OUTPUT_HANDLER_FINAL) !== 0
+            && \count(\debug_backtrace(\DEBUG_BACKTRACE_IGNORE_ARGS, 2)) <= 1) {
+            (self::$atEnd)();
         }
         return '';
     }

@@ -354,6 +354,7 @@ final class Worker
         }
         if (!empty($cmd['stop'])) {
             $this->stopped = true;
+            ForkTemplate::serverStopped();
             return;
         }
         if (\array_key_exists('pid', $cmd)) {

@@ -110,8 +110,11 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     if (auto ready = co_await ensure(gen, boot_failed); !ready)
         co_return ready.error();
     relay::Channel &ch = *proc_->channel;
-    static const std::string command =
+    static const std::string fork_command =
         relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true})");
+    static const std::string fast_exit_command = relay::encode_frame(
+        relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true,"fast_exit":true})");
+    const std::string &command = opt_.fork_fast_exit ? fast_exit_command : fork_command;
     // Output the template wrote while idle must not be read as this command's answer (Channel::claim()).
     if (!ch.claim()) {
         if (proc_->state != State::stopping) // output while idle retired it already (on_unexpected)

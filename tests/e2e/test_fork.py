@@ -177,6 +177,70 @@ class ForkTest(ServerTestCase):
         self.assertEqual(len(done), 6)
         self.assertEqual(len(self.boots()), 1)
 
+    # -- http.pool.fork_fast_exit ------------------------------------------------------------------
+
+    def stopped_worker_exit(self, pool=None, endob=False, fatal=False):
+        """One worker sets up /exit-hooks, then is stopped by max_jobs: (its pid, the hooks' log lines, its
+        session file's content, the server's log)."""
+        hooks = os.path.join(self.tmpdir.name, "hooks")
+        sessions = os.path.join(self.tmpdir.name, "sessions")
+        os.mkdir(sessions)
+        srv = self.start_server(
+            {"http": {"pool": dict({"num_workers": 1, "fork": True, "max_jobs": 2}, **(pool or {}))},
+             "logs": {"level": "debug"}},
+            script="fork.php")
+        query = (f"/exit-hooks?log={hooks}&session={sessions}" + ("&endob=1" if endob else "")
+                 + ("&fatal=1" if fatal else ""))
+        pid = self.get(srv, query)["pid"]
+        # The worker serves on while its replacement is forked (never past twice its limit): ask until a new
+        # one answers.
+        replaced = False
+        for _ in range(50):
+            if self.get(srv)["pid"] != pid:
+                replaced = True
+                break
+            time.sleep(0.05)
+        self.assertTrue(replaced, "max_jobs: 2 replaced the worker")
+        self.assertTrue(srv.wait_for_log(f"worker {pid} exited", 10), srv.stderr())
+        log = srv.stderr()
+        with open(hooks) as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(sessions, f"sess_w{pid}")) as f:
+            session = f.read()
+        return pid, lines, session, log
+
+    def assert_request_shutdown_ran(self, pid, lines, log):
+        self.assertEqual(sorted(lines), sorted([f"shutdown {pid}", f"destruct-cycle {pid}",
+                                                f"destruct-cycle {pid}", f"destruct-static {pid}"]))
+        self.assertEqual(lines[0], f"shutdown {pid}", "shutdown functions run before destructors")
+        self.assertIn(f"pid {pid}: buffered output {pid}", log, "the open output buffer was flushed")
+        self.assertIn(f"worker {pid} exited with code 0", log)
+
+    def test_fast_exit_runs_request_shutdown_and_skips_the_engine_teardown(self):
+        pid, lines, session, log = self.stopped_worker_exit()
+        self.assert_request_shutdown_ran(pid, lines, log)
+        # The session extension writes an open session in its request-shutdown hook, after the output
+        # buffers: the fast exit ends the process before it (what docs/protocol.md §8 says it skips).
+        self.assertEqual(session, "", "the engine's request teardown did not run")
+
+    def test_fast_exit_off_runs_the_whole_teardown(self):
+        pid, lines, session, log = self.stopped_worker_exit(pool={"fork_fast_exit": False})
+        self.assert_request_shutdown_ran(pid, lines, log)
+        self.assertEqual(session, f"pid|i:{pid};")
+
+    def test_fast_exit_falls_back_when_a_destructor_closes_the_output_buffers(self):
+        # The guard buffer ended by application code (not by PHP's shutdown) must not end the process:
+        # the destructors after that one still run, and so does the whole teardown.
+        pid, lines, session, log = self.stopped_worker_exit(endob=True)
+        self.assert_request_shutdown_ran(pid, lines, log)
+        self.assertEqual(session, f"pid|i:{pid};")
+
+    def test_fast_exit_keeps_the_status_of_a_fatal_error(self):
+        pid, lines, session, log = self.stopped_worker_exit(fatal=True)
+        self.assertIn(f"shutdown {pid}", lines)
+        self.assertIn("fatal in a shutdown function", log)
+        self.assertIn(f"worker {pid} exited with code 255", log, "not turned into a clean exit")
+
 
 def template_pid_after(server, old):
     pids = []

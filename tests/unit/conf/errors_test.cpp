@@ -36,6 +36,8 @@ TEST(ConfErrors, EachKindNamesFileLineKeyAndValue)
         {p + "    recycle_priority: low\n",
          {".rr.yaml:6:23:", "http.pool.recycle_priority", "\"low\"",
           "expected \"auto\", \"idle\" or \"normal\""}},
+        {p + "    fork_fast_exit: sometimes\n",
+         {".rr.yaml:6:21:", "http.pool.fork_fast_exit", "\"sometimes\"", "true or false"}},
         {p + "    recycle_priority: [idle]\n",
          {":6:23:", "http.pool.recycle_priority: a list is not a valid value"}},
         {p + "    max_jobs: 99999999999999999999999\n", {":6:15:", "http.pool.max_jobs", "out of range"}},

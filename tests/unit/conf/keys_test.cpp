@@ -242,6 +242,19 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
     EXPECT_EQ(load(minimal).config.http.accept, "handoff");
 }
 
+TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
+{
+    const LoadResult d = load(minimal);
+    EXPECT_TRUE(d.config.http.pool.fork_fast_exit);
+    EXPECT_TRUE(d.config.websockets.pool.fork_fast_exit);
+    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "fork_fast_exit: true\n")) << ferry::conf::dump(d.config);
+    const LoadResult off = load(minimal + "http:\n  pool:\n    fork: true\n    fork_fast_exit: false\n");
+    EXPECT_TRUE(off.warnings.empty());
+    EXPECT_TRUE(off.config.http.pool.fork);
+    EXPECT_FALSE(off.config.http.pool.fork_fast_exit);
+    EXPECT_FALSE(load(minimal, {"http.pool.fork_fast_exit=false"}).config.http.pool.fork_fast_exit);
+}
+
 TEST(ConfKeys, RecyclePriorityDefaultsToAutoInBothPools)
 {
     const LoadResult d = load(minimal);

@@ -36,6 +36,9 @@ struct PoolConfig {
     // Ferry's own: workers are forked from a template process that booted the app (docs/protocol.md §8)
     // instead of each booting PHP; falls back to starting each worker when the worker cannot be a template.
     bool fork = false;
+    // Ferry's own: a forked worker the server stopped ends with _exit(0) after PHP's request shutdown
+    // (shutdown functions, destructors, output), skipping the engine's teardown (docs/protocol.md §8).
+    bool fork_fast_exit = true;
     // Ferry's own: "auto", "idle" or "normal" (pool::RecyclePriority): whether replacements for workers that
     // still serve boot, and retired workers exit, under SCHED_IDLE.
     std::string recycle_priority = "auto";
