@@ -247,7 +247,8 @@ TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
     const LoadResult d = load(minimal);
     EXPECT_TRUE(d.config.http.pool.fork_fast_exit);
     EXPECT_TRUE(d.config.websockets.pool.fork_fast_exit);
-    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "fork_fast_exit: true\n")) << ferry::conf::dump(d.config);
+    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "fork_fast_exit: true\n"))
+        << ferry::conf::dump(d.config);
     const LoadResult off = load(minimal + "http:\n  pool:\n    fork: true\n    fork_fast_exit: false\n");
     EXPECT_TRUE(off.warnings.empty());
     EXPECT_TRUE(off.config.http.pool.fork);

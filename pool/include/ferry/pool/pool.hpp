@@ -39,7 +39,8 @@ struct Options {
     // starting PHP for each; when the worker cannot be a template, workers are started as usual (logged).
     bool fork = false;
     // Forked workers asked to end with _exit(0) once stopped, after PHP's request shutdown (the fork
-    // command's "fast_exit", docs/protocol.md §8): the engine's teardown in a fork copies the template's heap.
+    // command's "fast_exit", docs/protocol.md §8): the engine's teardown in a fork copies the template's
+    // heap.
     bool fork_fast_exit = true;
     // idle: a replacement for a worker that still serves (max_jobs, ttl, memory; not a reset, which someone
     // waits for) runs under SCHED_IDLE from its exec to its handshake (or until idle_boot_limit, then it is
