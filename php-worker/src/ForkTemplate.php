@@ -183,8 +183,9 @@ final class ForkTemplate
      * §8, `http.pool.fork_fast_exit`), the process then ends with _exit(0) once PHP's request shutdown has
      * run the shutdown functions and the destructors and flushed the output buffers, skipping the engine's
      * teardown: freeing the tables it inherited from the template would copy nearly every page of the
-     * template's heap (copy-on-write) only to free it in a process that is about to end. Not after a fatal
-     * error (its exit status is kept), and not when the output guard is gone by then (the usual exit).
+     * template's heap (copy-on-write) only to free it in a process that is about to end. Open streams are
+     * closed first (a gzip stream's tail is written on close). Not after a fatal error (its exit status is
+     * kept), and not when the output guard is gone by then (the usual exit).
      */
     public static function serverStopped(): void
     {
@@ -202,6 +203,13 @@ final class ForkTemplate
                 }
                 $libc = self::libc();
                 StdoutGuard::exitAtEnd(static function () use ($libc): void {
+                    // Streams still open would be closed by the teardown: a buffering one (zlib, bzip2, a
+                    // user wrapper, a filter) writes its tail only then.
+                    foreach (\get_resources('stream') as $stream) {
+                        if ($stream !== \STDIN && $stream !== \STDOUT && $stream !== \STDERR) {
+                            @\fclose($stream);
+                        }
+                    }
                     $libc->_exit(0);
                 });
             });

@@ -5,6 +5,7 @@ process group, pipes, stderr, random seed) re-parented to the server, recycling 
 of booting, a template that dies or cannot fork never costs a request, and nothing outlives the server.
 """
 
+import gzip
 import json
 import os
 import signal
@@ -215,6 +216,9 @@ class ForkTest(ServerTestCase):
         self.assertEqual(lines[0], f"shutdown {pid}", "shutdown functions run before destructors")
         self.assertIn(f"pid {pid}: buffered output {pid}", log, "the open output buffer was flushed")
         self.assertIn(f"worker {pid} exited with code 0", log)
+        # A stream that buffers (zlib) and was never closed loses nothing: closed before the process ends.
+        with gzip.open(os.path.join(self.tmpdir.name, "hooks.gz"), "rt") as f:
+            self.assertEqual(f.read(), f"gz line {pid}\n")
 
     def test_fast_exit_runs_request_shutdown_and_skips_the_engine_teardown(self):
         pid, lines, session, log = self.stopped_worker_exit()

@@ -4,11 +4,12 @@
 //   /         JSON: pid (getmypid() now), boot (the pid that ran the boot code), ppid, pgid, rand (mt_rand())
 //   /exit     exit(3) mid-request               /stderr  a line on STDERR naming its pid
 //   /sleep?ms=N  sleeps first
-//   /exit-hooks?log=FILE&session=DIR[&endob=1]  what must still run when this worker is stopped: a shutdown
-//             function, destructors (objects in a cycle, one held by a static) appending to FILE, an output
-//             buffer left open, and a session (files in DIR) left open, which only the engine's own request
-//             teardown writes (what http.pool.fork_fast_exit skips); endob=1: the static's destructor
-//             closes every output buffer; fatal=1: the shutdown function ends in an uncaught exception
+//   /exit-hooks?log=FILE&session=DIR[&endob=1][&fatal=1]  what must still run when this worker is stopped:
+//             a shutdown function, destructors (objects in a cycle, one held by a static) appending to FILE,
+//             an output buffer and a gzip stream (FILE.gz) left open; and a session (files in DIR) left open,
+//             which only the engine's own request teardown writes (what http.pool.fork_fast_exit skips);
+//             endob=1: the static's destructor closes every output buffer; fatal=1: the shutdown function
+//             ends in an uncaught exception
 // FERRY_TEST_BOOT_LOG: a file that gets one line per boot (the booting pid); FERRY_TEST_BOOT_MS: a slow boot.
 declare(strict_types=1);
 
@@ -22,6 +23,8 @@ if (is_string($log) && $log !== '') {
 final class ExitHook
 {
     public static ?ExitHook $kept = null;
+    /** @var resource|null a gzip stream left open: zlib keeps its tail until the stream is closed */
+    public static $gz = null;
     public ?ExitHook $peer = null;
 
     public function __construct(private string $log, private string $what, private bool $endOb = false)
@@ -64,6 +67,8 @@ while (($req = $worker->waitRequest()) !== null) {
         $a->peer->peer = $a;
         unset($a);
         ExitHook::$kept = new ExitHook($hookLog, 'destruct-static', !empty($req->query['endob']));
+        ExitHook::$gz = gzopen("$hookLog.gz", 'wb');
+        gzwrite(ExitHook::$gz, 'gz line ' . getmypid() . "\n");
         ob_start();
         echo 'buffered output ', getmypid(), "\n";
     }
