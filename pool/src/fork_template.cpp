@@ -82,7 +82,11 @@ void ForkTemplate::ChildEnds::close()
 
 ForkTemplate::ForkTemplate(asio::io_context &io, const Options &opt, Spawner &spawner, const Flag &stopping,
                            std::function<std::optional<int>(int, bool)> track)
-    : io_(io), opt_(opt), spawner_(spawner), stopping_(stopping), track_(std::move(track)), turn_(io)
+    : io_(io), opt_(opt), spawner_(spawner), stopping_(stopping), track_(std::move(track)),
+      command_(
+          relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
+                              opt.fork_fast_exit ? R"({"fork":true,"fast_exit":true})" : R"({"fork":true})")),
+      turn_(io)
 {
 }
 
@@ -110,11 +114,6 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     if (auto ready = co_await ensure(gen, boot_failed); !ready)
         co_return ready.error();
     relay::Channel &ch = *proc_->channel;
-    static const std::string fork_command =
-        relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true})");
-    static const std::string fast_exit_command = relay::encode_frame(
-        relay::flag::control | relay::flag::codec_json, 0, {}, R"({"fork":true,"fast_exit":true})");
-    const std::string &command = opt_.fork_fast_exit ? fast_exit_command : fork_command;
     // Output the template wrote while idle must not be read as this command's answer (Channel::claim()).
     if (!ch.claim()) {
         if (proc_->state != State::stopping) // output while idle retired it already (on_unexpected)
@@ -123,8 +122,8 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     }
     // One message carries the command and the three descriptors (SCM_RIGHTS).
     ch.begin_exchange();
-    const ssize_t sent = send_with_fds(proc_->control_fd, command, {ends.in, ends.out, ends.err});
-    if (sent != static_cast<ssize_t>(command.size())) {
+    const ssize_t sent = send_with_fds(proc_->control_fd, command_, {ends.in, ends.out, ends.err});
+    if (sent != static_cast<ssize_t>(command_.size())) {
         std::string why = sent < 0 ? std::strerror(errno) : "short write";
         retire("sending a fork command failed: " + why);
         co_return fail("the fork template is gone (" + why + ")");

@@ -76,6 +76,7 @@ private:
     Spawner &spawner_;
     const Flag &stopping_;
     std::function<std::optional<int>(int, bool)> track_;
+    const std::string command_;  // the fork command's frame (docs/protocol.md §8), with "fast_exit" per opt_
     WorkerPtr proc_;             // the template process (its channel: the socket as stdin, frames on stdout)
     std::vector<WorkerPtr> old_; // retired templates whose exit was not reaped yet
     bool busy_ = false;

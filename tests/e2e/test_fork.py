@@ -180,7 +180,7 @@ class ForkTest(ServerTestCase):
 
     # -- http.pool.fork_fast_exit ------------------------------------------------------------------
 
-    def stopped_worker_exit(self, pool=None, endob=False, fatal=False):
+    def stopped_worker_exit(self, pool=None, endob=False, fatal=""):
         """One worker sets up /exit-hooks, then is stopped by max_jobs: (its pid, the hooks' log lines, its
         session file's content, the server's log)."""
         hooks = os.path.join(self.tmpdir.name, "hooks")
@@ -191,7 +191,7 @@ class ForkTest(ServerTestCase):
              "logs": {"level": "debug"}},
             script="fork.php")
         query = (f"/exit-hooks?log={hooks}&session={sessions}" + ("&endob=1" if endob else "")
-                 + ("&fatal=1" if fatal else ""))
+                 + (f"&fatal={fatal}" if fatal else ""))
         pid = self.get(srv, query)["pid"]
         # The worker serves on while its replacement is forked (never past twice its limit): ask until a new
         # one answers.
@@ -240,10 +240,19 @@ class ForkTest(ServerTestCase):
         self.assertEqual(session, f"pid|i:{pid};")
 
     def test_fast_exit_keeps_the_status_of_a_fatal_error(self):
-        pid, lines, session, log = self.stopped_worker_exit(fatal=True)
+        pid, lines, session, log = self.stopped_worker_exit(fatal="1")
         self.assertIn(f"shutdown {pid}", lines)
         self.assertIn("fatal in a shutdown function", log)
         self.assertIn(f"worker {pid} exited with code 255", log, "not turned into a clean exit")
+
+    def test_fast_exit_not_taken_after_a_fatal_error_past_the_loop(self):
+        # The shutdown functions (the fast exit's included) run after a fatal error: it must see the error,
+        # keep the status and leave the teardown to PHP.
+        pid, lines, session, log = self.stopped_worker_exit(fatal="after")
+        self.assertIn(f"shutdown {pid}", lines)
+        self.assertIn("fatal after the loop", log)
+        self.assertIn(f"worker {pid} exited with code 255", log, "not turned into a clean exit")
+        self.assertEqual(session, f"pid|i:{pid};", "the whole teardown ran")
 
 
 def template_pid_after(server, old):

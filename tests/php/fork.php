@@ -9,7 +9,7 @@
 //             an output buffer and a gzip stream (FILE.gz) left open; and a session (files in DIR) left open,
 //             which only the engine's own request teardown writes (what http.pool.fork_fast_exit skips);
 //             endob=1: the static's destructor closes every output buffer; fatal=1: the shutdown function
-//             ends in an uncaught exception
+//             ends in an uncaught exception; fatal=after: the script ends in one after its loop
 // FERRY_TEST_BOOT_LOG: a file that gets one line per boot (the booting pid); FERRY_TEST_BOOT_MS: a slow boot.
 declare(strict_types=1);
 
@@ -23,6 +23,7 @@ if (is_string($log) && $log !== '') {
 final class ExitHook
 {
     public static ?ExitHook $kept = null;
+    public static bool $throwAfterLoop = false;
     /** @var resource|null a gzip stream left open: zlib keeps its tail until the stream is closed */
     public static $gz = null;
     public ?ExitHook $peer = null;
@@ -55,7 +56,8 @@ while (($req = $worker->waitRequest()) !== null) {
         session_id('w' . getmypid());
         session_start(['use_cookies' => 0, 'cache_limiter' => '']);
         $_SESSION['pid'] = getmypid();
-        $fatal = !empty($req->query['fatal']);
+        $fatal = ($req->query['fatal'] ?? '') === '1';
+        ExitHook::$throwAfterLoop = ($req->query['fatal'] ?? '') === 'after';
         register_shutdown_function(static function () use ($hookLog, $fatal): void {
             file_put_contents($hookLog, 'shutdown ' . getmypid() . "\n", FILE_APPEND);
             if ($fatal) {
@@ -85,4 +87,7 @@ while (($req = $worker->waitRequest()) !== null) {
         'pgid' => posix_getpgid(0),
         'rand' => mt_rand(),
     ]));
+}
+if (ExitHook::$throwAfterLoop) {
+    throw new RuntimeException('fatal after the loop');
 }
