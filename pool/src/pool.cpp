@@ -171,6 +171,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
             start_stop(w);
             return;
         }
+        // Its early replacement is ready: it serves on only while requests wait for a worker.
+        if (w->replaced && allocator.waiting() == 0 && (!multi() || !waiting_elsewhere())) {
+            start_stop(w);
+            return;
+        }
         if (!multi()) {
             if (!allocator.offer(w))
                 park(w);
@@ -299,25 +304,40 @@ struct Shard : std::enable_shared_from_this<Shard> {
     }
 
     // A new worker is ready: retire one worker that waits for its replacement, an idle one first, the oldest
-    // generation first (under max_jobs churn a reset's old workers must not wait behind recycled new ones). A
-    // busy one stops when its request is done; one a reset made stale has reset_timeout for it.
+    // generation first (under max_jobs churn a reset's old workers must not wait behind recycled new ones).
     void retire_one()
     {
         WorkerPtr idle, busy;
         for (auto &[pid, w] : workers) {
-            if (!w->retire || w->stop_on_release || w->state == State::stopping || w->state == State::dead)
+            if (!w->retire || w->stop_on_release || w->replaced || w->state == State::stopping ||
+                w->state == State::dead)
                 continue;
             WorkerPtr &pick = w->state == State::ready ? idle : busy;
             if (!pick || w->gen < pick->gen)
                 pick = w;
         }
-        if (idle) {
-            start_stop(idle);
-        } else if (busy) {
-            busy->stop_on_release = true;
-            if (busy->gen < generation)
-                busy->reset_deadline = clock::now() + opt.reset_timeout;
+        if (idle)
+            replaced(idle);
+        else if (busy)
+            replaced(busy);
+    }
+
+    // The replacement of `w` is ready. Idle, it stops now. Busy, it stops when its request is done (one a
+    // reset made stale has reset_timeout for it); but one replaced ahead of its max_jobs (its replacement
+    // started early) serves on while requests wait for a worker, up to max_jobs (Supervisor::job_done).
+    void replaced(const WorkerPtr &w)
+    {
+        if (w->state == State::ready) {
+            start_stop(w);
+            return;
         }
+        if (w->cause == Cause::max_jobs && w->max_jobs != 0 && w->jobs < w->max_jobs) {
+            w->replaced = true;
+            return;
+        }
+        w->stop_on_release = true;
+        if (w->gen < generation)
+            w->reset_deadline = clock::now() + opt.reset_timeout;
     }
 
     // Workers waiting for a replacement are kept only while the fresh ones are too few: with enough, they all
@@ -329,17 +349,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
             return;
         std::vector<WorkerPtr> surplus;
         for (auto &[pid, w] : workers)
-            if (w->retire && !w->stop_on_release && (w->state == State::ready || w->state == State::working))
+            if (w->retire && !w->stop_on_release && !w->replaced &&
+                (w->state == State::ready || w->state == State::working))
                 surplus.push_back(w);
-        for (auto &w : surplus) {
-            if (w->state == State::ready) {
-                start_stop(w);
-                continue;
-            }
-            w->stop_on_release = true;
-            if (w->gen < generation)
-                w->reset_deadline = clock::now() + opt.reset_timeout;
-        }
+        for (auto &w : surplus)
+            replaced(w);
     }
 
     // ---- rolling reset ----------------------------------------------------------------------------
@@ -365,6 +379,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
         ResetReport report;
         for (auto &[pid, w] : workers)
             if (w->gen < gen && (w->state == State::ready || w->state == State::working)) {
+                if (w->replaced) // its max_jobs replacement is there already, with code as old as its own
+                    w->stop_on_release = true;
                 w->retire = true;
                 w->cause = Cause::reset;
                 ++report.replaced;
@@ -381,6 +397,13 @@ struct Shard : std::enable_shared_from_this<Shard> {
         }
         report.killed = reset_kills - kills_before;
         co_return report;
+    }
+
+    // Causes of a worker marked for replacement that still serves: what ends it first is counted instead.
+    static bool replacing(Cause c)
+    {
+        return c == Cause::max_jobs || c == Cause::ttl || c == Cause::idle_ttl || c == Cause::memory ||
+               c == Cause::reset;
     }
 
     void start_stop(const WorkerPtr &w)
@@ -404,7 +427,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // exit unless a cause was already decided (exec_ttl).
     void kill_broken(const WorkerPtr &w, Cause why)
     {
-        if (w->cause == Cause::none)
+        if (w->cause == Cause::none || replacing(w->cause))
             w->cause = why;
         w->exec_ctx = nullptr;
         allocator.remove(w);
@@ -434,6 +457,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
         bool expected = w->state == State::stopping || w->state == State::dead;
         if (w->cause == Cause::none)
             w->cause = expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash;
+        // Marked for replacement (a limit reached, its replacement started early) but still serving when it
+        // died by itself: a crash all the same.
+        if (!expected && replacing(w->cause))
+            w->cause = Cause::crash;
         // Killed for breaking off mid-request, it had in fact died by itself (its stdout closed): a crash.
         if (w->cause == Cause::error && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
             w->cause = Cause::crash;
@@ -561,8 +588,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
             self->restore_priority(w);
         self->boot_broken = false;
         self->supervisor.ready(*w);
-        self->boot_time.observe(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - w->started).count()));
+        const auto took = clock::now() - w->started;
+        self->supervisor.booted(took);
+        self->boot_time.observe(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
         if (w->gen < self->generation)
             w->retire = true; // a reset began while it booted: it may have loaded the old code
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
@@ -583,7 +612,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     {
         unsigned kept = 0;
         for (auto &[pid, w] : workers)
-            if (w->retire && !w->stop_on_release &&
+            if (w->retire && !w->stop_on_release && !w->replaced &&
                 (w->state == State::ready || w->state == State::working)) {
                 w->retire = false;
                 ++kept;

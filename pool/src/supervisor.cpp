@@ -43,8 +43,12 @@ void Supervisor::ready(Worker &w)
     // (random ones may all fall close): the golden-ratio sequence from a random start, one step per worker.
     spread_ = std::fmod(spread_ + 0.6180339887498949, 1.0);
     const double f = spread_;
-    if (opt_.max_jobs != 0)
+    if (opt_.max_jobs != 0) {
         w.max_jobs = opt_.max_jobs + static_cast<std::uint64_t>(f * static_cast<double>(opt_.max_jobs / 4));
+        w.rate_base_jobs = 0;
+        w.rate_base_at = clock::now();
+        w.rate_check_jobs = std::max<std::uint64_t>(1, w.max_jobs / 4);
+    }
     if (opt_.ttl.count() > 0)
         w.ttl_end = w.started + opt_.ttl -
                     milliseconds(static_cast<std::int64_t>(f * static_cast<double>(opt_.ttl.count() / 10)));
@@ -76,13 +80,23 @@ Supervisor::AfterJob Supervisor::job_done(Worker &w)
                   w.tag() + " uses " + megabytes(w.rss) + ", twice its max_worker_memory: stopping it now");
         return AfterJob::stop;
     }
-    if (w.retire) // it serves on until its replacement is ready, up to twice max_jobs
-        return w.max_jobs != 0 && w.jobs >= 2 * w.max_jobs ? AfterJob::stop : AfterJob::keep;
+    if (w.retire) {
+        // Its replacement is ready (started early): it stops at its limit. Still booting: it serves on, up to
+        // twice max_jobs.
+        if (w.max_jobs != 0 && w.jobs >= (w.replaced ? w.max_jobs : 2 * w.max_jobs))
+            return AfterJob::stop;
+        return AfterJob::keep;
+    }
     if (w.max_jobs != 0 && w.jobs >= w.max_jobs) {
         // "No throughput dip" over strictness: the replacement boots while this one keeps serving.
         w.retire = true;
         w.cause = Cause::max_jobs;
         log::debug("pool", w.tag() + " reached max_jobs (" + std::to_string(w.jobs) + "), recycling");
+        return AfterJob::retire;
+    }
+    if (w.max_jobs != 0 && w.jobs >= w.rate_check_jobs && starts_early(w)) {
+        w.retire = true;
+        w.cause = Cause::max_jobs;
         return AfterJob::retire;
     }
     if (over && recycling() < std::max(1u, opt_.max_recycling)) {
@@ -91,6 +105,33 @@ Supervisor::AfterJob Supervisor::job_done(Worker &w)
         return AfterJob::retire;
     }
     return AfterJob::keep;
+}
+
+void Supervisor::booted(std::chrono::nanoseconds took)
+{
+    boot_estimate_ = std::max(took, (7 * boot_estimate_ + took) / 8);
+}
+
+bool Supervisor::starts_early(Worker &w)
+{
+    const auto now = clock::now();
+    const double secs = std::chrono::duration<double>(now - w.rate_base_at).count();
+    const double rate = secs > 0 ? static_cast<double>(w.jobs - w.rate_base_jobs) / secs : 0.0;
+    const double margin = 2.0 * rate * std::chrono::duration<double>(boot_estimate_).count();
+    const std::uint64_t left = w.max_jobs - w.jobs; // job_done() checked the limit first: left > 0
+    if (margin >= static_cast<double>(left)) {
+        log::debug("pool",
+                   w.tag() + " at " + std::to_string(w.jobs) + " of its max_jobs " +
+                       std::to_string(w.max_jobs) + " (" + std::to_string(std::lround(rate)) +
+                       " req/s, boots take ~" +
+                       std::to_string(std::chrono::duration_cast<milliseconds>(boot_estimate_).count()) +
+                       " ms): its replacement starts now");
+        return true;
+    }
+    w.rate_base_jobs = w.jobs;
+    w.rate_base_at = now;
+    w.rate_check_jobs = w.jobs + std::max<std::uint64_t>(1, (left - static_cast<std::uint64_t>(margin)) / 2);
+    return false;
 }
 
 bool Supervisor::over_memory(Worker &w)

@@ -9,6 +9,12 @@
 // together. Memory is read from /proc every watch_tick, and after requests as often as the worker's growth
 // calls for: a worker leaking 5 MB per request is read every request near its limit, one that does not grow
 // only on the tick. Nothing per request but a counter compare and reading the last tick's time.
+//
+// max_jobs without a gap: a worker's replacement starts before its limit, when the requests it serves during
+// twice the measured boot time would take it there (its rate is read from the clock a few times per life:
+// at a quarter of max_jobs, then halfway to the start point each time). A replacement ready before the limit
+// leaves the old worker serving only requests that wait for a worker, up to max_jobs (Worker::replaced); one
+// ready late still finds it serving, up to twice max_jobs.
 #pragma once
 
 #include "event.hpp"
@@ -37,6 +43,12 @@ public:
     // A worker passed its handshake: its jittered limits start now.
     void ready(Worker &w);
 
+    // A worker of this loop booted in `took` (spawn to handshake): how long a replacement takes to be ready,
+    // for starting max_jobs replacements early. The estimate follows a slower boot at once and a faster one
+    // by an eighth per boot.
+    void booted(std::chrono::nanoseconds took);
+    std::chrono::nanoseconds boot_estimate() const { return boot_estimate_; }
+
     // What to do with a worker after a request, once counted.
     enum class AfterJob {
         keep,   // serve on
@@ -61,6 +73,10 @@ private:
     // Workers marked for replacement that still serve.
     unsigned recycling() const;
     void mark(Worker &w, Cause c, const std::string &why);
+    // At w.rate_check_jobs: true when the jobs the worker does during two boots (at its rate since the last
+    // check) reach its max_jobs, so its replacement must start now to be ready at the limit; else plans the
+    // next check, halfway to that point.
+    bool starts_early(Worker &w);
 
     const Options &opt_;
     const Registry &workers_;
@@ -69,6 +85,7 @@ private:
     clock::time_point coarse_now_ = clock::now();
     clock::time_point next_watch_ = clock::now();
     double spread_ = 0; // where the jitter sequence is, in [0, 1)
+    std::chrono::nanoseconds boot_estimate_{0};
 };
 
 } // namespace ferry::pool

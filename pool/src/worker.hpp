@@ -47,7 +47,15 @@ struct Worker {
     std::uint64_t max_jobs = 0;   // with jitter; 0 = unlimited
     bool retire = false;          // recycle as soon as a replacement is ready
     bool stop_on_release = false; // stop when the current request is done
-    bool idle_boot = false;       // booting under SCHED_IDLE (Options::recycle_priority) until restored
+    // Its max_jobs replacement, started ahead of the limit, is ready: it takes only requests that wait for a
+    // worker, and stops at max_jobs or when nobody waits.
+    bool replaced = false;
+    // Starting that replacement early: the next job count at which the request rate is measured, and the
+    // job count and time of the last measurement (Supervisor::starts_early).
+    std::uint64_t rate_check_jobs = ~0ull;
+    std::uint64_t rate_base_jobs = 0;
+    std::chrono::steady_clock::time_point rate_base_at;
+    bool idle_boot = false; // booting under SCHED_IDLE (Options::recycle_priority) until restored
     // Rolling reset: the pool's generation when this worker was started (a reset makes older ones stale), the
     // time a stale busy worker must be done by (reset_timeout), and whether it was killed for it.
     std::uint64_t gen = 0;

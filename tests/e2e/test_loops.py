@@ -154,23 +154,18 @@ class LoopsTest(unittest.TestCase):
                 srv.stop()
 
     def test_max_jobs_swaps_make_no_request_wait(self):
-        # One worker (loop 0's; loop 1 borrows it): a worker past max_jobs serves on until its replacement is
-        # ready (booting at idle priority where ferry may restore it, so a little slower), so over the swaps
-        # no sequential request queues for a worker. How far past its limit a worker serves depends on how
-        # fast PHP boots here; it is never past twice its jittered limit (≤ 2 × 625), so 6000 requests need
-        # at least 5 workers: 4 swaps or more, however slow the boot.
-        # Requests of ~1 ms (echo.php /sleep?ms=1): the old worker's 500 extra requests then take longer than
-        # a boot. With hello-world requests (~0.12 ms) they do not on a host where PHP boots in 65–95 ms and
-        # a request can wait at a swap: starting the replacement before the limit by the measured boot time
-        # (issue 9) is not built yet; README, "max_jobs recycling".
+        # One worker (loop 0's; loop 1 borrows it), hello-world requests (~0.12 ms): at ~8k req/s a worker
+        # does its 500–625 jobs in less time than PHP boots here (65–95 ms), so its replacement must start
+        # before the limit, by the measured boot time (Supervisor::starts_early), and the old worker serves
+        # on until it is ready (never past twice its jittered limit, ≤ 2 × 625: 6000 requests need at least 5
+        # workers). Over the swaps no sequential request queues for a worker.
         srv = self.start({"http": {"io_threads": 2, "pool": {"num_workers": 1, "max_jobs": 500}}})
-        statuses = hammer(srv, connections=1, per_connection=6000, path="/sleep?ms=1")
+        statuses = hammer(srv, connections=1, per_connection=6000)
         self.assertEqual(statuses, [200] * 6000)
         srv.stop()
         log = srv.stderr()
         self.assertGreaterEqual(len(re.findall(r"worker \d+ ready", log)), 1 + 4)
         self.assertIn("6000 request(s) served; 0 waited for a worker", log)
-
 
 if __name__ == "__main__":
     unittest.main()

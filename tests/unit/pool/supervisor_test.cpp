@@ -79,6 +79,72 @@ TEST(Supervisor, MaxJobsRetiresThenStopsAtTwiceTheLimit)
     EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
 }
 
+TEST(Supervisor, MaxJobsReplacementStartsEarlyWhenABootOutlastsTheJobsLeft)
+{
+    // Boots take 10 s here: at any real request rate the jobs left after a quarter of max_jobs are done long
+    // before a replacement could boot, so it starts at the first check.
+    Options o;
+    o.max_jobs = 1000;
+    Fixture f(o);
+    f.sup.booted(10s);
+    EXPECT_EQ(f.sup.boot_estimate(), 10s);
+    auto w = f.add(1);
+    f.sup.ready(*w);
+    const std::uint64_t first_check = w->max_jobs / 4;
+    for (std::uint64_t i = 1; i < first_check; ++i)
+        ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::retire);
+    EXPECT_EQ(w->cause, Cause::max_jobs);
+    EXPECT_EQ(w->jobs, first_check);
+    // Its replacement still booting, it serves on past its limit, up to twice max_jobs.
+    for (std::uint64_t i = first_check + 1; i < 2 * w->max_jobs; ++i)
+        ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+}
+
+TEST(Supervisor, AReplacedWorkerStopsAtItsMaxJobs)
+{
+    Options o;
+    o.max_jobs = 1000;
+    Fixture f(o);
+    f.sup.booted(10s);
+    auto w = f.add(1);
+    f.sup.ready(*w);
+    while (f.sup.job_done(*w) != Supervisor::AfterJob::retire)
+        ASSERT_LT(w->jobs, w->max_jobs);
+    w->replaced = true; // the pool: its replacement is ready
+    for (std::uint64_t i = w->jobs + 1; i < w->max_jobs; ++i)
+        ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+    EXPECT_EQ(w->jobs, w->max_jobs);
+}
+
+TEST(Supervisor, BootsFasterThanTheJobsLeftStartTheReplacementAtTheLimit)
+{
+    // A 1 ns boot: the rate checks find no reason to start early, and the worker retires at max_jobs.
+    Options o;
+    o.max_jobs = 1000;
+    Fixture f(o);
+    f.sup.booted(1ns);
+    auto w = f.add(1);
+    f.sup.ready(*w);
+    for (std::uint64_t i = 1; i < w->max_jobs; ++i)
+        ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
+    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::retire);
+}
+
+TEST(Supervisor, TheBootEstimateFollowsSlowerBootsAtOnceAndFasterOnesSlowly)
+{
+    Options o;
+    Fixture f(o);
+    f.sup.booted(80ms);
+    EXPECT_EQ(f.sup.boot_estimate(), 80ms);
+    f.sup.booted(160ms);
+    EXPECT_EQ(f.sup.boot_estimate(), 160ms);
+    f.sup.booted(0ms);
+    EXPECT_EQ(f.sup.boot_estimate(), 140ms); // an eighth of the way down
+}
+
 TEST(Supervisor, WhileBootsFailNothingIsRetired)
 {
     Options o;
