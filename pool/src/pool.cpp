@@ -583,16 +583,23 @@ struct Shard : std::enable_shared_from_this<Shard> {
             self->boot_failed(Spawner::boot_failure(*w, booted.error().message));
             co_return;
         }
-        self->spawner.booted();
+        // Only a worker with the current code shows that new workers boot: one started before a reset (a
+        // max_jobs replacement that loaded the old code) arriving after the reset's boots failed must not
+        // resume recycling (the old workers would stop while their replacements cannot boot) nor clear the
+        // back-off.
+        const bool current = w->gen >= self->generation;
+        if (current) {
+            self->spawner.booted();
+            self->boot_broken = false;
+        }
         if (w->idle_boot)
             self->restore_priority(w);
-        self->boot_broken = false;
         self->supervisor.ready(*w);
         const auto took = clock::now() - w->started;
         self->supervisor.booted(took);
         self->boot_time.observe(
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
-        if (w->gen < self->generation)
+        if (!current)
             w->retire = true; // a reset began while it booted: it may have loaded the old code
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
                               " context)");
@@ -601,6 +608,9 @@ struct Shard : std::enable_shared_from_this<Shard> {
             self->retire_one(); // a fresh worker replaces one that waits for it (never itself)
         self->make_available(w);
         self->shed_surplus();
+        // Its boot slot is free: a reset that began while it booted starts its next new worker now (it would
+        // otherwise wait for the next request to call maintain()).
+        self->maintain();
         self->changed_now();
     }
 

@@ -98,8 +98,8 @@ class ReloadCase(ServerTestCase):
             with open(path, "w") as f:
                 f.write(text)
 
-    def serve(self, reload=None, pool=None, rpc=None, extra=None, reload_as_is=False):
-        cfg = {"http": {"pool": dict({"num_workers": 2}, **(pool or {}))}}
+    def serve(self, reload=None, pool=None, rpc=None, extra=None, reload_as_is=False, http=None):
+        cfg = {"http": dict({"pool": dict({"num_workers": 2}, **(pool or {}))}, **(http or {}))}
         if reload_as_is:
             cfg["reload"] = reload
         elif reload is not False:
@@ -168,7 +168,8 @@ class WatcherTest(ReloadCase):
 
     def test_syntax_error_keeps_old_code_then_fix_serves_new(self):
         srv = self.serve(pool={"max_jobs": 5})
-        self.assertEqual(self.version(srv), "v1")
+        # No request before the change: one could start a max_jobs replacement early, whose boot would race
+        # the change (the cases that race covers are the two tests below).
         self.write("version.php", "<?php return 'v2' +;\n")  # a parse error
         self.assertTrue(srv.wait_for_log("failed to boot", 10), srv.stderr())
         # The old workers keep serving (and max_jobs recycling waits: 5 jobs each would otherwise retire them).
@@ -176,6 +177,50 @@ class WatcherTest(ReloadCase):
             self.assertEqual(self.version(srv), "v1")
         self.assertEqual(srv.stderr().count("failed to boot"), 1, srv.stderr())
         self.assertIn("keep serving", srv.stderr())
+        self.write("version.php", "<?php return 'v3';\n")
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v3", 10), srv.stderr())
+
+    def early_replacement_then_broken_code(self, pool, broken):
+        """One worker's max_jobs replacement starts early (before its limit) and loads the old code, whose boot
+        is slow (1.5 s, after reading version.php); a reset to `broken` code begins while it boots. One event
+        loop whatever FERRY_E2E_IO_THREADS says: the order of boots below is one loop's (with two, the other
+        loop's worker fails on its own schedule)."""
+        self.write("version.php", "<?php usleep(1500000); return 'v1';\n")
+        srv = self.serve(pool=dict({"max_jobs": 5}, **pool), extra={"logs": {"level": "debug"}},
+                         http={"io_threads": 1})
+        self.assertEqual(self.version(srv), "v1")
+        self.assertTrue(srv.wait_for_log("its replacement starts now", 5), srv.stderr())
+        time.sleep(0.3)  # the replacement has read the old version.php and sleeps in its boot
+        self.write("version.php", broken)
+        return srv
+
+    def test_reset_goes_on_when_an_early_replacement_with_old_code_is_ready(self):
+        # One boot at a time (max_recycling 1): the reset's first new worker waits for the replacement's slot.
+        # Once that replacement is ready (stale), the reset starts its new worker at once, not at the next
+        # request.
+        srv = self.early_replacement_then_broken_code({}, "<?php return 'v2' +;\n")
+        self.assertTrue(srv.wait_for_log("failed to boot", 10), srv.stderr())
+        self.assertEqual(srv.stderr().count(" ready ("), 3, srv.stderr())  # the replacement came first
+        for _ in range(40):
+            self.assertEqual(self.version(srv), "v1", srv.stderr())
+        self.assertEqual(srv.stderr().count("failed to boot"), 1, srv.stderr())
+        self.write("version.php", "<?php return 'v3';\n")
+        self.assertTrue(wait_until(lambda: self.version(srv) == "v3", 10), srv.stderr())
+
+    def test_old_code_ready_after_a_failed_reset_does_not_resume_recycling(self):
+        # Two boots at a time: the reset's new worker fails (after 0.3 s) while the early replacement, with
+        # the old code, still boots; it is ready after the failure. It proves nothing about the new code:
+        # recycling stays held (else the old workers would retire at max_jobs and stop at twice it while
+        # their replacements cannot boot, down to no worker and a 503).
+        srv = self.early_replacement_then_broken_code(
+            {"max_recycling": 2}, "<?php usleep(300000); throw new Exception('broken');\n")
+        self.assertTrue(srv.wait_for_log("failed to boot", 10), srv.stderr())
+        self.assertTrue(wait_until(lambda: srv.stderr().count(" ready (") >= 3, 10), srv.stderr())
+        exits = srv.stderr().count(" exited ")
+        for _ in range(40):
+            self.assertEqual(self.version(srv), "v1", srv.stderr())
+        time.sleep(0.5)  # a boot the loop would have started fails in 0.3 s
+        self.assertEqual(srv.stderr().count(" exited "), exits, srv.stderr())  # nobody retired
         self.write("version.php", "<?php return 'v3';\n")
         self.assertTrue(wait_until(lambda: self.version(srv) == "v3", 10), srv.stderr())
 
