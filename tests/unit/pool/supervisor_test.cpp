@@ -32,6 +32,15 @@ struct Fixture {
     Supervisor sup;
 };
 
+// After its current job count, `w` serves on (keep) through job `last - 1` and is stopped after job `last`.
+void keeps_then_stops_at(Fixture &f, Worker &w, std::uint64_t last)
+{
+    for (std::uint64_t i = w.jobs + 1; i < last; ++i)
+        ASSERT_EQ(f.sup.job_done(w), Supervisor::AfterJob::keep) << i;
+    EXPECT_EQ(f.sup.job_done(w), Supervisor::AfterJob::stop);
+    EXPECT_EQ(w.jobs, last);
+}
+
 } // namespace
 
 TEST(Supervisor, ThresholdsOfWorkersStartedTogetherAreSpreadOverTheJitterRange)
@@ -74,9 +83,7 @@ TEST(Supervisor, MaxJobsRetiresThenStopsAtTwiceTheLimit)
     EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::retire);
     EXPECT_EQ(w->cause, Cause::max_jobs);
     // It serves on while its replacement boots, up to twice its limit.
-    for (std::uint64_t i = limit + 1; i < 2 * limit; ++i)
-        EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
-    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+    keeps_then_stops_at(f, *w, 2 * limit);
 }
 
 TEST(Supervisor, MaxJobsReplacementStartsEarlyWhenABootOutlastsTheJobsLeft)
@@ -97,9 +104,7 @@ TEST(Supervisor, MaxJobsReplacementStartsEarlyWhenABootOutlastsTheJobsLeft)
     EXPECT_EQ(w->cause, Cause::max_jobs);
     EXPECT_EQ(w->jobs, first_check);
     // Its replacement still booting, it serves on past its limit, up to twice max_jobs.
-    for (std::uint64_t i = first_check + 1; i < 2 * w->max_jobs; ++i)
-        ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
-    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
+    keeps_then_stops_at(f, *w, 2 * w->max_jobs);
 }
 
 TEST(Supervisor, AReplacedWorkerStopsAtItsMaxJobs)
@@ -113,10 +118,7 @@ TEST(Supervisor, AReplacedWorkerStopsAtItsMaxJobs)
     while (f.sup.job_done(*w) != Supervisor::AfterJob::retire)
         ASSERT_LT(w->jobs, w->max_jobs);
     w->replaced = true; // the pool: its replacement is ready
-    for (std::uint64_t i = w->jobs + 1; i < w->max_jobs; ++i)
-        ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
-    EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
-    EXPECT_EQ(w->jobs, w->max_jobs);
+    keeps_then_stops_at(f, *w, w->max_jobs);
 }
 
 TEST(Supervisor, BootsFasterThanTheJobsLeftStartTheReplacementAtTheLimit)
