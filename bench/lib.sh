@@ -22,6 +22,7 @@ bench_prepare() {  # tools... : install the benchmark-only packages if missing, 
 # ---------------------------------------------------------------- processes and cleanup
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench.XXXXXX")
 PIDS=()      # every process we started directly (its descendants are cleaned up with it)
+FERRY_PREFIX=()  # a command that start_ferry runs ferry under (e.g. taskset -c 0: its workers inherit it)
 
 descendants() {  # pid... -> all descendant pids, one per line
   { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots="$*" '
@@ -119,7 +120,7 @@ ${FERRY_HTTP_EXTRA}
 ${top_extra}
 EOF
   : >"$out"  # exists before the poll below reads it (pipefail would end the script on sed's error)
-  "$bin" serve -c "$conf" >"$out" 2>"$err" &
+  "${FERRY_PREFIX[@]}" "$bin" serve -c "$conf" >"$out" 2>"$err" &
   pid=$!; PIDS+=("$pid")
   for ((i = 0; i < 150; i++)); do
     port=$(sed -n 's#^listening on http://127\.0\.0\.1:\([0-9]*\).*#\1#p' "$out" | head -n1)

@@ -23,6 +23,11 @@
 #   PHP_ARGS  PHP's flags for every worker and external boot, all servers alike (default the benchmarks'
 #             "-d opcache.enable=1 -d opcache.enable_cli=1"); e.g. a lean boot (bench/boot_cost.py):
 #             "-n -d extension=msgpack -d zend_extension=opcache -d opcache.enable=1 -d opcache.enable_cli=1"
+#   PIN       1: every server (ferry and its PHP workers, which inherit its affinity) and the external boots
+#             on CPU 0, wrk on CPU 1 (default 0: wherever the scheduler puts them). On a VM where waking an
+#             idle vCPU is slow, a PHP worker on another CPU than ferry can serve 4x slower than one on the
+#             same CPU (bench/README.md, "Recycling"), and every new worker is placed anew: pinning takes
+#             that lottery out of the comparison
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -34,9 +39,10 @@ MAX_JOBS=${MAX_JOBS:-10000}
 PAIRS=${PAIRS:-aa,never,maxjobs,normal,boot,fork}
 BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
+PIN=${PIN:-0}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 FERRY_HTTP_EXTRA=""
 
 # shellcheck source=bench/lib.sh
@@ -51,6 +57,13 @@ fi
 for v in ROUNDS DURATION WORKERS MAX_JOBS; do
   [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || die "$v must be a positive integer"
 done
+[[ "$PIN" == 0 || "$PIN" == 1 ]] || die "PIN must be 0 or 1 (got '$PIN')"
+WRK_PREFIX=()
+if [[ "$PIN" == 1 ]]; then
+  (($(nproc) >= 2)) || die "PIN=1 needs two CPUs (this process may use $(nproc))"
+  FERRY_PREFIX=(taskset -c 0)
+  WRK_PREFIX=(taskset -c 1)
+fi
 [[ "$BOOT_MS" == auto || ("$BOOT_MS" =~ ^[0-9]+$ && "$BOOT_MS" -ge 10) ]] ||
   die "BOOT_MS must be auto or a whole number of milliseconds, at least 10 (got '$BOOT_MS')"
 build_ferry
@@ -107,7 +120,7 @@ booter() {  # period idle|normal
   [[ "$2" == idle ]] && prio=(chrt --idle 0)
   sleep "$(awk -v p="$1" -v r="$RANDOM" 'BEGIN { printf "%.3f", p * r / 32768 }')"
   while :; do
-    "${prio[@]}" php "${PHP_OPCACHE[@]}" "$HELLO_PHP" </dev/null >/dev/null 2>&1 &
+    "${FERRY_PREFIX[@]}" "${prio[@]}" php "${PHP_OPCACHE[@]}" "$HELLO_PHP" </dev/null >/dev/null 2>&1 &
     echo >>"$BOOTS_FILE"
     sleep "$1"
   done
@@ -118,7 +131,7 @@ rps() {  # target -> req/s of one wrk run (with the external boots running durin
     boot) booter "$(boot_period)" idle </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
     bootnormal) booter "$(boot_period)" normal </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
   esac
-  out=$(wrk -t2 -c64 -d"${DURATION}s" "${URL[$1]}")
+  out=$("${WRK_PREFIX[@]}" wrk -t2 -c64 -d"${DURATION}s" "${URL[$1]}")
   if [[ -n "$booter_pid" ]]; then kill "$booter_pid"; wait "$booter_pid" 2>/dev/null || true; fi
   awk '/^Requests\/sec/ { print $2 }' <<<"$out"
 }
@@ -180,6 +193,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
+- placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU 0, wrk on CPU 1" || echo "not pinned (PIN=0)")
 - recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
 - one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, median of 20 in a row, idle machine; bench/boot_cost.py)
 EOF2

@@ -5,7 +5,7 @@ bench/recycle.sh says how much a recycling server serves against a max_jobs: 0 o
 the difference happens. It runs one ferry (2 workers by default, tests/php/hello.php, opcache on, /metrics
 on, debug logs in JSON), drives it with `wrk -t2 -c64` and reads `ferry_http_requests_total` from /metrics
 every --interval seconds (a fresh connection per sample: the metrics listener closes after each
-answer). The log's "reached max_jobs" lines mark the swaps. Every sample interval that overlaps [swap - 50 ms, swap + --window] is "near" a swap, the rest "far"; the report
+answer). The log's "reached max_jobs" and "its replacement starts now" lines mark the swaps. Every sample interval that overlaps [swap - 50 ms, swap + --window] is "near" a swap, the rest "far"; the report
 gives both rates and the requests lost per swap ((far rate x near time - near requests) / swaps).
 
     python3 bench/recycle_timeline.py                     # max_jobs 10000, exec'd workers, 20 s
@@ -123,7 +123,10 @@ logs:
             j = json.loads(line)
         except ValueError:
             continue
-        if "reached max_jobs" in j.get("msg", ""):
+        msg = j.get("msg", "")
+        # A replacement starts at the limit, or before it when a boot outlasts the jobs left (pool: "its
+        # replacement starts now"): either line marks a swap.
+        if "reached max_jobs" in msg or "its replacement starts now" in msg:
             t = log_time(j["ts"])
             if t0 <= t <= t1:
                 swaps.append(t)
@@ -143,7 +146,7 @@ logs:
     print(f"| wrk req/s | {float(wrk_rps.group(1)) if wrk_rps else 0:.0f} |")
     print(f"| sampled req/s, whole run ({t1 - t0:.1f} s, {len(samples)} samples) | "
           f"{(samples[-1][1] - samples[0][1]) / (t1 - t0):.0f} |")
-    print(f"| swaps (reached max_jobs) | {len(swaps)} ({len(swaps) / (t1 - t0):.2f}/s) |")
+    print(f"| swaps (replacements started) | {len(swaps)} ({len(swaps) / (t1 - t0):.2f}/s) |")
     print(f"| req/s far from swaps ({far_t:.1f} s) | {far_rate:.0f} |")
     if near_t:
         print(f"| req/s near swaps, -50 ms to +{a.window * 1000:.0f} ms ({near_t:.1f} s) | {near_n / near_t:.0f} |")
