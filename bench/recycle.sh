@@ -24,7 +24,8 @@
 #             "-d opcache.enable=1 -d opcache.enable_cli=1"); e.g. a lean boot (bench/boot_cost.py):
 #             "-n -d extension=msgpack -d zend_extension=opcache -d opcache.enable=1 -d opcache.enable_cli=1"
 #   PIN       1: every server (ferry and its PHP workers, which inherit its affinity) and the external boots
-#             on CPU 0, wrk on CPU 1 (default 0: wherever the scheduler puts them). On a VM where waking an
+#             on one CPU, wrk on another (the first two this process may use; default 0: wherever the
+#             scheduler puts them). On a VM where waking an
 #             idle vCPU is slow, a PHP worker on another CPU than ferry can serve 4x slower than one on the
 #             same CPU (bench/README.md, "Recycling"), and every new worker is placed anew: pinning takes
 #             that lottery out of the comparison
@@ -59,10 +60,13 @@ for v in ROUNDS DURATION WORKERS MAX_JOBS; do
 done
 [[ "$PIN" == 0 || "$PIN" == 1 ]] || die "PIN must be 0 or 1 (got '$PIN')"
 WRK_PREFIX=()
+SERVER_CPU="" WRK_CPU=""
 if [[ "$PIN" == 1 ]]; then
-  (($(nproc) >= 2)) || die "PIN=1 needs two CPUs (this process may use $(nproc))"
-  FERRY_PREFIX=(taskset -c 0)
-  WRK_PREFIX=(taskset -c 1)
+  # The first two CPUs this process may run on (taskset, cpusets), not CPUs 0 and 1 by number.
+  read -r SERVER_CPU WRK_CPU < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')
+  [[ -n "$WRK_CPU" ]] || die "PIN=1 needs two CPUs; this process may use only CPU $SERVER_CPU"
+  FERRY_PREFIX=(taskset -c "$SERVER_CPU")
+  WRK_PREFIX=(taskset -c "$WRK_CPU")
 fi
 [[ "$BOOT_MS" == auto || ("$BOOT_MS" =~ ^[0-9]+$ && "$BOOT_MS" -ge 10) ]] ||
   die "BOOT_MS must be auto or a whole number of milliseconds, at least 10 (got '$BOOT_MS')"
@@ -193,7 +197,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
-- placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU 0, wrk on CPU 1" || echo "not pinned (PIN=0)")
+- placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "not pinned (PIN=0)")
 - recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
 - one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, median of 20 in a row, idle machine; bench/boot_cost.py)
 EOF2
