@@ -13,10 +13,13 @@
 #   DURATION  seconds per wrk run (default 2)
 #   WORKERS   PHP workers (default 2)
 #   MAX_JOBS  max_jobs of the recycling targets (default 10000)
-#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull
+#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,reexec
 #             (default aa,never,maxjobs,normal,boot,fork); maxjobs has the default recycle_priority (auto:
 #             idle where ferry may restore priority), normal sets recycle_priority: normal; boot starts the
-#             external boots under SCHED_IDLE (chrt --idle 0), bootnormal at normal priority
+#             external boots under SCHED_IDLE (chrt --idle 0), bootnormal at normal priority; reexec is a
+#             max_jobs: 0 server whose workers replace their own image every MAX_JOBS requests
+#             (bench/php/hello_reexec.php: a fresh PHP in the same process, what a new image costs
+#             without a new process; the request sent during its boot waits for it)
 #   BOOT_MS   milliseconds between two external boots (default auto: the maxjobs pair's interval between
 #             two recycles so far; 500 before it has one, or when maxjobs is not in PAIRS)
 #   REPORT    report file under bench/results (default recycle.md)
@@ -85,6 +88,7 @@ declare -A LABEL=(
   [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
   [forkfull]="max_jobs: $MAX_JOBS, fork: true, fork_fast_exit: false"
+  [reexec]="max_jobs: 0, each worker re-execs itself in place every $MAX_JOBS requests (bench/php/hello_reexec.php)"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
 for p in "${SELECTED[@]}"; do
@@ -100,11 +104,15 @@ for p in "${SELECTED[@]}"; do
     forkfull) start_ferry forkfull "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true
     fork_fast_exit: false" ;;
-    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull)" ;;
+    reexec) start_ferry reexec "$ROOT/bench/php/hello_reexec.php $MAX_JOBS" "$FERRY" ;;
+    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,reexec)" ;;
   esac
 done
 
-ready_count() { grep -c ' ready (' "${LOGS[$1]}" || true; }
+ready_count() {  # target -> new PHP images so far: workers that became ready (reexec: images started in place)
+  if [[ "$1" == reexec ]]; then grep -c 'ferry bench: re-exec at' "${LOGS[$1]}" || true
+  else grep -c ' ready (' "${LOGS[$1]}" || true; fi
+}
 declare -A RATIOS=() READY0=() SECS=() BOOTS=()
 
 # The external boots: the workers' own command line with stdin closed, started every $1 seconds whether or
