@@ -23,6 +23,7 @@ bench_prepare() {  # tools... : install the benchmark-only packages if missing, 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ferry-bench.XXXXXX")
 PIDS=()      # every process we started directly (its descendants are cleaned up with it)
 FERRY_PREFIX=()  # a command that start_ferry runs ferry under (e.g. taskset -c 0: its workers inherit it)
+FPM_PREFIX=()    # the same for start_fpm's php-fpm and nginx (and start_nginx's nginx)
 
 descendants() {  # pid... -> all descendant pids, one per line
   { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots="$*" '
@@ -171,7 +172,7 @@ $body
   }
 }
 EOF
-  nginx -p "$dir" -e "$dir/logs/error.log" -c "$dir/nginx.conf" >"$dir/nginx.out" 2>&1 &
+  "${FPM_PREFIX[@]}" nginx -p "$dir" -e "$dir/logs/error.log" -c "$dir/nginx.conf" >"$dir/nginx.out" 2>&1 &
   NGINX_PID=$!; PIDS+=("$NGINX_PID")
 }
 
@@ -198,7 +199,7 @@ EOF
   if [[ $(id -u) -eq 0 ]]; then
     fpm_root=(-R)           # php-fpm refuses to run pools as root without it
   fi
-  php-fpm8.2 -F "${fpm_root[@]}" -y "$TMP/php-fpm.conf" -p "$TMP" "${PHP_OPCACHE[@]}" "${FPM_PHP_ARGS[@]}" \
+  "${FPM_PREFIX[@]}" php-fpm8.2 -F "${fpm_root[@]}" -y "$TMP/php-fpm.conf" -p "$TMP" "${PHP_OPCACHE[@]}" "${FPM_PHP_ARGS[@]}" \
     >"$TMP/php-fpm.out" 2>&1 &
   pid_fpm=$!; PIDS+=("$pid_fpm")
   for ((i = 0; i < 100; i++)); do
