@@ -100,12 +100,15 @@ thread_ticks() {  # pid -> "tid name ticks" per thread
   done
 }
 
-declare -A RPS=() P99=() SRV=() PHPC=() LOOPMAX=() LOOPNAME=() ERRS=()
+declare -A RPS=() P99=() SRV=() PHPC=() LOOPMAX=() LOOPNAME=() ERRS=() WRKC=()
 run_one() {  # target round
   local t=$1 out="$TMP/wrk-$1-$2.txt" s0 p0 s1 p1 before after
   [[ "$t" == ferry ]] && before=$(thread_ticks "${SERVER_PIDS[ferry]}")
   s0=$(server_ticks "$t"); p0=$(php_ticks "$t")
-  "${WRK[@]}" -d"${DURATION}s" "${URL[$t]}" >"$out"
+  # wrk's own CPU (bash's time: user and system seconds of the child): a client near its CPUs' limit
+  # measures itself, not the server.
+  local TIMEFORMAT='%U %S'
+  { time "${WRK[@]}" -d"${DURATION}s" "${URL[$t]}" >"$out"; } 2>"$TMP/wrk-time"
   s1=$(server_ticks "$t"); p1=$(php_ticks "$t")
   [[ "$t" == ferry ]] && after=$(thread_ticks "${SERVER_PIDS[ferry]}")
   parse_wrk "$out"
@@ -114,6 +117,7 @@ run_one() {  # target round
   # CPU in cores (100 % = one core busy for the whole run)
   SRV[$t]+="$(awk -v d=$((s1 - s0)) -v hz="$CLK_TCK" -v s="$DURATION" 'BEGIN { printf "%.2f", d / hz / s }') "
   PHPC[$t]+="$(awk -v d=$((p1 - p0)) -v hz="$CLK_TCK" -v s="$DURATION" 'BEGIN { printf "%.2f", d / hz / s }') "
+  WRKC[$t]+="$(awk -v s="$DURATION" -v n="$WRK_THREADS" '{ printf "%.0f", ($1 + $2) / s / n * 100 }' "$TMP/wrk-time") "
   if [[ "$t" == ferry ]]; then
     local busiest
     busiest=$(awk -v hz="$CLK_TCK" -v s="$DURATION" 'NR == FNR { b[$1] = $3; next }
@@ -141,11 +145,16 @@ loop_pct=$(med "${LOOPMAX[ferry]}")
 php_pct=$(php_per_worker "$(med "${PHPC[ferry]}")")
 pegged=no
 ((loop_pct >= 95 && php_pct < 90)) && pegged=yes
-table="| target | req/s | p99 | ratio to nginx + php-fpm | server CPU (cores) | PHP CPU (cores) | PHP CPU per process | busiest Ferry thread |
-|---|---:|---:|---:|---:|---:|---:|---:|
-| Ferry ($WORKERS PHP workers, ${LOOPS_USED:-?} event loops) | $(med "${RPS[ferry]}") | $(med "${P99[ferry]}") ms | ${ratio}× | $(med "${SRV[ferry]}") | $(med "${PHPC[ferry]}") | ${php_pct} % | ${loop_pct} % (${LOOPNAME[ferry]}) |
-| nginx ($NGINX_WORKERS worker processes) + php-fpm (static, $WORKERS children) | $(med "${RPS[fpm]}") | $(med "${P99[fpm]}") ms | 1.00× | $(med "${SRV[fpm]}") | $(med "${PHPC[fpm]}") | $(php_per_worker "$(med "${PHPC[fpm]}")") % | — |"
-notes="- goals (issue 9): Ferry >= 2.5× nginx + php-fpm: $(awk -v r="$ratio" 'BEGIN { print (r >= 2.5) ? "met" : "not met" }') (${ratio}×); a Ferry thread pegged (>= 95 % of a core) while the PHP processes have spare time (< 90 % each): $pegged
+wrk_pct=$(med "${WRKC[ferry]}")
+client_note=""
+if ((wrk_pct >= 90)); then
+  client_note="; wrk used ${wrk_pct} % of its CPUs against Ferry: the client may be the limit (give it more CPUs, WRK_CPUS)"
+fi
+table="| target | req/s | p99 | ratio to nginx + php-fpm | server CPU (cores) | PHP CPU (cores) | PHP CPU per process | busiest Ferry thread | wrk CPU (of its CPUs) |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| Ferry ($WORKERS PHP workers, ${LOOPS_USED:-?} event loops) | $(med "${RPS[ferry]}") | $(med "${P99[ferry]}") ms | ${ratio}× | $(med "${SRV[ferry]}") | $(med "${PHPC[ferry]}") | ${php_pct} % | ${loop_pct} % (${LOOPNAME[ferry]}) | ${wrk_pct} % |
+| nginx ($NGINX_WORKERS worker processes) + php-fpm (static, $WORKERS children) | $(med "${RPS[fpm]}") | $(med "${P99[fpm]}") ms | 1.00× | $(med "${SRV[fpm]}") | $(med "${PHPC[fpm]}") | $(php_per_worker "$(med "${PHPC[fpm]}")") % | — | $(med "${WRKC[fpm]}") % |"
+notes="- goals (issue 9): Ferry >= 2.5× nginx + php-fpm: $(awk -v r="$ratio" 'BEGIN { print (r >= 2.5) ? "met" : "not met" }') (${ratio}×); a Ferry thread pegged (>= 95 % of a core) while the PHP processes have spare time (< 90 % each): $pegged$client_note
 - each round runs both targets (order alternating), \`wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s\` under \`taskset -c $WRK_CPUS\`; medians of $ROUNDS rounds; CPU from /proc (utime + stime) over each run, in cores; the busiest Ferry thread is the one with the most CPU in a run (loop 0 is \`ferry\`, the others \`ferry-loop-N\`)
 - per-round req/s: ferry: ${RPS[ferry]% }; fpm: ${RPS[fpm]% }; busiest Ferry thread, % of a core: ${LOOPMAX[ferry]% }${ERRS[ferry]:+
 - ferry errors: ${ERRS[ferry]}}${ERRS[fpm]:+
