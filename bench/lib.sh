@@ -25,6 +25,10 @@ PIDS=()      # every process we started directly (its descendants are cleaned up
 FERRY_PREFIX=()  # a command that start_ferry runs ferry under (e.g. taskset -c 0: its workers inherit it)
 FPM_PREFIX=()    # the same for start_fpm's php-fpm and nginx (and start_nginx's nginx)
 
+allowed_cpus() {  # -> the CPUs this process may run on (sched_getaffinity: taskset and cpusets count), ascending
+  python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'
+}
+
 descendants() {  # pid... -> all descendant pids, one per line
   { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots="$*" '
     { s = $0; sub(/.*\) /, "", s); split(s, a, " "); ppid[$1] = a[2] }

@@ -54,7 +54,7 @@ except ValueError:
 print(*out)
 PY
 }
-read -r -a ALLOWED < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
+read -r -a ALLOWED < <(allowed_cpus)
 ((${#ALLOWED[@]} >= 2)) || die "needs two CPUs at least (this process may use ${#ALLOWED[@]})"
 WRK_N=1
 ((${#ALLOWED[@]} >= 8)) && WRK_N=4
@@ -78,6 +78,7 @@ done
 NGINX_WORKERS=${NGINX_WORKERS:-$((${#SERVER_SET[@]} < 4 ? ${#SERVER_SET[@]} : 4))}
 [[ "$NGINX_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "NGINX_WORKERS must be a positive integer"
 WRK_THREADS=${#WRK_SET[@]}
+((CONNS >= WRK_THREADS)) || die "CONNS ($CONNS) must be at least wrk's threads, one per wrk CPU ($WRK_THREADS)"
 CMDLINE="SERVER_CPUS=$SERVER_CPUS WRK_CPUS=$WRK_CPUS WORKERS=$WORKERS NGINX_WORKERS=$NGINX_WORKERS${IO_THREADS:+ IO_THREADS=$IO_THREADS} CONNS=$CONNS DURATION=$DURATION ROUNDS=$ROUNDS bench/manycore.sh"
 
 FERRY_PREFIX=(taskset -c "$SERVER_CPUS")

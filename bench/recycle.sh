@@ -66,7 +66,7 @@ WRK_PREFIX=()
 SERVER_CPU="" WRK_CPU=""
 if [[ "$PIN" == 1 ]]; then
   # The first two CPUs this process may run on (taskset, cpusets), not CPUs 0 and 1 by number.
-  read -r SERVER_CPU WRK_CPU < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')
+  read -r SERVER_CPU WRK_CPU _ < <(allowed_cpus)
   [[ -n "$WRK_CPU" ]] || die "PIN=1 needs two CPUs; this process may use only CPU $SERVER_CPU"
   FERRY_PREFIX=(taskset -c "$SERVER_CPU")
   WRK_PREFIX=(taskset -c "$WRK_CPU")

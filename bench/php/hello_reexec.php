@@ -19,6 +19,10 @@ if ($limit < 1) {
     fwrite(STDERR, "usage: php hello_reexec.php REQUESTS\n");
     exit(2);
 }
+if (!function_exists('pcntl_exec')) {
+    fwrite(STDERR, "hello_reexec.php needs ext-pcntl (pcntl_exec)\n");
+    exit(2);
+}
 if (getenv('FERRY_BENCH_REEXEC') === '1') {
     // A re-exec'd image: the server did the handshake with the first one.
     StdoutGuard::install();
