@@ -34,6 +34,13 @@ std::optional<schema::Problem> recycle_priority(const schema::Value &value, cons
     return one_of(value, shown, {"auto", "idle", "normal"}, recycle_priority_expected);
 }
 
+constexpr std::string_view cpu_affinity_expected = "\"auto\" or \"off\"";
+
+std::optional<schema::Problem> cpu_affinity(const schema::Value &value, const std::string &shown)
+{
+    return one_of(value, shown, {"auto", "off"}, cpu_affinity_expected);
+}
+
 const schema::Table<PoolConfig> &supervisor()
 {
     using namespace schema;
@@ -65,6 +72,7 @@ const schema::Table<PoolConfig> &pool()
             boolean("fork_fast_exit", &PoolConfig::fork_fast_exit),
             string("recycle_priority", &PoolConfig::recycle_priority, recycle_priority_expected)
                 .checked(recycle_priority),
+            string("cpu_affinity", &PoolConfig::cpu_affinity, cpu_affinity_expected).checked(cpu_affinity),
             duration("allocate_timeout", &PoolConfig::allocate_timeout),
             integer("max_queue_size", &PoolConfig::max_queue_size, "a non-negative integer; 0 = no limit"),
             duration("destroy_timeout", &PoolConfig::destroy_timeout),

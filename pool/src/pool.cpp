@@ -11,6 +11,8 @@
 // the reaper's pid table). docs/architecture.md, "Several loops", has the protocol between loops.
 #include "ferry/pool/pool.hpp"
 
+#include "affinity.hpp"
+
 #include "allocator.hpp"
 #include "event.hpp"
 #include "exchange.hpp"
@@ -454,6 +456,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
             return;
         WorkerPtr w = it->second;
         workers.erase(it);
+        if (w->cpu >= 0)
+            detail::CpuPins::process().release(pid);
         bool expected = w->state == State::stopping || w->state == State::dead;
         if (w->cause == Cause::none)
             w->cause = expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash;
@@ -505,6 +509,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
         else if (!why.empty())
             log::debug("pool", w->tag() + " still booting at idle priority: raised to normal (" + why + ")");
     }
+
+    // A worker whose boot is done goes to the CPU with the fewest workers that still count
+    // (Options::cpu_affinity). This shard's workers marked for replacement or stopping since the last pin give
+    // theirs up first: a replacement gets the CPU of the worker it replaces.
+    void pin(const WorkerPtr &w);
 
     // Every worker of this shard still booting at idle priority is raised to normal.
     void raise_idle_boots(const std::string &why)
@@ -594,6 +603,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         }
         if (w->idle_boot)
             self->restore_priority(w);
+        self->pin(w);
         self->supervisor.ready(*w);
         const auto took = clock::now() - w->started;
         self->supervisor.booted(took);
@@ -986,6 +996,9 @@ struct Pool::Impl {
     // Options::recycle_priority as resolved by start(): replacements boot and retired workers exit under
     // SCHED_IDLE. Cleared for good if restoring a worker's priority ever fails.
     std::atomic<bool> idle_recycling{false};
+    // Options::cpu_affinity as resolved by start(): workers are pinned (Shard::pin). Cleared for good if
+    // pinning a worker ever fails.
+    std::atomic<bool> pinning{false};
     std::vector<std::shared_ptr<Shard>> shards;
     std::shared_ptr<Reaper> reaper;
     std::shared_ptr<ForkTemplate> tmpl;              // Options::fork: on loops[0]
@@ -1087,11 +1100,42 @@ struct Pool::Impl {
         return out;
     }
 
+    void resolve_cpu_affinity()
+    {
+        if (opt.cpu_affinity == CpuAffinity::off || opt.debug)
+            return;
+        const auto &cpus = detail::CpuPins::process().cpus();
+        const std::string key = opt.mode + ".pool.cpu_affinity: auto";
+        if (cpus.size() < 2) {
+            log::debug("pool", "workers are not pinned (" + key + "): only one usable CPU");
+            return;
+        }
+        if (opt.num_workers > cpus.size()) {
+            log::debug("pool", "workers are not pinned (" + key + "): more workers (" +
+                                   std::to_string(opt.num_workers) + ") than usable CPUs (" +
+                                   std::to_string(cpus.size()) + ")");
+            return;
+        }
+        std::string list;
+        for (int c : cpus)
+            list += (list.empty() ? "" : ",") + std::to_string(c);
+        pinning.store(true, std::memory_order_relaxed);
+        log::info("pool", "workers pinned one per CPU once booted (" + key + "): " +
+                              std::to_string(opt.num_workers) + " on CPUs " + list);
+    }
+
     Result<void> resolve_recycle_priority()
     {
         if (opt.recycle_priority == RecyclePriority::normal || opt.debug)
             return {};
         const bool automatic = opt.recycle_priority == RecyclePriority::automatic;
+        if (automatic && pinning.load(std::memory_order_relaxed)) {
+            // Measured (README, "Choosing max_jobs, fork and recycle_priority"): with workers pinned, a
+            // replacement booted at idle priority costs more throughput than one booted at normal priority.
+            log::debug("pool", "replacements boot at normal priority (" + opt.mode +
+                                   ".pool.recycle_priority: auto, workers pinned)");
+            return {};
+        }
         if (!detail::can_restore()) {
             const std::string why =
                 "restoring a booted worker's priority needs CAP_SYS_NICE or RLIMIT_NICE of at "
@@ -1112,6 +1156,7 @@ struct Pool::Impl {
         for (auto &s : shards)
             if (auto prepared = s->spawner.prepare(); !prepared)
                 co_return prepared;
+        resolve_cpu_affinity();
         if (auto prio = resolve_recycle_priority(); !prio)
             co_return prio;
         asio::co_spawn(shards[0]->io, Reaper::run(reaper), log_exceptions{"reaper"});
@@ -1273,6 +1318,27 @@ bool Shard::hopeless() const
 bool Shard::idle_recycling() const
 {
     return group.idle_recycling.load(std::memory_order_relaxed);
+}
+
+void Shard::pin(const WorkerPtr &w)
+{
+    if (!group.pinning.load(std::memory_order_relaxed) || w->is_template)
+        return;
+    auto &table = detail::CpuPins::process();
+    for (auto &[pid, o] : workers)
+        if (o->cpu >= 0 && o != w && (o->retire || o->state == State::stopping || o->state == State::dead))
+            table.release(pid);
+    if (auto cpu = table.pin(w->pid)) {
+        w->cpu = *cpu;
+        log::debug("pool", w->tag() + " pinned to CPU " + std::to_string(*cpu));
+        return;
+    }
+    const int err = errno;
+    if (err == ESRCH) // it died meanwhile: the reaper hears of it
+        return;
+    if (group.pinning.exchange(false))
+        log::warn("pool", w->tag() + ": cannot pin it to a CPU (" + std::strerror(err) + "); " + opt.mode +
+                              ".pool.cpu_affinity: workers are left where the scheduler puts them from now on");
 }
 
 void Shard::idle_recycling_failed(const WorkerPtr &w)

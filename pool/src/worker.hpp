@@ -34,6 +34,7 @@ struct Worker {
 
     int pid = 0;
     unsigned home = 0; // the event loop whose shard owns it (its pipes are that loop's)
+    int cpu = -1;      // the CPU it is pinned to (Options::cpu_affinity), -1: not pinned
     State state = State::spawning;
     std::shared_ptr<relay::Channel> channel; // stdin and stdout: frames only
     asio::readable_pipe err;                 // the worker's log

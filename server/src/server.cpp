@@ -470,6 +470,7 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
     o.recycle_priority = c.recycle_priority == "idle"     ? pool::RecyclePriority::idle
                          : c.recycle_priority == "normal" ? pool::RecyclePriority::normal
                                                           : pool::RecyclePriority::automatic;
+    o.cpu_affinity = c.cpu_affinity == "off" ? pool::CpuAffinity::off : pool::CpuAffinity::automatic;
     o.allocate_timeout = c.allocate_timeout;
     o.max_queue_size = c.max_queue_size;
     o.destroy_timeout = c.destroy_timeout;

@@ -34,7 +34,8 @@ def policy(pid):
 
 
 def config(max_jobs, priority=None):
-    pool = {"num_workers": 1, "max_jobs": max_jobs}
+    # Unpinned: with workers pinned (cpu_affinity: auto, the default), auto is normal (test_cpu_affinity.py).
+    pool = {"num_workers": 1, "max_jobs": max_jobs, "cpu_affinity": "off"}
     if priority:
         pool["recycle_priority"] = priority
     return {"http": {"pool": pool}, "logs": {"level": "debug"}}

@@ -256,6 +256,20 @@ TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
     EXPECT_FALSE(load(minimal, {"http.pool.fork_fast_exit=false"}).config.http.pool.fork_fast_exit);
 }
 
+TEST(ConfKeys, CpuAffinityDefaultsToAutoInBothPools)
+{
+    const LoadResult d = load(minimal);
+    EXPECT_EQ(d.config.http.pool.cpu_affinity, "auto");
+    EXPECT_EQ(d.config.websockets.pool.cpu_affinity, "auto");
+    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "cpu_affinity: \"auto\"\n")) << ferry::conf::dump(d.config);
+    for (const char *v : {"off", "auto"}) {
+        const LoadResult r = load(minimal + "http:\n  pool:\n    cpu_affinity: " + v + "\n");
+        EXPECT_TRUE(r.warnings.empty()) << v;
+        EXPECT_EQ(r.config.http.pool.cpu_affinity, v);
+    }
+    EXPECT_EQ(load(minimal, {"http.pool.cpu_affinity=off"}).config.http.pool.cpu_affinity, "off");
+}
+
 TEST(ConfKeys, RecyclePriorityDefaultsToAutoInBothPools)
 {
     const LoadResult d = load(minimal);

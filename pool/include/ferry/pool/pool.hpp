@@ -29,6 +29,13 @@ enum class RecyclePriority {
     normal,    // replacements boot and retired workers exit at the server's own priority
 };
 
+// Whether workers are pinned to CPUs (Options::cpu_affinity).
+enum class CpuAffinity {
+    automatic, // each worker on one CPU of those the server may run on, when there are at least two and no
+               // more workers than CPUs; else not pinned
+    off,       // wherever the scheduler puts them
+};
+
 struct Options {
     std::vector<std::string> command; // argv[0] is looked up in PATH
     std::vector<std::string> env;     // "K=V" entries added to the server's environment
@@ -47,6 +54,11 @@ struct Options {
     // raised to normal), and a worker retired that way exits under SCHED_IDLE. A first boot or a crash's
     // replacement, which requests wait for, boots at normal priority.
     RecyclePriority recycle_priority = RecyclePriority::automatic;
+    // automatic: a worker is pinned to one CPU once its boot is done (the boot runs wherever there is spare
+    // CPU), spread evenly over the CPUs the server may run on; a replacement takes the CPU of the worker it
+    // replaces. The front end's loops are not pinned. With workers pinned, recycle_priority's automatic is
+    // normal (pool/src/affinity.hpp; README, "Choosing max_jobs, fork and recycle_priority").
+    CpuAffinity cpu_affinity = CpuAffinity::automatic;
     std::chrono::milliseconds idle_boot_limit{1000};
     std::chrono::milliseconds allocate_timeout{60000};
     // Requests waiting for a worker (all loops together) beyond which a new one is answered 503 at once

@@ -1,0 +1,45 @@
+// CPU affinity of workers (Options::cpu_affinity): each worker pinned to one of the CPUs the server may run
+// on, spread evenly (the CPU with the fewest pinned workers that still count, the lowest first). A worker
+// being replaced stops counting as soon as it is marked, so its replacement gets the CPU it leaves. One
+// table for the whole process (every loop's shard, the HTTP and the websockets pools), guarded by a mutex:
+// it is touched when a worker is ready, marked for replacement or gone, never per request.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace ferry::pool::detail {
+
+class CpuPins {
+public:
+    // Pins `pid` to `cpu`; false with errno set on failure.
+    using Apply = std::function<bool(int pid, int cpu)>;
+
+    // `cpus`: where workers may go, ascending; `apply` defaults to sched_setaffinity(2).
+    explicit CpuPins(std::vector<int> cpus, Apply apply = {});
+
+    // The CPUs this process may run on (sched_getaffinity(2): taskset and cpusets count), ascending.
+    static std::vector<int> usable();
+    // The process-wide table over usable().
+    static CpuPins &process();
+
+    const std::vector<int> &cpus() const { return cpus_; }
+    // Pins `pid` to the CPU with the fewest counted workers (ties: the lowest) and counts it there: that CPU,
+    // or nullopt with errno set when the kernel refused.
+    std::optional<int> pin(int pid);
+    // `pid` no longer counts (marked for replacement, stopping or gone); unknown pids are ignored.
+    void release(int pid);
+    // Workers counted on `cpu` (for tests and logs).
+    unsigned counted(int cpu) const;
+
+private:
+    mutable std::mutex mu_;
+    std::vector<int> cpus_;
+    Apply apply_;
+    std::unordered_map<int, int> counted_; // pid → its CPU
+};
+
+} // namespace ferry::pool::detail
