@@ -205,7 +205,8 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
-- placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "not pinned (PIN=0)")
-- recycle_priority auto here: $(grep -qs 'replacements boot at normal priority' "${LOGS[base]}" && echo "normal (ferry may not restore a worker's priority)" || echo "idle (SCHED_IDLE boots and exits)")
+- placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "PIN=0: no taskset")
+- http.pool.cpu_affinity auto here: $(grep -qs 'workers pinned one per CPU' "${LOGS[base]}" && echo "each worker pinned to one CPU once booted" || echo "workers not pinned")
+- recycle_priority auto here: $(if grep -qs 'workers pinned one per CPU' "${LOGS[base]}"; then echo "normal (workers pinned)"; elif grep -qs 'replacements boot at normal priority' "${LOGS[base]}"; then echo "normal (ferry may not restore a worker's priority)"; else echo "idle (SCHED_IDLE boots and exits)"; fi)
 - one PHP boot and end outside ferry (the boot pairs' command, stdin closed): $BOOT_CPU_MS ms of CPU (user + system, median of 20 in a row, idle machine; bench/boot_cost.py)
 EOF2

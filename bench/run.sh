@@ -7,9 +7,10 @@
 #   DURATION   seconds per measured wrk run (default 5)
 #   ROUNDS     interleaved rounds of (c1, c64, c256) runs per target; the table shows medians (default 3)
 #   WORKERS    PHP workers: Ferry num_workers and php-fpm pm.max_children (default 2)
-#   TARGETS    comma-separated subset of: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-supervised,ferry-psr7,fpm,php-s
+#   TARGETS    comma-separated subset of: ferry,ferry-unpinned,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-supervised,ferry-psr7,fpm,php-s
+#              (ferry-unpinned: ferry with http.pool.cpu_affinity: off, its workers wherever the scheduler puts them)
 #              (ferry-supervised: ferry with every supervisor limit set, none reached, and /metrics on)
-#              (default: ferry,ferry-loops,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s, plus ferry-before when
+#              (default: ferry,ferry-unpinned,ferry-loops,ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s, plus ferry-before when
 #              FERRY_BEFORE_BIN is set)
 #   IO_THREADS http.io_threads of targets ferry, ferry-maxjobs and ferry-psr7 (default 1)
 #   LOOPS      http.io_threads of target ferry-loops (default 2)
@@ -30,7 +31,7 @@ WORKERS=${WORKERS:-2}
 IO_THREADS=${IO_THREADS:-1}
 LOOPS=${LOOPS:-2}
 FERRY_BEFORE_BIN=${FERRY_BEFORE_BIN:-}
-TARGETS=${TARGETS:-ferry,ferry-loops,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s}
+TARGETS=${TARGETS:-ferry,ferry-unpinned,ferry-loops,${FERRY_BEFORE_BIN:+ferry-before,}ferry-maxjobs,ferry-fork,ferry-psr7,fpm,php-s}
 MAX_JOBS=${MAX_JOBS:-10000}
 REPORT=${REPORT:-latest.md}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
@@ -50,13 +51,13 @@ IFS=',' read -r -a _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
   t=${t// /}
   case "$t" in
-    ferry|ferry-loops|ferry-before|ferry-maxjobs|ferry-fork|ferry-supervised|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
+    ferry|ferry-unpinned|ferry-loops|ferry-before|ferry-maxjobs|ferry-fork|ferry-supervised|ferry-psr7|fpm|php-s) WANT[$t]=1 ;;
     "") ;;
-    *) die "unknown target '$t' (known: ferry,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-supervised,ferry-psr7,fpm,php-s)" ;;
+    *) die "unknown target '$t' (known: ferry,ferry-unpinned,ferry-loops,ferry-before,ferry-maxjobs,ferry-fork,ferry-supervised,ferry-psr7,fpm,php-s)" ;;
   esac
 done
 ORDER=()
-for t in ferry ferry-loops ferry-before ferry-maxjobs ferry-fork ferry-supervised ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
+for t in ferry ferry-unpinned ferry-loops ferry-before ferry-maxjobs ferry-fork ferry-supervised ferry-psr7 fpm php-s; do [[ -n "${WANT[$t]:-}" ]] && ORDER+=("$t"); done
 [[ ${#ORDER[@]} -gt 0 ]] || die "TARGETS selects nothing"
 
 if [[ -n "${WANT[fpm]:-}" ]]; then
@@ -65,7 +66,7 @@ if [[ -n "${WANT[fpm]:-}" ]]; then
 fi
 
 # ---------------------------------------------------------------- targets
-if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-fork]:-}${WANT[ferry-supervised]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
+if [[ -n "${WANT[ferry]:-}${WANT[ferry-unpinned]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[ferry-fork]:-}${WANT[ferry-supervised]:-}${WANT[ferry-psr7]:-}" ]]; then build_ferry; fi
 [[ "$MAX_JOBS" =~ ^[0-9]+$ && "$MAX_JOBS" -ge 1 ]] || die "MAX_JOBS must be a positive integer"
 [[ "$IO_THREADS" =~ ^[0-9]+$ && "$IO_THREADS" -ge 1 ]] || die "IO_THREADS must be a positive integer"
 [[ "$LOOPS" =~ ^[0-9]+$ && "$LOOPS" -ge 1 ]] || die "LOOPS must be a positive integer"
@@ -73,6 +74,9 @@ if [[ -n "${WANT[ferry]:-}${WANT[ferry-loops]:-}${WANT[ferry-maxjobs]:-}${WANT[f
 start_ferry_target() {  # a ferry target's server, as every round starts it
   case "$1" in
     ferry) start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" "" "  io_threads: $IO_THREADS" ;;
+    ferry-unpinned)
+      start_ferry ferry-unpinned "$ROOT/tests/php/hello.php" "$FERRY" "    cpu_affinity: off" "  io_threads: $IO_THREADS"
+      ;;
     ferry-loops) start_ferry ferry-loops "$ROOT/tests/php/hello.php" "$FERRY" "" "  io_threads: $LOOPS" ;;
     ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
     ferry-maxjobs)
@@ -197,6 +201,7 @@ done
 label() {
   case "$1" in
     ferry) echo "Ferry, plain API (hello.php), $IO_THREADS loop(s)" ;;
+    ferry-unpinned) echo "Ferry, plain API, $IO_THREADS loop(s), cpu_affinity: off" ;;
     ferry-loops) echo "Ferry, plain API (hello.php), $LOOPS loops" ;;
     ferry-before) echo "Ferry before${BEFORE_REV:+ ($BEFORE_REV)}, plain API (hello.php)" ;;
     ferry-maxjobs) echo "Ferry, plain API, $IO_THREADS loop(s), max_jobs: $MAX_JOBS" ;;
@@ -261,6 +266,9 @@ notes=$(
   fi
   if [[ -n "${WANT[ferry-fork]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- recycling with fork: ferry-fork ÷ ferry = $(vs_before "${R64[ferry-fork]}" "${R64[ferry]}") at c64 (median of per-round ratios $(paired "${RR64[ferry-fork]}" "${RR64[ferry]}")), $(vs_before "${R1[ferry-fork]}" "${R1[ferry]}") at c1; recycled workers: $(grep -c ' ready (' "${LOGS[ferry-fork]}" || true) started in the log"
+  fi
+  if [[ -n "${WANT[ferry-unpinned]:-}" && -n "${WANT[ferry]:-}" ]]; then
+    echo "- pinned workers: ferry ÷ ferry-unpinned = $(vs_before "${R1[ferry]}" "${R1[ferry-unpinned]}") at c1, $(vs_before "${R64[ferry]}" "${R64[ferry-unpinned]}") at c64, $(vs_before "${R256[ferry]}" "${R256[ferry-unpinned]}") at c256 (medians of per-round ratios: $(paired "${RR1[ferry]}" "${RR1[ferry-unpinned]}") / $(paired "${RR64[ferry]}" "${RR64[ferry-unpinned]}") / $(paired "${RR256[ferry]}" "${RR256[ferry-unpinned]}"))"
   fi
   if [[ -n "${WANT[ferry-supervised]:-}" && -n "${WANT[ferry]:-}" ]]; then
     echo "- supervision + metrics: ferry-supervised ÷ ferry = $(vs_before "${R1[ferry-supervised]}" "${R1[ferry]}") at c1, $(vs_before "${R64[ferry-supervised]}" "${R64[ferry]}") at c64, $(vs_before "${R256[ferry-supervised]}" "${R256[ferry]}") at c256 (medians of per-round ratios: $(paired "${RR1[ferry-supervised]}" "${RR1[ferry]}") / $(paired "${RR64[ferry-supervised]}" "${RR64[ferry]}") / $(paired "${RR256[ferry-supervised]}" "${RR256[ferry]}")); its recycled workers: $(grep -c 'replacing it' "${LOGS[ferry-supervised]}" || true)"
