@@ -511,8 +511,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
     }
 
     // A worker whose boot is done goes to the CPU with the fewest workers that still count
-    // (Options::cpu_affinity). This shard's workers marked for replacement or stopping since the last pin give
-    // theirs up first: a replacement gets the CPU of the worker it replaces.
+    // (Options::cpu_affinity). This shard's workers marked for replacement or stopping since the last pin
+    // give theirs up first: a replacement gets the CPU of the worker it replaces.
     void pin(const WorkerPtr &w);
 
     // Every worker of this shard still booting at idle priority is raised to normal.
@@ -1120,8 +1120,8 @@ struct Pool::Impl {
         for (int c : cpus)
             list += (list.empty() ? "" : ",") + std::to_string(c);
         pinning.store(true, std::memory_order_relaxed);
-        log::info("pool", "workers pinned one per CPU once booted (" + key + "): " +
-                              std::to_string(opt.num_workers) + " on CPUs " + list);
+        log::info("pool", "workers pinned one per CPU once booted (" + key +
+                              "): " + std::to_string(opt.num_workers) + " on CPUs " + list);
     }
 
     Result<void> resolve_recycle_priority()
@@ -1130,8 +1130,9 @@ struct Pool::Impl {
             return {};
         const bool automatic = opt.recycle_priority == RecyclePriority::automatic;
         if (automatic && pinning.load(std::memory_order_relaxed)) {
-            // Measured (README, "Choosing max_jobs, fork and recycle_priority"): with workers pinned, a
-            // replacement booted at idle priority costs more throughput than one booted at normal priority.
+            // Measured (README, "Choosing max_jobs, fork, recycle_priority and cpu_affinity"): with workers
+            // pinned, a replacement booted at idle priority costs more throughput than one booted at normal
+            // priority.
             log::debug("pool", "replacements boot at normal priority (" + opt.mode +
                                    ".pool.recycle_priority: auto, workers pinned)");
             return {};
@@ -1243,7 +1244,7 @@ struct Pool::Impl {
                 for (const auto &[pid, w] : s->workers)
                     out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created, s->index,
                                              w->retire || w->stop_on_release, w->cause,
-                                             with_rss ? read_rss(pid) : 0});
+                                             with_rss ? read_rss(pid) : 0, w->cpu});
                 co_return out;
             }(shards[i].get(), memory);
         });
@@ -1337,8 +1338,9 @@ void Shard::pin(const WorkerPtr &w)
     if (err == ESRCH) // it died meanwhile: the reaper hears of it
         return;
     if (group.pinning.exchange(false))
-        log::warn("pool", w->tag() + ": cannot pin it to a CPU (" + std::strerror(err) + "); " + opt.mode +
-                              ".pool.cpu_affinity: workers are left where the scheduler puts them from now on");
+        log::warn("pool",
+                  w->tag() + ": cannot pin it to a CPU (" + std::strerror(err) + "); " + opt.mode +
+                      ".pool.cpu_affinity: workers are left where the scheduler puts them from now on");
 }
 
 void Shard::idle_recycling_failed(const WorkerPtr &w)

@@ -409,6 +409,13 @@ class RpcTest(ReloadCase):
         w = res["workers"][0]
         for key in ("pid", "status", "numExecs", "created", "memoryUsage", "CPUPercent", "command", "statusStr"):
             self.assertIn(key, w)
+        # Ferry's own: the CPU each worker is pinned to (cpu_affinity: auto), -1 when not pinned.
+        for w2 in res["workers"]:
+            pinned = w2["pinnedCpu"]
+            if pinned >= 0:
+                self.assertEqual(sorted(os.sched_getaffinity(w2["pid"])), [pinned])
+            else:
+                self.assertLess(len(os.sched_getaffinity(0)), 2)  # auto pins 2 workers on 2+ CPUs
         self.assertGreater(w["memoryUsage"], 1 << 20)
         self.assertIn("versioned.php", w["command"])
         # A bad method: an error answer, and the connection stays usable.
@@ -478,6 +485,7 @@ class RpcTest(ReloadCase):
         for pid in srv.workers():
             self.assertIn(str(pid), r.stdout)
         self.assertIn("STATE", r.stdout)
+        self.assertRegex(r.stdout.splitlines()[0], r"LOOP +CPU% +PIN$")
         r = self.cli(srv, "workers", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(w["pid"] for w in json.loads(r.stdout)["workers"]), srv.workers())

@@ -156,8 +156,8 @@ std::string workers_table(const json::value &v)
 {
     std::string out;
     char line[256];
-    std::snprintf(line, sizeof line, "%-8s %-10s %10s %11s %9s %5s %6s\n", "PID", "STATE", "JOBS", "MEMORY",
-                  "AGE", "LOOP", "CPU%");
+    std::snprintf(line, sizeof line, "%-8s %-10s %10s %11s %9s %5s %6s %4s\n", "PID", "STATE", "JOBS",
+                  "MEMORY", "AGE", "LOOP", "CPU%", "PIN");
     out += line;
     const auto *workers = v.is_object() ? v.as_object().if_contains("workers") : nullptr;
     if (!workers || !workers->is_array())
@@ -169,16 +169,21 @@ std::string workers_table(const json::value &v)
         std::string state = text(o, "statusStr");
         if (auto *r = o.if_contains("replacing"); r && r->is_bool() && r->as_bool())
             state += "*";
-        std::snprintf(line, sizeof line, "%-8lld %-10s %10llu %11s %9s %5llu %6.1f\n",
+        const auto *pinned = o.if_contains("pinnedCpu");
+        const std::string pin = pinned && pinned->is_int64() && pinned->as_int64() >= 0
+                                    ? std::to_string(pinned->as_int64())
+                                    : std::string("-");
+        std::snprintf(line, sizeof line, "%-8lld %-10s %10llu %11s %9s %5llu %6.1f %4s\n",
                       static_cast<long long>(number(o, "pid")), state.c_str(),
                       static_cast<unsigned long long>(number(o, "numExecs")),
                       human_bytes(static_cast<std::uint64_t>(number(o, "memoryUsage"))).c_str(),
                       human_age(static_cast<std::int64_t>(number(o, "ageSeconds"))).c_str(),
-                      static_cast<unsigned long long>(number(o, "loop")), number(o, "CPUPercent"));
+                      static_cast<unsigned long long>(number(o, "loop")), number(o, "CPUPercent"),
+                      pin.c_str());
         out += line;
     }
     out += std::to_string(workers->as_array().size()) + " worker(s)";
-    out += "; * = waiting for its replacement\n";
+    out += "; * = waiting for its replacement; PIN = the CPU it is pinned to (http.pool.cpu_affinity)\n";
     return out;
 }
 

@@ -139,6 +139,7 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
             // Ferry's own
             o["loop"] = w.loop;
             o["replacing"] = w.replacing;
+            o["pinnedCpu"] = w.cpu; // -1: not pinned (http.pool.cpu_affinity)
             o["ageSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(now - w.created).count();
             list.push_back(std::move(o));
         }

@@ -261,7 +261,8 @@ TEST(ConfKeys, CpuAffinityDefaultsToAutoInBothPools)
     const LoadResult d = load(minimal);
     EXPECT_EQ(d.config.http.pool.cpu_affinity, "auto");
     EXPECT_EQ(d.config.websockets.pool.cpu_affinity, "auto");
-    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "cpu_affinity: \"auto\"\n")) << ferry::conf::dump(d.config);
+    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "cpu_affinity: \"auto\"\n"))
+        << ferry::conf::dump(d.config);
     for (const char *v : {"off", "auto"}) {
         const LoadResult r = load(minimal + "http:\n  pool:\n    cpu_affinity: " + v + "\n");
         EXPECT_TRUE(r.warnings.empty()) << v;

@@ -57,7 +57,7 @@ struct Options {
     // automatic: a worker is pinned to one CPU once its boot is done (the boot runs wherever there is spare
     // CPU), spread evenly over the CPUs the server may run on; a replacement takes the CPU of the worker it
     // replaces. The front end's loops are not pinned. With workers pinned, recycle_priority's automatic is
-    // normal (pool/src/affinity.hpp; README, "Choosing max_jobs, fork and recycle_priority").
+    // normal (pool/src/affinity.hpp; README, "Choosing max_jobs, fork, recycle_priority and cpu_affinity").
     CpuAffinity cpu_affinity = CpuAffinity::automatic;
     std::chrono::milliseconds idle_boot_limit{1000};
     std::chrono::milliseconds allocate_timeout{60000};
@@ -153,6 +153,7 @@ struct WorkerInfo {
     bool replacing = false;    // it waits for its replacement (max_jobs, a reset)
     Cause cause = Cause::none; // why it is being replaced, once it is
     std::uint64_t rss = 0;     // resident memory in bytes (/proc), 0 when unknown
+    int cpu = -1;              // the CPU it is pinned to (Options::cpu_affinity), -1 when not pinned
 };
 
 // What a rolling reset did.
