@@ -1517,10 +1517,14 @@ Pool::~Pool()
     abandon();
     if (impl_->tmpl)
         impl_->tmpl->kill();
-    // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG).
+    // Whatever is still alive dies with us (the children also have PR_SET_PDEATHSIG), and no longer counts
+    // on its CPU for another pool of this process.
     for (auto &s : impl_->shards)
-        for (auto &[pid, w] : s->workers)
+        for (auto &[pid, w] : s->workers) {
             w->signal(SIGKILL);
+            if (w->cpu >= 0)
+                detail::CpuPins::process().release(pid);
+        }
 }
 
 awaitable<Result<void>> Pool::start()
