@@ -13,15 +13,23 @@
 
 namespace ferry::conf {
 
-unsigned usable_cpus()
+std::vector<int> usable_cpu_list()
 {
+    std::vector<int> out;
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return static_cast<unsigned>(n);
-    }
+    if (::sched_getaffinity(0, sizeof set, &set) != 0)
+        return out;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set))
+            out.push_back(c);
+    return out;
+}
+
+unsigned usable_cpus()
+{
+    if (const auto n = usable_cpu_list().size(); n > 0)
+        return static_cast<unsigned>(n);
     long online = ::sysconf(_SC_NPROCESSORS_ONLN);
     return online > 0 ? static_cast<unsigned>(online) : 1u;
 }

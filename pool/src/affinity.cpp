@@ -1,5 +1,7 @@
 #include "affinity.hpp"
 
+#include "ferry/conf/config.hpp"
+
 #include <algorithm>
 #include <sched.h>
 
@@ -16,22 +18,9 @@ CpuPins::CpuPins(std::vector<int> cpus, Apply apply) : cpus_(std::move(cpus)), a
         };
 }
 
-std::vector<int> CpuPins::usable()
-{
-    std::vector<int> out;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) != 0)
-        return out;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set))
-            out.push_back(c);
-    return out;
-}
-
 CpuPins &CpuPins::process()
 {
-    static CpuPins table(usable());
+    static CpuPins table(conf::usable_cpu_list());
     return table;
 }
 

@@ -21,9 +21,7 @@ public:
     // `cpus`: where workers may go, ascending; `apply` defaults to sched_setaffinity(2).
     explicit CpuPins(std::vector<int> cpus, Apply apply = {});
 
-    // The CPUs this process may run on (sched_getaffinity(2): taskset and cpusets count), ascending.
-    static std::vector<int> usable();
-    // The process-wide table over usable().
+    // The process-wide table over the CPUs this process may run on (conf::usable_cpu_list()).
     static CpuPins &process();
 
     const std::vector<int> &cpus() const { return cpus_; }

@@ -89,6 +89,15 @@ class Pinned(unittest.TestCase):
             got = pins(srv)
             self.assertEqual(sorted(c[0] for c in got.values()), USABLE[:2], got)
 
+    def test_the_http_and_websockets_pools_share_one_spread(self):
+        cfg = config(num_workers=1)
+        cfg["websockets"] = {"path": "/ws", "pool": {"num_workers": 1}}
+        with Server(cfg, script="ws.php") as srv:
+            self.assertTrue(wait_until(lambda: len(srv.workers()) == 2, 10.0), srv.workers())
+            got = pins(srv)
+            self.assertEqual(sorted(c[0] for c in got.values()), USABLE[:2], got)
+            self.assertIn("workers pinned one per CPU once booted (websockets.pool.cpu_affinity: auto)", srv.stderr())
+
     def test_auto_priority_boots_replacements_at_normal_priority(self):
         with Server(config(max_jobs=2), script=SCRIPT, env={"BOOT_MS": "300"}) as srv:
             self.assertTrue(srv.wait_for_log(

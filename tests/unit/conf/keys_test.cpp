@@ -256,33 +256,32 @@ TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
     EXPECT_FALSE(load(minimal, {"http.pool.fork_fast_exit=false"}).config.http.pool.fork_fast_exit);
 }
 
-TEST(ConfKeys, CpuAffinityDefaultsToAutoInBothPools)
+// A string key of both pools (`field`, named `key`): `auto` by default (in the dump too), each of `values`
+// accepted without a warning, and `override_value` applied from the command line (http.pool.KEY=VALUE).
+static void expect_auto_pool_key(const std::string &key, std::string ferry::conf::PoolConfig::*field,
+                                 std::initializer_list<const char *> values,
+                                 const std::string &override_value)
 {
     const LoadResult d = load(minimal);
-    EXPECT_EQ(d.config.http.pool.cpu_affinity, "auto");
-    EXPECT_EQ(d.config.websockets.pool.cpu_affinity, "auto");
-    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "cpu_affinity: \"auto\"\n"))
-        << ferry::conf::dump(d.config);
-    for (const char *v : {"off", "auto"}) {
-        const LoadResult r = load(minimal + "http:\n  pool:\n    cpu_affinity: " + v + "\n");
-        EXPECT_TRUE(r.warnings.empty()) << v;
-        EXPECT_EQ(r.config.http.pool.cpu_affinity, v);
+    EXPECT_EQ(d.config.http.pool.*field, "auto") << key;
+    EXPECT_EQ(d.config.websockets.pool.*field, "auto") << key;
+    EXPECT_TRUE(contains(ferry::conf::dump(d.config), key + ": \"auto\"\n")) << ferry::conf::dump(d.config);
+    for (const char *v : values) {
+        const LoadResult r = load(minimal + "http:\n  pool:\n    " + key + ": " + v + "\n");
+        EXPECT_TRUE(r.warnings.empty()) << key << ": " << v;
+        EXPECT_EQ(r.config.http.pool.*field, v);
     }
-    EXPECT_EQ(load(minimal, {"http.pool.cpu_affinity=off"}).config.http.pool.cpu_affinity, "off");
+    EXPECT_EQ(load(minimal, {"http.pool." + key + "=" + override_value}).config.http.pool.*field,
+              override_value);
+}
+
+TEST(ConfKeys, CpuAffinityDefaultsToAutoInBothPools)
+{
+    expect_auto_pool_key("cpu_affinity", &ferry::conf::PoolConfig::cpu_affinity, {"off", "auto"}, "off");
 }
 
 TEST(ConfKeys, RecyclePriorityDefaultsToAutoInBothPools)
 {
-    const LoadResult d = load(minimal);
-    EXPECT_EQ(d.config.http.pool.recycle_priority, "auto");
-    EXPECT_EQ(d.config.websockets.pool.recycle_priority, "auto");
-    EXPECT_TRUE(contains(ferry::conf::dump(d.config), "recycle_priority: \"auto\"\n"))
-        << ferry::conf::dump(d.config);
-    for (const char *v : {"idle", "normal", "auto"}) {
-        const LoadResult r = load(minimal + "http:\n  pool:\n    recycle_priority: " + v + "\n");
-        EXPECT_TRUE(r.warnings.empty()) << v;
-        EXPECT_EQ(r.config.http.pool.recycle_priority, v);
-    }
-    EXPECT_EQ(load(minimal, {"http.pool.recycle_priority=normal"}).config.http.pool.recycle_priority,
-              "normal");
+    expect_auto_pool_key("recycle_priority", &ferry::conf::PoolConfig::recycle_priority,
+                         {"idle", "normal", "auto"}, "normal");
 }

@@ -1,6 +1,8 @@
 // detail::CpuPins (Options::cpu_affinity): even spread, a released CPU goes to the next worker, refusals,
-// and a real process pinned with sched_setaffinity(2).
+// conf::usable_cpu_list() (the CPUs it spreads over) and a real process pinned with sched_setaffinity(2).
 #include "affinity.hpp"
+
+#include "ferry/conf/config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -93,13 +95,14 @@ TEST(CpuPins, NoCpusPinsNothing)
     EXPECT_TRUE(r.applied.empty());
 }
 
-TEST(CpuPins, UsableIsThisProcessAffinity)
+TEST(CpuPins, UsableCpuListIsThisProcessAffinity)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
     ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
-    const auto cpus = CpuPins::usable();
+    const auto cpus = ferry::conf::usable_cpu_list();
     ASSERT_EQ(cpus.size(), static_cast<std::size_t>(CPU_COUNT(&set)));
+    EXPECT_EQ(ferry::conf::usable_cpus(), cpus.size()); // num_workers: 0 and io_threads count the same CPUs
     for (std::size_t i = 0; i < cpus.size(); ++i) {
         EXPECT_TRUE(CPU_ISSET(cpus[i], &set));
         if (i > 0) {
@@ -110,7 +113,7 @@ TEST(CpuPins, UsableIsThisProcessAffinity)
 
 TEST(CpuPins, PinsARealProcessToOneCpu)
 {
-    const auto cpus = CpuPins::usable();
+    const auto cpus = ferry::conf::usable_cpu_list();
     ASSERT_FALSE(cpus.empty());
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);

@@ -261,7 +261,9 @@ struct LoadResult {
 };
 
 // The CPUs this process may run on (sched_getaffinity: `taskset` and cgroup cpusets count, unlike
-// std::thread::hardware_concurrency()); at least 1.
+// std::thread::hardware_concurrency()), ascending; empty when the kernel does not say.
+std::vector<int> usable_cpu_list();
+// How many: usable_cpu_list()'s size, else the online CPUs; at least 1.
 unsigned usable_cpus();
 // http.io_threads when not set: half the usable CPUs, rounded up (docs/architecture.md, "Several loops": per
 // hello-world request the front end needs about as much CPU as PHP, so half the cores keep it from being the
