@@ -3,6 +3,7 @@ real files changed on disk while clients keep sending requests."""
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -216,6 +217,10 @@ class WatcherTest(ReloadCase):
             {"max_recycling": 2}, "<?php usleep(300000); throw new Exception('broken');\n")
         self.assertTrue(srv.wait_for_log("failed to boot", 10), srv.stderr())
         self.assertTrue(wait_until(lambda: srv.stderr().count(" ready (") >= 3, 10), srv.stderr())
+        # That stale replacement is surplus (the two old workers keep serving): it stops as soon as it is
+        # ready, a few ms after its "ready" line; only then is the count of exits taken.
+        stale = re.findall(r"worker (\d+) ready \(", srv.stderr())[2]
+        self.assertTrue(srv.wait_for_log(f"worker {stale} exited with code 0", 5), srv.stderr())
         exits = srv.stderr().count(" exited ")
         for _ in range(40):
             self.assertEqual(self.version(srv), "v1", srv.stderr())
