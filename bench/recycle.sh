@@ -13,15 +13,21 @@
 #   DURATION  seconds per wrk run (default 2)
 #   WORKERS   PHP workers (default 2)
 #   MAX_JOBS  max_jobs of the recycling targets (default 10000)
-#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,reexec
-#             (default aa,never,maxjobs,normal,boot,fork); maxjobs has the default recycle_priority (auto:
+#   PAIRS     comma-separated subset of: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,forkext,
+#             reexec (default aa,never,maxjobs,normal,boot,fork); maxjobs has the default recycle_priority (auto:
 #             idle where ferry may restore priority), normal sets recycle_priority: normal; boot starts the
 #             external boots under SCHED_IDLE (chrt --idle 0), bootnormal at normal priority; reexec is a
 #             max_jobs: 0 server whose workers replace their own image every MAX_JOBS requests
 #             (bench/php/hello_reexec.php: a fresh PHP in the same process, what a new image costs
-#             without a new process; the request sent during its boot waits for it)
-#   BOOT_MS   milliseconds between two external boots (default auto: the maxjobs pair's interval between
-#             two recycles so far; 500 before it has one, or when maxjobs is not in PAIRS)
+#             without a new process; the request sent during its boot waits for it); forkext is a
+#             max_jobs: 0 server while the script runs
+#             bench/php/forker.php, a PHP process with Ferry's library loaded that forks twice (as the fork
+#             template does per worker) and lets both children end at once, at the fork pair's recycle rate:
+#             what a new process costs this machine whoever makes it (put fork before forkext in PAIRS)
+#   FORKS     forks per round of the forkext pair (default 2; 1: one; 0: the process only wakes)
+#   BOOT_MS   milliseconds between two external boots or fork rounds (default auto: the maxjobs pair's
+#             interval between two recycles so far for boot and bootnormal, the fork pair's for forkext;
+#             500 before it has one, or when that pair is not in PAIRS)
 #   REPORT    report file under bench/results (default recycle.md)
 #   PHP_ARGS  PHP's flags for every worker and external boot, all servers alike (default the benchmarks'
 #             "-d opcache.enable=1 -d opcache.enable_cli=1"); e.g. a lean boot (bench/boot_cost.py):
@@ -44,9 +50,10 @@ PAIRS=${PAIRS:-aa,never,maxjobs,normal,boot,fork}
 BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
 PIN=${PIN:-0}
+FORKS=${FORKS:-2}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 FERRY_HTTP_EXTRA=""
 
 # shellcheck source=bench/lib.sh
@@ -58,6 +65,7 @@ if [[ -n "${PHP_ARGS:-}" ]]; then
   read -r -a PHP_OPCACHE <<<"$PHP_ARGS"
   php "${PHP_OPCACHE[@]}" -r '' || die "php does not start with PHP_ARGS '$PHP_ARGS'"
 fi
+[[ "$FORKS" =~ ^[0-9]+$ ]] || die "FORKS must be a whole number (got '$FORKS')"
 for v in ROUNDS DURATION WORKERS MAX_JOBS; do
   [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || die "$v must be a positive integer"
 done
@@ -88,12 +96,13 @@ declare -A LABEL=(
   [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
   [forkfull]="max_jobs: $MAX_JOBS, fork: true, fork_fast_exit: false"
+  [forkext]="max_jobs: 0 while a PHP process outside ferry forks $FORKS time(s) per round, the children ending at once (last column: rounds per second)"
   [reexec]="max_jobs: 0, each worker re-execs itself in place every $MAX_JOBS requests (bench/php/hello_reexec.php)"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
 for p in "${SELECTED[@]}"; do
   case "$p" in
-    aa | boot | bootnormal) start_ferry "$p" "$HELLO_PHP" "$FERRY" ;;
+    aa | boot | bootnormal | forkext) start_ferry "$p" "$HELLO_PHP" "$FERRY" ;;
     never) start_ferry never "$HELLO_PHP" "$FERRY" "    max_jobs: 1000000000" ;;
     maxjobs) start_ferry maxjobs "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS" ;;
     normal) start_ferry normal "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
@@ -105,7 +114,7 @@ for p in "${SELECTED[@]}"; do
     fork: true
     fork_fast_exit: false" ;;
     reexec) start_ferry reexec "$ROOT/bench/php/hello_reexec.php $MAX_JOBS" "$FERRY" ;;
-    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,reexec)" ;;
+    *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,forkext,reexec)" ;;
   esac
 done
 
@@ -121,11 +130,11 @@ declare -A RATIOS=() READY0=() SECS=() BOOTS=()
 # each start is a line in $BOOTS_FILE.
 BOOTS_FILE="$TMP/boots"
 : >"$BOOTS_FILE"
-boot_period() {  # -> seconds between two external boots
-  local n=0
+boot_period() {  # pair whose recycle rate it follows -> seconds between two external boots (or fork rounds)
+  local n=0 src=$1
   if [[ "$BOOT_MS" != auto ]]; then awk -v ms="$BOOT_MS" 'BEGIN { printf "%.3f", ms / 1000 }'; return; fi
-  [[ -n "${SECS[maxjobs]:-}" ]] && n=$(($(ready_count maxjobs) - READY0[maxjobs]))
-  if ((n > 0)); then awk -v n="$n" -v s="${SECS[maxjobs]}" 'BEGIN { printf "%.3f", s / n }'; else echo 0.5; fi
+  [[ -n "${SECS[$src]:-}" ]] && n=$(($(ready_count "$src") - READY0[$src]))
+  if ((n > 0)); then awk -v n="$n" -v s="${SECS[$src]}" 'BEGIN { printf "%.3f", s / n }'; else echo 0.5; fi
 }
 booter() {  # period idle|normal
   local prio=()
@@ -140,8 +149,12 @@ booter() {  # period idle|normal
 rps() {  # target -> req/s of one wrk run (with the external boots running during it for the boot pairs)
   local booter_pid="" out
   case "$1" in
-    boot) booter "$(boot_period)" idle </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
-    bootnormal) booter "$(boot_period)" normal </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
+    boot) booter "$(boot_period maxjobs)" idle </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
+    bootnormal) booter "$(boot_period maxjobs)" normal </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
+    forkext)
+      "${FERRY_PREFIX[@]}" php "${PHP_OPCACHE[@]}" "$ROOT/bench/php/forker.php" "$(boot_period fork)" "$FORKS" \
+        </dev/null >>"$BOOTS_FILE" 2>/dev/null &
+      booter_pid=$! ;;
   esac
   out=$("${WRK_PREFIX[@]}" wrk -t2 -c64 -d"${DURATION}s" "${URL[$1]}")
   if [[ -n "$booter_pid" ]]; then kill "$booter_pid"; wait "$booter_pid" 2>/dev/null || true; fi
@@ -180,7 +193,7 @@ table="| target (against max_jobs: 0, same run) | median ratio | 95 % interval (
 |---|---:|---:|---:|---:|"
 for p in "${SELECTED[@]}"; do
   case "$p" in
-    boot | bootnormal) n=${BOOTS[$p]} ;;
+    boot | bootnormal | forkext) n=${BOOTS[$p]} ;;
     *) n=$(($(ready_count "$p") - READY0[$p])) ;;
   esac
   table+="
@@ -188,13 +201,13 @@ for p in "${SELECTED[@]}"; do
 done
 # Ferry's recycling against the same boots without ferry: per round, maxjobs's ratio over boot's (both
 # against the same base server in the same round).
-for pair in maxjobs:boot normal:bootnormal; do
+for pair in maxjobs:boot normal:bootnormal fork:forkext; do
   a=${pair%%:*} b=${pair##*:}
   [[ -n "${RATIOS[$a]:-}" && -n "${RATIOS[$b]:-}" ]] || continue
   quot=$(paste -d' ' <(tr ' ' '\n' <<<"${RATIOS[$a]% }") <(tr ' ' '\n' <<<"${RATIOS[$b]% }") |
     awk '{ printf "%.4f ", $1 / $2 }')
   table+="
-| ${LABEL[$a]}, over the $b pair's boots (what ferry adds to PHP's boot) | $(median_line "$quot") | |"
+| ${LABEL[$a]}, over the $b pair's $([[ $b == forkext ]] && echo "forks (what ferry adds to the forks)" || echo "boots (what ferry adds to PHP's boot)") | $(median_line "$quot") | |"
 done
 raw=""
 for p in "${SELECTED[@]}"; do raw+="$p: ${RATIOS[$p]% }; "; done
