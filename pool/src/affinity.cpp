@@ -56,4 +56,20 @@ unsigned CpuPins::counted(int cpu) const
         std::count_if(counted_.begin(), counted_.end(), [cpu](const auto &e) { return e.second == cpu; }));
 }
 
+bool CpuPins::reserve(unsigned n, unsigned &others)
+{
+    std::lock_guard lock(mu_);
+    others = reserved_;
+    if (reserved_ + n > cpus_.size())
+        return false;
+    reserved_ += n;
+    return true;
+}
+
+void CpuPins::unreserve(unsigned n)
+{
+    std::lock_guard lock(mu_);
+    reserved_ -= std::min(n, reserved_);
+}
+
 } // namespace ferry::pool::detail

@@ -2,7 +2,8 @@
 // on, spread evenly (the CPU with the fewest pinned workers that still count, the lowest first). A worker
 // being replaced stops counting as soon as it is marked, so its replacement gets the CPU it leaves. One
 // table for the whole process (every loop's shard, the HTTP and the websockets pools), guarded by a mutex:
-// it is touched when a worker is ready, marked for replacement or gone, never per request.
+// it is touched when a worker is ready, marked for replacement or gone, never per request. Pools pin only
+// while all of them together have no more workers than CPUs (reserve()): the first pools started get it.
 #pragma once
 
 #include <functional>
@@ -33,11 +34,18 @@ public:
     // Workers counted on `cpu` (for tests and logs).
     unsigned counted(int cpu) const;
 
+    // A pool that pins its `n` workers reserves them first: true when the pools of this process then pin no
+    // more workers than there are CPUs (else nothing is reserved and that pool does not pin). `others` gets
+    // what the other pools had reserved. unreserve() gives them back (the pool is gone).
+    bool reserve(unsigned n, unsigned &others);
+    void unreserve(unsigned n);
+
 private:
     mutable std::mutex mu_;
     std::vector<int> cpus_;
     Apply apply_;
     std::unordered_map<int, int> counted_; // pid → its CPU
+    unsigned reserved_ = 0;                // workers of the pools that pin
 };
 
 } // namespace ferry::pool::detail

@@ -999,6 +999,7 @@ struct Pool::Impl {
     // Options::cpu_affinity as resolved by start(): workers are pinned (Shard::pin). Cleared for good if
     // pinning a worker ever fails.
     std::atomic<bool> pinning{false};
+    unsigned reserved_cpus = 0; // CpuPins::reserve()d by resolve_cpu_affinity(), given back by ~Pool
     std::vector<std::shared_ptr<Shard>> shards;
     std::shared_ptr<Reaper> reaper;
     std::shared_ptr<ForkTemplate> tmpl;              // Options::fork: on loops[0]
@@ -1110,12 +1111,17 @@ struct Pool::Impl {
             log::debug("pool", "workers are not pinned (" + key + "): only one usable CPU");
             return;
         }
-        if (opt.num_workers > cpus.size()) {
-            log::debug("pool", "workers are not pinned (" + key + "): more workers (" +
-                                   std::to_string(opt.num_workers) + ") than usable CPUs (" +
-                                   std::to_string(cpus.size()) + ")");
+        unsigned others = 0;
+        if (!detail::CpuPins::process().reserve(opt.num_workers, others)) {
+            log::debug(
+                "pool",
+                "workers are not pinned (" + key + "): more workers (" + std::to_string(opt.num_workers) +
+                    (others > 0 ? ", and " + std::to_string(others) + " pinned by this server's other pool"
+                                : std::string()) +
+                    ") than usable CPUs (" + std::to_string(cpus.size()) + ")");
             return;
         }
+        reserved_cpus = opt.num_workers;
         std::string list;
         for (int c : cpus)
             list += (list.empty() ? "" : ",") + std::to_string(c);
@@ -1525,6 +1531,7 @@ Pool::~Pool()
             if (w->cpu >= 0)
                 detail::CpuPins::process().release(pid);
         }
+    detail::CpuPins::process().unreserve(impl_->reserved_cpus);
 }
 
 awaitable<Result<void>> Pool::start()

@@ -98,6 +98,25 @@ class Pinned(unittest.TestCase):
             self.assertEqual(sorted(c[0] for c in got.values()), USABLE[:2], got)
             self.assertIn("workers pinned one per CPU once booted (websockets.pool.cpu_affinity: auto)", srv.stderr())
 
+    def test_pools_together_pin_no_more_workers_than_cpus(self):
+        # The HTTP pool takes every CPU; one websockets worker more would share a CPU with an HTTP worker for
+        # good: it is left to the scheduler, and the log says why.
+        n = len(USABLE)
+        cfg = config(num_workers=n)
+        cfg["websockets"] = {"path": "/ws", "pool": {"num_workers": 1}}
+        with Server(cfg, script="ws.php") as srv:
+            self.assertTrue(wait_until(lambda: len(srv.workers()) == n + 1, 10.0), srv.workers())
+            self.assertTrue(srv.wait_for_log(
+                f"workers are not pinned (websockets.pool.cpu_affinity: auto): more workers (1, and {n} pinned "
+                f"by this server's other pool) than usable CPUs ({n})"), srv.stderr())
+            self.assertIn(f"workers pinned one per CPU once booted (http.pool.cpu_affinity: auto): {n} on CPUs",
+                          srv.stderr())
+            self.assertTrue(wait_until(lambda: sum(1 for p in srv.workers() if len(cpus_of(p) or []) == 1) == n,
+                                       5.0), {p: cpus_of(p) for p in srv.workers()})
+            got = {p: cpus_of(p) for p in srv.workers()}
+            self.assertEqual(sorted(c[0] for c in got.values() if len(c) == 1), USABLE, got)
+            self.assertEqual([c for c in got.values() if len(c) > 1], [USABLE], got)
+
     def test_auto_priority_boots_replacements_at_normal_priority(self):
         with Server(config(max_jobs=2), script=SCRIPT, env={"BOOT_MS": "300"}) as srv:
             self.assertTrue(srv.wait_for_log(

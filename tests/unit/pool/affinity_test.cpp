@@ -1,4 +1,5 @@
 // detail::CpuPins (Options::cpu_affinity): even spread, a released CPU goes to the next worker, refusals,
+// the pools' reservations (no more pinned workers than CPUs together),
 // conf::usable_cpu_list() (the CPUs it spreads over) and a real process pinned with sched_setaffinity(2).
 #include "affinity.hpp"
 
@@ -93,6 +94,26 @@ TEST(CpuPins, NoCpusPinsNothing)
     CpuPins pins({}, r.apply());
     EXPECT_FALSE(pins.pin(10).has_value());
     EXPECT_TRUE(r.applied.empty());
+}
+
+TEST(CpuPins, PoolsReserveNoMoreWorkersThanCpusTogether)
+{
+    Recorder r;
+    CpuPins pins({0, 1, 2}, r.apply());
+    unsigned others = 99;
+    EXPECT_TRUE(pins.reserve(2, others)); // the HTTP pool
+    EXPECT_EQ(others, 0u);
+    EXPECT_FALSE(pins.reserve(2, others)); // a websockets pool of 2: 4 on 3 CPUs, refused, nothing kept
+    EXPECT_EQ(others, 2u);
+    EXPECT_TRUE(pins.reserve(1, others)); // one more still fits
+    EXPECT_FALSE(pins.reserve(1, others));
+    EXPECT_EQ(others, 3u);
+    pins.unreserve(2); // the HTTP pool is gone
+    EXPECT_TRUE(pins.reserve(2, others));
+    EXPECT_EQ(others, 1u);
+    pins.unreserve(100); // never below zero
+    EXPECT_TRUE(pins.reserve(3, others));
+    EXPECT_EQ(others, 0u);
 }
 
 TEST(CpuPins, UsableCpuListIsThisProcessAffinity)

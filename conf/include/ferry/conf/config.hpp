@@ -43,7 +43,7 @@ struct PoolConfig {
     // still serve boot, and retired workers exit, under SCHED_IDLE.
     std::string recycle_priority = "auto";
     // Ferry's own: "auto" or "off" (pool::CpuAffinity): auto pins each booted worker to one CPU when there
-    // are at least two usable CPUs and no more workers than CPUs.
+    // are at least two usable CPUs and no more workers than CPUs (both pools together).
     std::string cpu_affinity = "auto";
     Duration allocate_timeout = std::chrono::seconds(60); // a request's wait for a free worker (then 503)
     std::uint64_t max_queue_size = 0; // requests waiting for a worker beyond which a new one gets 503 at once

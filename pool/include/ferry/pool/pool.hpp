@@ -32,7 +32,7 @@ enum class RecyclePriority {
 // Whether workers are pinned to CPUs (Options::cpu_affinity).
 enum class CpuAffinity {
     automatic, // each worker on one CPU of those the server may run on, when there are at least two and no
-               // more workers than CPUs; else not pinned
+               // more workers than CPUs, counting the pools started before this one; else not pinned
     off,       // wherever the scheduler puts them
 };
 
