@@ -100,6 +100,9 @@ declare -A LABEL=(
   [reexec]="max_jobs: 0, each worker re-execs itself in place every $MAX_JOBS requests (bench/php/hello_reexec.php)"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
+if [[ "$BOOT_MS" == auto && ",$PAIRS," == *,forkext,* && ",$PAIRS," != *,fork,*forkext,* ]]; then
+  die "forkext forks at the fork pair's recycle rate (BOOT_MS=auto): put fork before forkext in PAIRS, or set BOOT_MS"
+fi
 for p in "${SELECTED[@]}"; do
   case "$p" in
     aa | boot | bootnormal | forkext) start_ferry "$p" "$HELLO_PHP" "$FERRY" ;;

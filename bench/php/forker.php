@@ -20,6 +20,10 @@ if ($period <= 0 || $forks < 0) {
 for (;;) {
     for ($i = 0; $i < $forks; ++$i) {
         $pid = pcntl_fork();
+        if ($pid === -1) {
+            fwrite(STDERR, 'forker: fork failed: ' . pcntl_strerror(pcntl_get_last_error()) . "\n");
+            exit(1);
+        }
         if ($pid === 0) {
             posix_kill(posix_getpid(), SIGKILL);
         }
