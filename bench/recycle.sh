@@ -38,6 +38,12 @@
 #             idle vCPU is slow, a PHP worker on another CPU than ferry can serve 4x slower than one on the
 #             same CPU (bench/README.md, "Recycling"), and every new worker is placed anew: pinning takes
 #             that lottery out of the comparison
+#   RESTART   1: every round after the first starts every server anew (and warms it up for 1 s) before its
+#             runs (default 0: the same servers for the whole run). A server's speed depends a little on the
+#             process instance (where its memory landed, which CPU its loop settled on): with the same base
+#             server for the whole run, an A/A pair reads 0.97-1.03x for identical servers, which a run
+#             cannot average out; restarting makes that luck differ from round to round, so the median
+#             covers it (bench/README.md, "Recycling")
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -51,9 +57,10 @@ BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
 PIN=${PIN:-0}
 FORKS=${FORKS:-2}
+RESTART=${RESTART:-0}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS RESTART=$RESTART${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 FERRY_HTTP_EXTRA=""
 
 # shellcheck source=bench/lib.sh
@@ -70,6 +77,7 @@ for v in ROUNDS DURATION WORKERS MAX_JOBS; do
   [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || die "$v must be a positive integer"
 done
 [[ "$PIN" == 0 || "$PIN" == 1 ]] || die "PIN must be 0 or 1 (got '$PIN')"
+[[ "$RESTART" == 0 || "$RESTART" == 1 ]] || die "RESTART must be 0 or 1 (got '$RESTART')"
 WRK_PREFIX=()
 SERVER_CPU="" WRK_CPU=""
 if [[ "$PIN" == 1 ]]; then
@@ -103,7 +111,8 @@ IFS=',' read -r -a SELECTED <<<"$PAIRS"
 if [[ "$BOOT_MS" == auto && ",$PAIRS," == *,forkext,* && ",$PAIRS," != *,fork,*forkext,* ]]; then
   die "forkext forks at the fork pair's recycle rate (BOOT_MS=auto): put fork before forkext in PAIRS, or set BOOT_MS"
 fi
-for p in "${SELECTED[@]}"; do
+start_target() {  # pair -> its server, started
+  local p=$1
   case "$p" in
     aa | boot | bootnormal | forkext) start_ferry "$p" "$HELLO_PHP" "$FERRY" ;;
     never) start_ferry never "$HELLO_PHP" "$FERRY" "    max_jobs: 1000000000" ;;
@@ -119,13 +128,32 @@ for p in "${SELECTED[@]}"; do
     reexec) start_ferry reexec "$ROOT/bench/php/hello_reexec.php $MAX_JOBS" "$FERRY" ;;
     *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,forkext,reexec)" ;;
   esac
-done
+}
+for p in "${SELECTED[@]}"; do start_target "$p"; done
 
 ready_count() {  # target -> new PHP images so far: workers that became ready (reexec: images started in place)
   if [[ "$1" == reexec ]]; then grep -c 'ferry bench: re-exec at' "${LOGS[$1]}" || true
   else grep -c ' ready (' "${LOGS[$1]}" || true; fi
 }
-declare -A RATIOS=() READY0=() SECS=() BOOTS=()
+declare -A RATIOS=() READY0=() READY_BEFORE=() SECS=() BOOTS=()
+readies() {  # target -> workers that became ready since the first round began (servers restarted included)
+  echo $((READY_BEFORE[$1] + $(ready_count "$1") - READY0[$1]))
+}
+restart_all() {  # RESTART=1: every server stopped (ferry ends its workers first) and started anew, warmed up
+  local t pid
+  for t in base "${SELECTED[@]}"; do
+    [[ "$t" == base ]] || READY_BEFORE[$t]=$(readies "$t")
+    pid=${SERVER_PIDS[$t]}
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  start_ferry base "$HELLO_PHP" "$FERRY"
+  for t in "${SELECTED[@]}"; do start_target "$t"; done
+  for t in base "${SELECTED[@]}"; do
+    wrk -t2 -c64 -d1s "${URL[$t]}" >/dev/null
+    [[ "$t" == base ]] || READY0[$t]=$(ready_count "$t")
+  done
+}
 
 # The external boots: the workers' own command line with stdin closed, started every $1 seconds whether or
 # not the one before has ended; the first at a random point of the first period, so that a run gets
@@ -136,7 +164,7 @@ BOOTS_FILE="$TMP/boots"
 boot_period() {  # pair whose recycle rate it follows -> seconds between two external boots (or fork rounds)
   local n=0 src=$1
   if [[ "$BOOT_MS" != auto ]]; then awk -v ms="$BOOT_MS" 'BEGIN { printf "%.3f", ms / 1000 }'; return; fi
-  [[ -n "${SECS[$src]:-}" ]] && n=$(($(ready_count "$src") - READY0[$src]))
+  [[ -n "${SECS[$src]:-}" ]] && n=$(readies "$src")
   if ((n > 0)); then awk -v n="$n" -v s="${SECS[$src]}" 'BEGIN { printf "%.3f", s / n }'; else echo 0.5; fi
 }
 booter() {  # period idle|normal
@@ -168,8 +196,9 @@ rps() {  # target -> req/s of one wrk run (with the external boots running durin
 BOOT_CPU_MS=$(python3 "$ROOT/bench/boot_cost.py" --runs 20 --one php "${PHP_OPCACHE[@]}" "$HELLO_PHP")
 
 for t in base "${SELECTED[@]}"; do wrk -t2 -c64 -d2s "${URL[$t]}" >/dev/null; done  # warm-up
-for p in "${SELECTED[@]}"; do READY0[$p]=$(ready_count "$p"); SECS[$p]=0; BOOTS[$p]=0; done
+for p in "${SELECTED[@]}"; do READY0[$p]=$(ready_count "$p"); READY_BEFORE[$p]=0; SECS[$p]=0; BOOTS[$p]=0; done
 for ((r = 1; r <= ROUNDS; r++)); do
+  if [[ "$RESTART" == 1 ]] && ((r > 1)); then restart_all; fi
   for p in "${SELECTED[@]}"; do
     a1=$(rps base)
     boots0=$(wc -l <"$BOOTS_FILE")
@@ -197,7 +226,7 @@ table="| target (against max_jobs: 0, same run) | median ratio | 95 % interval (
 for p in "${SELECTED[@]}"; do
   case "$p" in
     boot | bootnormal | forkext) n=${BOOTS[$p]} ;;
-    *) n=$(($(ready_count "$p") - READY0[$p])) ;;
+    *) n=$(readies "$p") ;;
   esac
   table+="
 | ${LABEL[$p]} | $(median_line "${RATIOS[$p]}") | $(awk -v n="$n" -v s="${SECS[$p]}" 'BEGIN { printf "%.2f", n / s }') |"
@@ -221,6 +250,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
+- servers: $([[ "$RESTART" == 1 ]] && echo "RESTART=1: every server started anew before each round after the first (warmed up for 1 s)" || echo "the same for the whole run (RESTART=0)")
 - placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "PIN=0: no taskset")
 - http.pool.cpu_affinity auto here: $(grep -qs 'workers pinned one per CPU' "${LOGS[base]}" && echo "each worker pinned to one CPU once booted" || echo "workers not pinned")
 - recycle_priority auto here: $(if grep -qs 'workers pinned one per CPU' "${LOGS[base]}"; then echo "normal (workers pinned)"; elif grep -qs 'replacements boot at normal priority' "${LOGS[base]}"; then echo "normal (ferry may not restore a worker's priority)"; else echo "idle (SCHED_IDLE boots and exits)"; fi)
