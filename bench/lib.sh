@@ -42,6 +42,21 @@ descendants() {  # pid... -> all descendant pids, one per line
     }'
 }
 
+running() {  # pid: alive and not a zombie
+  [[ -r "/proc/$1/stat" ]] && awk '{ s = $0; sub(/.*\) /, "", s); exit (substr(s, 1, 1) == "Z") }' "/proc/$1/stat" 2>/dev/null
+}
+
+stop_server() {  # pid: TERM it (and KILL what is left of it and its descendants after 5 s), forget it
+  local pid=$1 kids=() i p keep=()
+  mapfile -t kids < <(descendants "$pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do running "$pid" || break; sleep 0.1; done
+  for p in "$pid" "${kids[@]}"; do running "$p" && kill -KILL "$p" 2>/dev/null; done
+  wait "$pid" 2>/dev/null || true
+  for p in "${PIDS[@]}"; do [[ "$p" != "$pid" ]] && keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+
 cleanup() {
   local rc=$? pid kids=() i
   trap - EXIT INT TERM
@@ -50,7 +65,7 @@ cleanup() {
     for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for ((i = 0; i < 50; i++)); do
       local alive=0
-      for pid in "${PIDS[@]}" "${kids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+      for pid in "${PIDS[@]}" "${kids[@]}"; do running "$pid" && alive=1; done
       [[ $alive -eq 0 ]] && break
       sleep 0.1
     done

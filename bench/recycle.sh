@@ -140,12 +140,10 @@ readies() {  # target -> workers that became ready since the first round began (
   echo $((READY_BEFORE[$1] + $(ready_count "$1") - READY0[$1]))
 }
 restart_all() {  # RESTART=1: every server stopped (ferry ends its workers first) and started anew, warmed up
-  local t pid
+  local t
   for t in base "${SELECTED[@]}"; do
     [[ "$t" == base ]] || READY_BEFORE[$t]=$(readies "$t")
-    pid=${SERVER_PIDS[$t]}
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stop_server "${SERVER_PIDS[$t]}"
   done
   start_ferry base "$HELLO_PHP" "$FERRY"
   for t in "${SELECTED[@]}"; do start_target "$t"; done

@@ -154,10 +154,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     # in the round's order, so that the comparison with ferry-before is even.
     for t in "${round_order[@]}"; do
       case "$t" in
-        ferry*)
-          kill -TERM "${SERVER_PIDS[$t]}" 2>/dev/null || true
-          wait "${SERVER_PIDS[$t]}" 2>/dev/null || true
-          ;;
+        ferry*) stop_server "${SERVER_PIDS[$t]}" ;;
       esac
     done
     for t in "${round_order[@]}"; do

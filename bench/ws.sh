@@ -115,10 +115,6 @@ RELAY_WS="  path: \"/relay\"
   pool:
     num_workers: 1"
 
-running() {  # pid: alive and not a zombie
-  [[ -r "/proc/$1/stat" ]] && awk '{ s = $0; sub(/.*\) /, "", s); exit (substr(s, 1, 1) == "Z") }' "/proc/$1/stat"
-}
-
 # start_ferry_ws NAME WS_YAML: a Ferry with ws_bench.php (1 HTTP worker) and the given `websockets:` body,
 # run from the project root; sets S_PID (the ferry process) and S_PORT.
 start_ferry_ws() {
@@ -173,17 +169,6 @@ start_target() {
     ferry) if [[ "$3" == relay ]]; then start_ferry_ws "$1" "$RELAY_WS"; else start_ferry_ws "$1" "$ECHO_WS"; fi ;;
     node|php) start_peer "$1" "$2" ;;
   esac
-}
-
-stop_server() {  # pid: TERM it (and KILL what is left of it and its descendants after 5 s), forget it
-  local pid=$1 kids=() i p keep=()
-  mapfile -t kids < <(descendants "$pid")
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do running "$pid" || break; sleep 0.1; done
-  for p in "$pid" "${kids[@]}"; do running "$p" && kill -KILL "$p" 2>/dev/null; done
-  wait "$pid" 2>/dev/null || true
-  for p in "${PIDS[@]}"; do [[ "$p" != "$pid" ]] && keep+=("$p"); done
-  PIDS=("${keep[@]}")
 }
 
 # ---------------------------------------------------------------- clients and figures
