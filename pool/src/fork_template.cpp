@@ -96,7 +96,7 @@ awaitable<ForkTemplate::Forked> ForkTemplate::fork(ChildEnds ends, std::uint64_t
         co_await turn_.wait_until(clock::time_point::max());
     busy_ = true;
     Forked out;
-    auto pid = co_await fork_one(ends, gen, out.boot_failed);
+    auto pid = co_await fork_one(ends, gen, out);
     ends.close();
     busy_ = false;
     turn_.notify();
@@ -107,11 +107,11 @@ awaitable<ForkTemplate::Forked> ForkTemplate::fork(ChildEnds ends, std::uint64_t
     co_return out;
 }
 
-awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen, bool &boot_failed)
+awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen, Forked &out)
 {
     if (stopping_.raised())
         co_return fail("the pool is stopping");
-    if (auto ready = co_await ensure(gen, boot_failed); !ready)
+    if (auto ready = co_await ensure(gen, out.boot_failed); !ready)
         co_return ready.error();
     relay::Channel &ch = *proc_->channel;
     // Output the template wrote while idle must not be read as this command's answer (Channel::claim()).
@@ -122,6 +122,7 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     }
     // One message carries the command and the three descriptors (SCM_RIGHTS).
     ch.begin_exchange();
+    out.sent = clock::now();
     const ssize_t sent = send_with_fds(proc_->control_fd, command_, {ends.in, ends.out, ends.err});
     if (sent != static_cast<ssize_t>(command_.size())) {
         std::string why = sent < 0 ? std::strerror(errno) : "short write";
@@ -159,6 +160,9 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
         retire("it answered pid " + std::to_string(pid) + ", which is not a child of this server");
         co_return fail("the fork template broke the protocol");
     }
+    if (!answered_)
+        out.sent = clock::now();
+    answered_ = true;
     co_return pid;
 }
 
@@ -189,6 +193,7 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
     if (proc_ && !proc_->exited)
         old_.push_back(proc_); // retired, its exit not reaped yet
     proc_ = w;
+    answered_ = false;
     gen_ = gen;
     if (auto status = track_(w->pid, true))
         on_exit(w->pid, *status); // it ended before we recorded it

@@ -44,6 +44,11 @@ public:
         int pid = 0;
         std::string error;
         bool boot_failed = false;
+        // Where the worker's boot counts from: when the fork command went to a template known to wait for
+        // one, else (its first fork: the command may have waited in its socket while it booted the app)
+        // when it answered. Not from the request for the worker, which may have waited for the template's
+        // start or for another fork.
+        clock::time_point sent{};
     };
     // Forks one worker from the template, starting the template first if there is none. No pid when there is
     // no usable template (it cannot be one, it failed to start, it died, it broke the protocol); the caller
@@ -66,7 +71,7 @@ public:
 
 private:
     awaitable<Result<void>> ensure(std::uint64_t gen, bool &boot_failed);
-    awaitable<Result<int>> fork_one(ChildEnds &ends, std::uint64_t gen, bool &boot_failed);
+    awaitable<Result<int>> fork_one(ChildEnds &ends, std::uint64_t gen, Forked &out);
     // Ends the template: `why` non-empty = a failure (logged unless `quiet`, with a back-off); empty =
     // retired (a reset, or it cannot be a template).
     void retire(const std::string &why, bool quiet = false);
@@ -80,6 +85,7 @@ private:
     WorkerPtr proc_;             // the template process (its channel: the socket as stdin, frames on stdout)
     std::vector<WorkerPtr> old_; // retired templates whose exit was not reaped yet
     bool busy_ = false;
+    bool answered_ = false; // proc_ has answered a fork command: it is past the app's boot, in its fork loop
     Event turn_;
     std::atomic<bool> disabled_{false};
     unsigned failures_ = 0;

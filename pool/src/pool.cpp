@@ -1462,6 +1462,10 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker(bool idle)
     const Result<int> pid = forked.pid;
     w->pid = *pid;
     w->home = index;
+    // Its boot (the estimate that starts max_jobs replacements early, the boot-time histogram) is the fork
+    // and its handshake: not the template's own start, which the first forks wait for (~40 ms of PHP boot
+    // against ~2 ms for a fork), nor another fork's turn.
+    w->started = forked.sent;
     if (auto status =
             group.claim(w->pid, index)) // it ended before we knew it: its exit, once it is registered
         asio::post(io, [self = shared_from_this(), p = w->pid, st = *status] { self->on_exit(p, st); });

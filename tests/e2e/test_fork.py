@@ -8,6 +8,7 @@ of booting, a template that dies or cannot fork never costs a request, and nothi
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -15,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import children_of, wait_until, Server, ServerTestCase
+from harness import HOST, children_of, probe_get, wait_until, Server, ServerTestCase
 
 
 def template_pid(server):
@@ -100,6 +101,33 @@ class ForkTest(ServerTestCase):
         self.assertEqual(template_pid(srv), tpl)
         srv.stop()
         self.assertIn("300 request(s) served; 0 waited for a worker", srv.stderr())
+
+    def test_boot_time_of_a_forked_worker_is_its_fork_not_the_templates_boot(self):
+        # The template boots the app (400 ms here) once, and the first workers are forked as soon as it is
+        # ready: their boot is the fork and the handshake, milliseconds. Counting the template's boot into
+        # theirs made the boot estimate 400 ms, so max_jobs replacements started hundreds of requests early
+        # (and served beside the worker they replace for as long) until it decayed, ~20 swaps later.
+        srv = self.start_server(
+            {"metrics": {"address": f"{HOST}:0"}, "logs": {"level": "debug"},
+             "http": {"pool": {"num_workers": 2, "fork": True, "max_jobs": 40}}},
+            script="fork.php", env={"FERRY_TEST_BOOT_LOG": self.boot_log, "FERRY_TEST_BOOT_MS": "400"})
+        for _ in range(400):
+            self.get(srv)
+        estimates = [int(m) for m in re.findall(r"boots take ~(\d+) ms\): its replacement starts now", srv.stderr())]
+        self.assertGreaterEqual(len(estimates), 5, srv.stderr())
+        self.assertLess(max(estimates), 200, estimates)
+        m = re.search(r"metrics: Prometheus metrics on http://(\S+)/metrics", srv.stderr())
+        host, port = m.group(1).rsplit(":", 1)
+        status, _, body = probe_get((host, int(port)), "/metrics")
+        self.assertEqual(status, 200, body)
+        count = float(re.search(r'^ferry_pool_worker_boot_seconds_count\{pool="http"\} (\S+)$', body, re.M).group(1))
+        buckets = sorted((float(le), float(n)) for le, n in re.findall(
+            r'^ferry_pool_worker_boot_seconds_bucket\{pool="http",le="([0-9.e+-]+)"\} (\S+)$', body, re.M))
+        within = [n for le, n in buckets if le >= 0.2]
+        self.assertTrue(within, body)
+        self.assertGreaterEqual(count, 10, body)
+        self.assertEqual(within[0], count, "every forked worker booted in well under the template's 400 ms")
+        self.assertEqual(self.boots(), [template_pid(srv)])
 
     def test_crash_is_502_and_replaced_by_a_fork(self):
         srv = self.fork_server(pool={"num_workers": 1})
