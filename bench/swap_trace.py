@@ -42,7 +42,7 @@ from ferry_bench import serve
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENT = re.compile(r"^\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)$")
 SWITCH = re.compile(r"prev_comm=(.*?) prev_pid=(\d+) .*==> next_comm=(.*?) next_pid=(\d+)")
-FORK = re.compile(r"comm=.*? pid=(\d+) child_comm=.*? child_pid=(\d+)")
+FORK = re.compile(r"comm=.*? pid=(\d+) child_comm=(.*?) child_pid=(\d+)")
 BIN_MS, SPAN_MS = 10, 80
 
 
@@ -77,17 +77,20 @@ def analyse(events, ferry_pid, around="exit"):
         elif event == "sched_process_fork":
             m = FORK.search(rest)
             if m:
-                forks.append((t, int(m.group(1)), int(m.group(2))))
+                forks.append((t, int(m.group(1)), int(m.group(3)), m.group(2)))
         elif event == "sched_process_exit" and comm == "php":
             exits[pid] = t
-    # Fork mode: the template forks a middle process, which forks the worker. Exec mode: ferry (any of its
-    # threads: their pid in the record is the thread's) clones the worker.
-    parent = {child: p for _, p, child in forks}
+    # Fork mode: the template forks a middle process, which forks the worker (or, a template that forks once,
+    # the worker itself). Exec mode: ferry (any of its threads: their pid in the record is the thread's)
+    # clones the worker. A new worker is a child that forks nothing, made by one of those.
     ferry_tids = {int(x) for x in os.listdir(f"/proc/{ferry_pid}/task")} if os.path.isdir(
         f"/proc/{ferry_pid}/task") else {ferry_pid}
-    middles = {child for _, p, child in forks if any(p2 == child for _, p2, _ in forks) and p not in ferry_tids}
-    templates = {parent[m] for m in middles}
-    new_workers = [(t, child) for t, p, child in forks if p in middles or (p in ferry_tids and not middles)]
+    forkers = {p for _, p, _, _ in forks}
+    middles = {child for _, p, child, _ in forks if child in forkers and p not in ferry_tids}
+    new_workers = [(t, child) for t, p, child, comm in forks
+                   if child not in forkers and (p in ferry_tids or comm == "php")]
+    templates = {p for _, p, child, _ in forks if child in middles} | {
+        p for t, p, child, _ in forks if (t, child) in set(new_workers) and p not in middles and p not in ferry_tids}
     swaps = sorted(t for t, _ in new_workers)
     retired = sorted((t, pid) for pid, t in exits.items() if pid not in middles and pid not in templates)
 
@@ -102,7 +105,8 @@ def analyse(events, ferry_pid, around="exit"):
         if templates:
             lines.append(f"| fork template (its CPU over the record ÷ swaps) | "
                          f"{cpu_of(templates) / len(swaps) * 1000:.2f} |")
-            lines.append(f"| middle process | {med([cpu_of({m}) for m in middles]):.2f} |")
+            if middles:
+                lines.append(f"| middle process | {med([cpu_of({m}) for m in middles]):.2f} |")
         last = []
         for t, pid in retired:
             mine = [e - s for _, _, tid, s, e in runs if tid == pid and e <= t + 0.001]

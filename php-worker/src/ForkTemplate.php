@@ -12,9 +12,10 @@ namespace Ferry\Worker;
  * The server starts the template with a unix socket on fd 3 and asks for a template in its PID frame. At the
  * first waitRequest() the template enters serve(): each fork command arrives on that socket with three
  * descriptors (SCM_RIGHTS:
- * the new worker's stdin, stdout and stderr). The template forks twice (the middle process dies at once, so the
- * worker is re-parented to the server, a child subreaper, which reaps it like any worker), replies with the
- * worker's pid, and goes on waiting. The new worker puts the three descriptors on 0, 1 and 2 (FFI dup2, so
+ * the new worker's stdin, stdout and stderr). The template forks once with the server as the new worker's parent
+ * (clone(2) with CLONE_PARENT; where that system call is not known or refused, it forks twice and the middle
+ * process dies at once, so the worker is re-parented to the server, a child subreaper); the server reaps it like
+ * any worker. The template replies with the worker's pid and goes on waiting. The new worker puts the three descriptors on 0, 1 and 2 (FFI dup2, so
  * STDIN/STDOUT/STDERR and PHP's own error output are its own pipes), takes its own process group, dies with the
  * server (PR_SET_PDEATHSIG), reseeds mt_rand, and continues as a fresh worker from waitRequest(): the same
  * handshake as a worker the server started itself.
@@ -25,7 +26,9 @@ namespace Ferry\Worker;
 final class ForkTemplate
 {
     private const SIGKILL = 9;
+    private const SIGCHLD = 17;
     private const PR_SET_PDEATHSIG = 1;
+    private const CLONE_PARENT = 0x00008000;
 
     /** The server's control socket. */
     private const CONTROL_FD = 3;
@@ -34,6 +37,9 @@ final class ForkTemplate
 
     /** @var \Socket|null the server's control socket (closed in a new worker) */
     private static ?\Socket $socket = null;
+
+    /** One fork per worker (clone with CLONE_PARENT) until it fails once or FERRY_FORK_ONCE=0 turns it off. */
+    private static ?bool $forkOnce = null;
 
     /** In a forked worker whose fork command asked for it (`fast_exit`): end with _exit(0) once stopped. */
     private static bool $fastExit = false;
@@ -136,6 +142,20 @@ final class ForkTemplate
             self::reply(null, \sprintf('a fork command needs 3 pipe descriptors, got %d', \count($fds)));
             return false;
         }
+        // One fork, the server as the worker's parent: measured on the benchmark VM, the middle process of two
+        // forks (its page tables copied and torn down) cost ~9 ms of serving per new worker (README, "Where a
+        // fork-mode swap's cost lands").
+        $pid = self::forkToParent();
+        if ($pid === 0) {
+            self::becomeWorker($fds, $serverPid);
+            self::$fastExit = !empty($cmd['fast_exit']);
+            return true;
+        }
+        if ($pid !== null) {
+            self::closeAll($fds);
+            self::reply($pid, null);
+            return false;
+        }
         $pair = \stream_socket_pair(\STREAM_PF_UNIX, \STREAM_SOCK_STREAM, \STREAM_IPPROTO_IP);
         if ($pair === false) {
             self::closeAll($fds);
@@ -232,7 +252,8 @@ final class ForkTemplate
             self::$socket = null;
         }
         \posix_setpgid(0, 0);
-        // Re-parented to the server (the middle process is gone): from now on die with it.
+        // The server's child already (one fork), or once re-parented to it (two forks: when the middle process
+        // is gone): from now on die with it.
         for ($i = 0; $i < 20000 && \posix_getppid() !== $serverPid; ++$i) {
             \usleep(50);
         }
@@ -275,6 +296,45 @@ final class ForkTemplate
             }
         }
         return $out;
+    }
+
+    /**
+     * Forks once with this process's parent (the server) as the child's parent: clone(2) with CLONE_PARENT and
+     * SIGCHLD, no new stack (a copy-on-write copy of this one, as fork() makes). The child's pid here, 0 in the
+     * child, null when it cannot be done here (an architecture whose system call number is not known, the call
+     * refused — a seccomp filter, say — or FERRY_FORK_ONCE=0): the caller then forks twice. Not glibc's fork(),
+     * so no atfork handler runs in the child: a single-threaded template holds no lock they would release, and
+     * glibc's raise() and getpid() ask the kernel, not a cache.
+     */
+    public static function forkToParent(): ?int
+    {
+        if (self::$forkOnce === null) {
+            self::$forkOnce = \getenv('FERRY_FORK_ONCE') !== '0' && self::cloneNumber() !== null;
+        }
+        if (!self::$forkOnce) {
+            return null;
+        }
+        static $sys = null;
+        $sys ??= \FFI::cdef('long syscall(long number, ...);', 'libc.so.6');
+        // The arguments after the flags (stack, parent tid, child tid, tls) are all 0, so their order, which
+        // differs between architectures, does not matter.
+        $pid = (int) $sys->syscall(self::cloneNumber(), self::CLONE_PARENT | self::SIGCHLD, 0, 0, 0, 0);
+        if ($pid < 0) {
+            self::$forkOnce = false;
+            self::log('ferry template: clone(CLONE_PARENT) failed; forking twice from now on');
+            return null;
+        }
+        return $pid;
+    }
+
+    /** clone(2)'s system call number on this machine, or null where this library does not know it. */
+    private static function cloneNumber(): ?int
+    {
+        return match (\php_uname('m')) {
+            'x86_64', 'amd64' => 56,
+            'aarch64', 'arm64' => 220,
+            default => null,
+        };
     }
 
     private static function libc(): \FFI

@@ -87,6 +87,23 @@ class ForkTest(ServerTestCase):
         self.assertIn(tpl, children_of(ferry))
         self.assertEqual(sorted(srv.workers()), sorted([tpl] + list(seen)))
 
+    def test_two_forks_when_one_fork_is_off(self):
+        # FERRY_FORK_ONCE=0 (as where the library does not know clone(2)'s number, or the call is refused):
+        # the template forks a middle process that forks the worker and dies, and the worker, re-parented to
+        # the server, is the same worker as with one fork.
+        srv = self.fork_server(pool={"max_jobs": 20}, env={"FERRY_FORK_ONCE": "0"})
+        tpl = template_pid(srv)
+        pids = set()
+        for _ in range(100):
+            d = self.get(srv)
+            pids.add(d["pid"])
+            self.assertEqual(d["boot"], tpl)
+            self.assertEqual(d["ppid"], srv.proc.pid, "re-parented to the server")
+            self.assertEqual(d["pgid"], d["pid"])
+        self.assertGreaterEqual(len(pids), 4, pids)
+        self.assertEqual(self.boots(), [tpl])
+        self.assertNotIn("clone(CLONE_PARENT) failed", srv.stderr())
+
     def test_max_jobs_recycles_by_fork_without_waits(self):
         srv = self.fork_server(pool={"max_jobs": 20}, env={"FERRY_TEST_BOOT_MS": "200"})
         tpl = template_pid(srv)
