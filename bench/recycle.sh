@@ -22,7 +22,8 @@
 #             without a new process; the request sent during its boot waits for it); forkext is a
 #             max_jobs: 0 server while the script runs
 #             bench/php/forker.php, a PHP process with Ferry's library loaded that forks twice (as the fork
-#             template does per worker) and lets both children end at once, at the fork pair's recycle rate:
+#             template did per worker until it forked once, 4895508) and lets both children end at once, at
+#             the fork pair's recycle rate:
 #             what a new process costs this machine whoever makes it (put fork before forkext in PAIRS)
 #   FORKS     forks per round of the forkext pair (default 2; 1: one; 0: the process only wakes)
 #   BOOT_MS   milliseconds between two external boots or fork rounds (default auto: the maxjobs pair's

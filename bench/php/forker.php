@@ -2,7 +2,7 @@
 
 // Benchmark-only (bench/recycle.sh, pair `forkext`): what fork-mode recycling costs the machine without ferry.
 // Loads Ferry's worker library as a fork template does, then every PERIOD seconds (argv[1]) forks FORKS times
-// (argv[2], default 2: as the template does per new worker, a middle process and the worker; 0: it only
+// (argv[2], default 2: as the template did per new worker until 4895508, a middle process and the worker; 0: it only
 // wakes), and each child ends at once with SIGKILL (no PHP teardown, as a forked worker's fast exit). Runs
 // until it is killed; each round is a line on stdout.
 declare(strict_types=1);
