@@ -12,11 +12,11 @@ namespace Ferry\Worker;
  * The server starts the template with a unix socket on fd 3 and asks for a template in its PID frame. At the
  * first waitRequest() the template enters serve(): each fork command arrives on that socket with three
  * descriptors (SCM_RIGHTS:
- * the new worker's stdin, stdout and stderr). The template forks once with the server as the new worker's parent
- * (clone(2) with CLONE_PARENT; where that system call is not known or refused, it forks twice and the middle
- * process dies at once, so the worker is re-parented to the server, a child subreaper); the server reaps it like
- * any worker. The template replies with the worker's pid and goes on waiting. The new worker puts the three descriptors on 0, 1 and 2 (FFI dup2, so
- * STDIN/STDOUT/STDERR and PHP's own error output are its own pipes), takes its own process group, dies with the
+ * the new worker's stdin, stdout and stderr). The template forks once with the server as the new worker's
+ * parent (clone(2) with CLONE_PARENT; where that system call is not known or refused, it forks twice and the
+ * middle process dies at once, so the worker is re-parented to the server, a child subreaper); the server reaps
+ * it like any worker. The template replies with the worker's pid and goes on waiting. The new worker puts the
+ * three descriptors on 0, 1 and 2 (FFI dup2, so STDIN/STDOUT/STDERR and PHP's own error output are its own pipes), takes its own process group, dies with the
  * server (PR_SET_PDEATHSIG), reseeds mt_rand, and continues as a fresh worker from waitRequest(): the same
  * handshake as a worker the server started itself.
  *
@@ -38,8 +38,11 @@ final class ForkTemplate
     /** @var \Socket|null the server's control socket (closed in a new worker) */
     private static ?\Socket $socket = null;
 
-    /** One fork per worker (clone with CLONE_PARENT) until it fails once or FERRY_FORK_ONCE=0 turns it off. */
-    private static ?bool $forkOnce = null;
+    /**
+     * clone(2)'s system call number while one fork per worker is on (CLONE_PARENT); 0 when it is off (the
+     * number is not known here, a clone failed once, or FERRY_FORK_ONCE=0); null until the first fork.
+     */
+    private static ?int $cloneNumber = null;
 
     /** In a forked worker whose fork command asked for it (`fast_exit`): end with _exit(0) once stopped. */
     private static bool $fastExit = false;
@@ -145,7 +148,7 @@ final class ForkTemplate
         // One fork, the server as the worker's parent: measured on the benchmark VM, the middle process of two
         // forks (its page tables copied and torn down) cost ~9 ms of serving per new worker (README, "Where a
         // fork-mode swap's cost lands").
-        $pid = self::forkToParent();
+        $pid = self::forkToParent($serverPid);
         if ($pid === 0) {
             self::becomeWorker($fds, $serverPid);
             self::$fastExit = !empty($cmd['fast_exit']);
@@ -299,41 +302,50 @@ final class ForkTemplate
     }
 
     /**
-     * Forks once with this process's parent (the server) as the child's parent: clone(2) with CLONE_PARENT and
-     * SIGCHLD, no new stack (a copy-on-write copy of this one, as fork() makes). The child's pid here, 0 in the
-     * child, null when it cannot be done here (an architecture whose system call number is not known, the call
-     * refused — a seccomp filter, say — or FERRY_FORK_ONCE=0): the caller then forks twice. Not glibc's fork(),
+     * Forks once with this process's parent, the server ($serverPid), as the child's parent: clone(2) with
+     * CLONE_PARENT and SIGCHLD, no new stack (a copy-on-write copy of this one, as fork() makes). The child's
+     * pid here, 0 in the child, null when it cannot be done here: this process's parent is not the server (a
+     * command run through a shell that forks it, say: the worker would be the shell's child), the system call
+     * number is not known on this architecture, the call was refused (a seccomp filter, say), or
+     * FERRY_FORK_ONCE=0. The caller then forks twice, and the server adopts the worker. Not glibc's fork(),
      * so no atfork handler runs in the child: a single-threaded template holds no lock they would release, and
      * glibc's raise() and getpid() ask the kernel, not a cache.
      */
-    public static function forkToParent(): ?int
+    public static function forkToParent(int $serverPid): ?int
     {
-        if (self::$forkOnce === null) {
-            self::$forkOnce = \getenv('FERRY_FORK_ONCE') !== '0' && self::cloneNumber() !== null;
-        }
-        if (!self::$forkOnce) {
+        self::$cloneNumber ??= self::cloneNumber();
+        if (self::$cloneNumber === 0 || \posix_getppid() !== $serverPid) {
             return null;
         }
-        static $sys = null;
-        $sys ??= \FFI::cdef('long syscall(long number, ...);', 'libc.so.6');
         // The arguments after the flags (stack, parent tid, child tid, tls) are all 0, so their order, which
         // differs between architectures, does not matter.
-        $pid = (int) $sys->syscall(self::cloneNumber(), self::CLONE_PARENT | self::SIGCHLD, 0, 0, 0, 0);
+        $pid = (int) self::libc()->syscall(self::$cloneNumber, self::CLONE_PARENT | self::SIGCHLD, 0, 0, 0, 0);
         if ($pid < 0) {
-            self::$forkOnce = false;
+            self::$cloneNumber = 0;
             self::log('ferry template: clone(CLONE_PARENT) failed; forking twice from now on');
             return null;
         }
         return $pid;
     }
 
-    /** clone(2)'s system call number on this machine, or null where this library does not know it. */
-    private static function cloneNumber(): ?int
+    /**
+     * clone(2)'s system call number on this machine; 0 where this library does not know it or FERRY_FORK_ONCE
+     * is 0. A value other than 0 or 1 is said on stderr and ignored.
+     */
+    private static function cloneNumber(): int
     {
+        $env = \getenv('FERRY_FORK_ONCE');
+        if ($env === '0') {
+            return 0;
+        }
+        if ($env !== false && $env !== '' && $env !== '1') {
+            self::log("ferry template: FERRY_FORK_ONCE must be 0 or 1 (got '" . \addcslashes($env, "\0..\37\177") .
+                "'); forking once where it can");
+        }
         return match (\php_uname('m')) {
             'x86_64', 'amd64' => 56,
             'aarch64', 'arm64' => 220,
-            default => null,
+            default => 0,
         };
     }
 
@@ -343,7 +355,7 @@ final class ForkTemplate
         return $libc ??= \FFI::cdef(
             'int dup2(int oldfd, int newfd); int close(int fd); void _exit(int status); ' .
             'int prctl(int option, unsigned long a, unsigned long b, ' .
-            'unsigned long c, unsigned long d);',
+            'unsigned long c, unsigned long d); long syscall(long number, ...);',
             'libc.so.6',
         );
     }

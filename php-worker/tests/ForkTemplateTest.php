@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Ferry\Worker\Tests;
 
+use Ferry\Worker\Tests\Support\PhpScript;
 use PHPUnit\Framework\TestCase;
 
 /**
@@ -15,21 +16,22 @@ final class ForkTemplateTest extends TestCase
 {
     /**
      * Runs the scenario: this script's process P stands in for the server, a child S of it for the template,
-     * and S calls forkToParent(). Returns [exit code, stdout, stderr].
+     * and S calls forkToParent() with P's pid (or, !$serverIsParent, another). Returns [exit code, stdout,
+     * stderr].
      *
      * @param array<string, string> $env
      * @return array{int, string, string}
      */
-    private static function runScenario(array $env = []): array
+    private static function runScenario(array $env = [], bool $serverIsParent = true): array
     {
         $autoload = \var_export(\dirname(__DIR__) . '/autoload.php', true);
-        $script = (string) \tempnam(\sys_get_temp_dir(), 'ferry-fork-once-');
-        \file_put_contents($script, <<<PHP
+        $server = $serverIsParent ? 'posix_getppid()' : '1'; // 1: a server that is not the stand-in's parent
+        return PhpScript::run(<<<PHP
             <?php
             require $autoload;
             \$s = pcntl_fork();
             if (\$s === 0) {
-                \$w = Ferry\Worker\ForkTemplate::forkToParent();
+                \$w = Ferry\Worker\ForkTemplate::forkToParent($server);
                 if (\$w === 0) {
                     fwrite(STDOUT, 'child ' . posix_getpid() . ' parent ' . posix_getppid() . "\\n");
                     posix_kill(posix_getpid(), SIGKILL); // no PHP shutdown in a copy of this script
@@ -43,22 +45,19 @@ final class ForkTemplateTest extends TestCase
                 \$reaped[] = \$pid;
             }
             echo 'server ', getmypid(), ' reaped ', implode(',', \$reaped), "\\n";
-            PHP);
-        $proc = \proc_open([\PHP_BINARY, $script], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null,
-            \array_merge(\getenv(), $env));
-        self::assertIsResource($proc);
-        $out = (string) \stream_get_contents($pipes[1]);
-        $err = (string) \stream_get_contents($pipes[2]);
-        $code = \proc_close($proc);
-        \unlink($script);
-        return [$code, $out, $err];
+            PHP, [], $env);
     }
 
-    public function testTheChildIsTheCallersParentsChild(): void
+    private static function skipWhereCloneIsNotKnown(): void
     {
         if (!\in_array(\php_uname('m'), ['x86_64', 'amd64', 'aarch64', 'arm64'], true)) {
             self::markTestSkipped('clone(2) number not known here: forkToParent() returns null (two forks)');
         }
+    }
+
+    public function testTheChildIsTheCallersParentsChild(): void
+    {
+        self::skipWhereCloneIsNotKnown();
         [$code, $out, $err] = self::runScenario();
         self::assertSame(0, $code, $out . $err);
         self::assertSame('', $err);
@@ -70,6 +69,25 @@ final class ForkTemplateTest extends TestCase
         // The new process's parent is the server (the caller's parent), which reaps it: no middle process.
         self::assertStringContainsString("child $child parent {$s[1]}\n", $out);
         self::assertSame((string) $child, $s[2], 'after the template stand-in, the server reaps the child');
+    }
+
+    public function testABadFerryForkOnceValueIsSaidAndIgnored(): void
+    {
+        self::skipWhereCloneIsNotKnown();
+        [$code, $out, $err] = self::runScenario(['FERRY_FORK_ONCE' => "off\n"]);
+        self::assertSame(0, $code, $out . $err);
+        self::assertSame("ferry template: FERRY_FORK_ONCE must be 0 or 1 (got 'off\\n'); forking once where it can\n", $err);
+        self::assertMatchesRegularExpression('/^template got [1-9]\d*$/m', $out, 'still one fork');
+    }
+
+    public function testNotWhenTheServerIsNotTheParent(): void
+    {
+        // A template run through a shell that forks it: its parent is the shell, and a CLONE_PARENT child would
+        // be the shell's, not the server's. Two forks instead (the server, a subreaper, adopts the worker).
+        [$code, $out, $err] = self::runScenario([], false);
+        self::assertSame(0, $code, $out . $err);
+        self::assertStringContainsString("template got NULL\n", $out);
+        self::assertStringNotContainsString('child ', $out);
     }
 
     public function testFerryForkOnceZeroTurnsItOff(): void

@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Ferry\Worker\Tests;
 
+use Ferry\Worker\Tests\Support\PhpScript;
 use PHPUnit\Framework\TestCase;
 
 /**
@@ -25,8 +26,7 @@ final class StdoutGuardTest extends TestCase
         $setAtEnd = $atEnd
             ? 'Ferry\Worker\StdoutGuard::exitAtEnd(static function (): void { fwrite(STDERR, "at-end\n"); exit(7); });'
             : '';
-        $script = (string) \tempnam(\sys_get_temp_dir(), 'ferry-guard-');
-        \file_put_contents($script, <<<PHP
+        return PhpScript::run(<<<PHP
             <?php
             require $autoload;
             final class D
@@ -50,14 +50,7 @@ final class StdoutGuardTest extends TestCase
             echo "echoed\n";
             ob_start();
             echo "left in a buffer\n";
-            PHP);
-        $proc = \proc_open([\PHP_BINARY, '-n', $script], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        self::assertIsResource($proc);
-        $out = (string) \stream_get_contents($pipes[1]);
-        $err = (string) \stream_get_contents($pipes[2]);
-        $code = \proc_close($proc);
-        \unlink($script);
-        return [$code, $out, $err];
+            PHP, ['-n']);
     }
 
     public function testCallbackRunsLastWhenShutdownEndsTheGuard(): void

@@ -13,6 +13,7 @@ command runs the suite with 1 and with 2 event loops).
 import http.client
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -468,6 +469,14 @@ class Reader:
             self.buf += data
             return False
         return True
+
+
+def metrics_address(srv):
+    """(host, port) of a server's metrics listener (metrics.address), from its start-up log line."""
+    m = re.search(r"metrics: Prometheus metrics on http://(\S+)/metrics", srv.stderr())
+    assert m, srv.stderr()
+    host, port = m.group(1).rsplit(":", 1)
+    return host, int(port)
 
 
 def probe_get(addr, target, method="GET", raw=None):

@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, children_of, probe_get, wait_until, Server, ServerTestCase
+from harness import HOST, children_of, metrics_address, php, probe_get, wait_until, Server, ServerTestCase
 
 
 def template_pid(server):
@@ -87,34 +87,52 @@ class ForkTest(ServerTestCase):
         self.assertIn(tpl, children_of(ferry))
         self.assertEqual(sorted(srv.workers()), sorted([tpl] + list(seen)))
 
+    def served_by_forks(self, srv, n):
+        """n requests, one after the other: the pids that answered, each a fork of the template (its boot's
+        state), the server's child, in its own process group; the app booted once, in the template."""
+        self.assertEqual(len(self.boots()), 1, "the app booted once")
+        tpl = self.boots()[0]  # the template's PHP (its pid in the log is the command's: a shell, say)
+        pids = set()
+        for _ in range(n):
+            d = self.get(srv)
+            pids.add(d["pid"])
+            self.assertEqual(d["boot"], tpl)
+            self.assertEqual(d["ppid"], srv.proc.pid, "the server's child")
+            self.assertEqual(d["pgid"], d["pid"])
+        self.assertEqual(self.boots(), [tpl], "and not again")
+        return pids
+
     def test_two_forks_when_one_fork_is_off(self):
         # FERRY_FORK_ONCE=0 (as where the library does not know clone(2)'s number, or the call is refused):
         # the template forks a middle process that forks the worker and dies, and the worker, re-parented to
         # the server, is the same worker as with one fork.
         srv = self.fork_server(pool={"max_jobs": 20}, env={"FERRY_FORK_ONCE": "0"})
-        tpl = template_pid(srv)
-        pids = set()
-        for _ in range(100):
-            d = self.get(srv)
-            pids.add(d["pid"])
-            self.assertEqual(d["boot"], tpl)
-            self.assertEqual(d["ppid"], srv.proc.pid, "re-parented to the server")
-            self.assertEqual(d["pgid"], d["pid"])
+        pids = self.served_by_forks(srv, 100)
         self.assertGreaterEqual(len(pids), 4, pids)
-        self.assertEqual(self.boots(), [tpl])
         self.assertNotIn("clone(CLONE_PARENT) failed", srv.stderr())
+
+    def test_template_behind_a_shell_that_forks_it(self):
+        # A wrapper script that runs php without exec (`php …; exit $?`): the template's parent is the shell,
+        # so one fork would give the shell the worker. The template sees that and forks twice; the server
+        # (a subreaper) adopts the worker, and nothing is lost.
+        wrapper = os.path.join(self.tmpdir.name, "worker.sh")
+        with open(wrapper, "w") as f:
+            f.write(php("fork.php") + "\nexit $?\n")
+        srv = self.fork_server(pool={"max_jobs": 20}, command="sh " + wrapper)
+        boots = self.boots()
+        self.assertEqual(len(boots), 1, "the app booted once")
+        self.assertNotIn(boots[0], children_of(srv.proc.pid), "the template is the shell's child")
+        pids = self.served_by_forks(srv, 100)
+        self.assertGreaterEqual(len(pids), 4, pids)
+        self.assertNotIn("not a child of this server", srv.stderr())
+        self.assertNotIn("starting the worker on its own", srv.stderr())
 
     def test_max_jobs_recycles_by_fork_without_waits(self):
         srv = self.fork_server(pool={"max_jobs": 20}, env={"FERRY_TEST_BOOT_MS": "200"})
         tpl = template_pid(srv)
-        pids = set()
-        for _ in range(300):
-            d = self.get(srv)
-            pids.add(d["pid"])
-            self.assertEqual(d["boot"], tpl)
+        pids = self.served_by_forks(srv, 300)
         # 300 requests at 20–25 jobs per worker: well over 10 workers, every one forked, none booted.
         self.assertGreaterEqual(len(pids), 10, pids)
-        self.assertEqual(self.boots(), [tpl])
         self.assertEqual(template_pid(srv), tpl)
         srv.stop()
         self.assertIn("300 request(s) served; 0 waited for a worker", srv.stderr())
@@ -133,9 +151,7 @@ class ForkTest(ServerTestCase):
         estimates = [int(m) for m in re.findall(r"boots take ~(\d+) ms\): its replacement starts now", srv.stderr())]
         self.assertGreaterEqual(len(estimates), 5, srv.stderr())
         self.assertLess(max(estimates), 200, estimates)
-        m = re.search(r"metrics: Prometheus metrics on http://(\S+)/metrics", srv.stderr())
-        host, port = m.group(1).rsplit(":", 1)
-        status, _, body = probe_get((host, int(port)), "/metrics")
+        status, _, body = probe_get(metrics_address(srv), "/metrics")
         self.assertEqual(status, 200, body)
         count = float(re.search(r'^ferry_pool_worker_boot_seconds_count\{pool="http"\} (\S+)$', body, re.M).group(1))
         buckets = sorted((float(le), float(n)) for le, n in re.findall(

@@ -8,20 +8,13 @@ import socket
 import sys
 import unittest
 
-from harness import HOST, Server, ServerTestCase, probe_get, wait_until
+from harness import HOST, Server, ServerTestCase, metrics_address, probe_get, wait_until
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:  # a Python of its own (pyenv) beside Debian's: the package is Debian's
     sys.path.append("/usr/lib/python3/dist-packages")
     from prometheus_client.parser import text_string_to_metric_families
-
-
-def metrics_address(srv):
-    m = re.search(r"metrics: Prometheus metrics on http://(\S+)/metrics", srv.stderr())
-    assert m, srv.stderr()
-    host, port = m.group(1).rsplit(":", 1)
-    return host, int(port)
 
 
 def fetch(addr, target="/metrics", method="GET"):
