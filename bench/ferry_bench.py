@@ -1,10 +1,53 @@
-"""What the Python benchmarks share: starting a ferry on free ports and reading its /metrics."""
+"""What the Python benchmarks share: the hello-world config, starting and stopping a ferry on free ports,
+reading its /metrics, and checking for the tools a script needs."""
 import http.client
 import os
 import re
+import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL_HINTS = {"wrk": "bash scripts/setup.sh --bench installs it", "perf": "apt-get install linux-perf"}
+
+
+def require(prog, binaries=(), tools=()):
+    """Exits with a message naming `prog` unless every binary is executable and every tool on PATH."""
+    for b in binaries:
+        if not os.access(b, os.X_OK):
+            sys.exit(f"{prog}: {b} not found or not executable: build it first (cmake --build build --target ferry)")
+    for t in tools:
+        if shutil.which(t) is None:
+            sys.exit(f"{prog}: {t} not found ({TOOL_HINTS.get(t, 'install it')})")
+
+
+def hello_config(workers, max_jobs, fork, extra=""):
+    """The benchmarks' hello-world server (tests/php/hello.php, opcache on) as ferry YAML, on a free port;
+    `extra` is appended (top-level keys such as metrics: or logs:)."""
+    return f"""version: "3"
+server:
+  command: "php -d opcache.enable=1 -d opcache.enable_cli=1 {ROOT}/tests/php/hello.php"
+http:
+  address: 127.0.0.1:0
+  pool:
+    num_workers: {workers}
+    max_jobs: {max_jobs}
+    fork: {"true" if fork else "false"}
+""" + extra
+
+
+def stop(proc, timeout=30):
+    """SIGTERM, then SIGKILL if the server has not ended within `timeout` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def serve(binary, config, tmp):

@@ -23,17 +23,14 @@ import http.client
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from ferry_bench import metrics_text, serve
+from ferry_bench import ROOT, hello_config, metrics_text, require, serve, stop
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def scrape(port):
@@ -59,38 +56,26 @@ def main():
     a = ap.parse_args()
     if a.max_jobs < 0 or a.workers < 1 or a.seconds < 1 or not 0.005 <= a.interval <= 1 or a.window <= 0:
         ap.error("need --max-jobs >= 0, --workers >= 1, --seconds >= 1, 0.005 <= --interval <= 1, --window > 0")
-    if not os.access(a.ferry, os.X_OK):
-        sys.exit(f"recycle_timeline: {a.ferry} not found: build it first (cmake --build build --target ferry)")
-    if shutil.which("wrk") is None:
-        sys.exit("recycle_timeline: wrk not found (bash scripts/setup.sh --bench installs it)")
+    require("recycle_timeline", [a.ferry], ["wrk"])
 
     tmp = tempfile.mkdtemp(prefix="ferry-timeline-")
     try:
-        ferry, port, mport, log_path = serve(a.ferry, f"""version: "3"
-server:
-  command: "php -d opcache.enable=1 -d opcache.enable_cli=1 {ROOT}/tests/php/hello.php"
-http:
-  address: 127.0.0.1:0
-  pool:
-    num_workers: {a.workers}
-    max_jobs: {a.max_jobs}
-    fork: {"true" if a.fork else "false"}
-metrics:
+        ferry, port, mport, log_path = serve(a.ferry, hello_config(a.workers, a.max_jobs, a.fork, """metrics:
   address: 127.0.0.1:0
 logs:
   mode: production
   level: debug
-""", tmp)
+"""), tmp)
     except RuntimeError as e:
         sys.exit(f"recycle_timeline: {e}")
     try:
         url = f"http://127.0.0.1:{port}/"
         subprocess.run(["wrk", "-t2", "-c64", "-d2s", url], check=True, stdout=subprocess.DEVNULL)  # warm-up
         samples, failure = [], []
-        stop = threading.Event()
+        done = threading.Event()
 
         def sampler():
-            while not stop.is_set():
+            while not done.is_set():
                 t = time.time()
                 try:
                     samples.append((t, scrape(mport)))
@@ -103,14 +88,10 @@ logs:
         th.start()
         wrk = subprocess.run(["wrk", "-t2", "-c64", f"-d{a.seconds:g}s", url], check=True,
                              capture_output=True, text=True).stdout
-        stop.set()
+        done.set()
         th.join()
     finally:
-        ferry.send_signal(signal.SIGTERM)
-        try:
-            ferry.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            ferry.kill()
+        stop(ferry)
 
     if failure:
         sys.exit(f"recycle_timeline: {failure[0]} (ferry log: {log_path})")

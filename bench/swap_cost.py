@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ferry_bench import serve  # noqa: E402
+from ferry_bench import require, serve, stop  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = """server:
@@ -70,8 +70,7 @@ def one_run(binary, max_jobs, seconds):
                 "cpu_us_per_req": (c1 - c0) * 1e6 / reqs}
     finally:
         if proc:
-            proc.terminate()
-            proc.wait(15)
+            stop(proc, 15)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -83,11 +82,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--seconds", type=int, default=8)
     a = ap.parse_args()
-    for b in (a.before, a.after):
-        if not os.access(b, os.X_OK):
-            sys.exit(f"swap_cost: {b} is not an executable")
-    if shutil.which("wrk") is None:
-        sys.exit("swap_cost: needs wrk")
+    require("swap_cost", [a.before, a.after], ["wrk"])
     runs = {"before": [], "after": []}
     ratios = []
     for r in range(a.rounds):

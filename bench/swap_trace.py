@@ -31,15 +31,13 @@ import collections
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from ferry_bench import serve
+from ferry_bench import ROOT, hello_config, require, serve, stop
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENT = re.compile(r"^\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)$")
 SWITCH = re.compile(r"prev_comm=(.*?) prev_pid=(\d+) .*==> next_comm=(.*?) next_pid=(\d+)")
 FORK = re.compile(r"comm=.*? pid=(\d+) child_comm=(.*?) child_pid=(\d+)")
@@ -169,24 +167,11 @@ def main():
     a = ap.parse_args()
     if a.max_jobs < 0 or a.workers < 1 or not 0.5 <= a.seconds <= 10 or a.warmup < 0:
         ap.error("need --max-jobs >= 0, --workers >= 1, 0.5 <= --seconds <= 10, --warmup >= 0")
-    for tool, how in (("wrk", "bash scripts/setup.sh --bench installs it"), ("perf", "apt-get install linux-perf")):
-        if shutil.which(tool) is None:
-            sys.exit(f"swap_trace: {tool} not found ({how})")
-    if not os.access(a.ferry, os.X_OK):
-        sys.exit(f"swap_trace: {a.ferry} not found: build it first (cmake --build build --target ferry)")
+    require("swap_trace", [a.ferry], ["wrk", "perf"])
 
     tmp = tempfile.mkdtemp(prefix="ferry-swap-trace-")
     try:
-        ferry, port, _, _ = serve(a.ferry, f"""version: "3"
-server:
-  command: "php -d opcache.enable=1 -d opcache.enable_cli=1 {ROOT}/tests/php/hello.php"
-http:
-  address: 127.0.0.1:0
-  pool:
-    num_workers: {a.workers}
-    max_jobs: {a.max_jobs}
-    fork: {"true" if a.fork else "false"}
-""", tmp)
+        ferry, port, _, _ = serve(a.ferry, hello_config(a.workers, a.max_jobs, a.fork), tmp)
     except RuntimeError as e:
         sys.exit(f"swap_trace: {e}")
     data = os.path.join(tmp, "sched.data")
@@ -207,11 +192,7 @@ http:
         other = "birth" if a.around == "exit" else "exit"
         lines += [x for x in analyse(events, ferry.pid, other) if x.startswith("serving lost")]
     finally:
-        ferry.send_signal(signal.SIGTERM)
-        try:
-            ferry.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            ferry.kill()
+        stop(ferry)
         shutil.rmtree(tmp, ignore_errors=True)
     rps = re.search(r"Requests/sec:\s+(\S+)", out)
     print(f"ferry, {a.workers} workers, max_jobs {a.max_jobs}, fork: {str(a.fork).lower()}; "
