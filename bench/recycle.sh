@@ -23,9 +23,11 @@
 #             max_jobs: 0 server while the script runs
 #             bench/php/forker.php, a PHP process with Ferry's library loaded that forks twice (as the fork
 #             template did per worker until it forked once, 4895508) and lets both children end at once, at
-#             the fork pair's recycle rate:
+#             the fork pair's recycle rate (it boots before the wrk run starts, and is killed after it ends):
 #             what a new process costs this machine whoever makes it (put fork before forkext in PAIRS)
 #   FORKS     forks per round of the forkext pair (default 2; 1: one; 0: the process only wakes)
+#   FORK_LIFE_MS  how long each forkext child lives (sleeping, touching nothing) before it ends (default 0: at
+#             once; a worker's life in the fork pair is ~2 x WORKERS / recycles per second)
 #   BOOT_MS   milliseconds between two external boots or fork rounds (default auto: the maxjobs pair's
 #             interval between two recycles so far for boot and bootnormal, the fork pair's for forkext;
 #             500 before it has one, or when that pair is not in PAIRS)
@@ -58,10 +60,11 @@ BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
 PIN=${PIN:-0}
 FORKS=${FORKS:-2}
+FORK_LIFE_MS=${FORK_LIFE_MS:-0}
 RESTART=${RESTART:-0}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS RESTART=$RESTART${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 FERRY_HTTP_EXTRA=""
 
 # shellcheck source=bench/lib.sh
@@ -74,6 +77,7 @@ if [[ -n "${PHP_ARGS:-}" ]]; then
   php "${PHP_OPCACHE[@]}" -r '' || die "php does not start with PHP_ARGS '$PHP_ARGS'"
 fi
 [[ "$FORKS" =~ ^[0-9]+$ ]] || die "FORKS must be a whole number (got '$FORKS')"
+[[ "$FORK_LIFE_MS" =~ ^[0-9]+$ ]] || die "FORK_LIFE_MS must be a whole number of milliseconds (got '$FORK_LIFE_MS')"
 for v in ROUNDS DURATION WORKERS MAX_JOBS; do
   [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || die "$v must be a positive integer"
 done
@@ -105,7 +109,7 @@ declare -A LABEL=(
   [fork0]="max_jobs: 0, fork: true (forked workers that never recycle)"
   [fork]="max_jobs: $MAX_JOBS, fork: true"
   [forkfull]="max_jobs: $MAX_JOBS, fork: true, fork_fast_exit: false"
-  [forkext]="max_jobs: 0 while a PHP process outside ferry forks $FORKS time(s) per round, the children ending at once (last column: rounds per second)"
+  [forkext]="max_jobs: 0 while a PHP process outside ferry forks $FORKS time(s) per round, the children ending $([[ $FORK_LIFE_MS == 0 ]] && echo "at once" || echo "after $FORK_LIFE_MS ms") (last column: rounds per second)"
   [reexec]="max_jobs: 0, each worker re-execs itself in place every $MAX_JOBS requests (bench/php/hello_reexec.php)"
 )
 IFS=',' read -r -a SELECTED <<<"$PAIRS"
@@ -182,9 +186,17 @@ rps() {  # target -> req/s of one wrk run (with the external boots running durin
     boot) booter "$(boot_period maxjobs)" idle </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
     bootnormal) booter "$(boot_period maxjobs)" normal </dev/null >/dev/null 2>&1 & booter_pid=$! ;;
     forkext)
+      # The forker boots (a PHP start-up, ~50 ms of CPU) before the run begins, not during it.
+      rm -f "$TMP/forker.ready"
       "${FERRY_PREFIX[@]}" php "${PHP_OPCACHE[@]}" "$ROOT/bench/php/forker.php" "$(boot_period fork)" "$FORKS" \
-        </dev/null >>"$BOOTS_FILE" 2>/dev/null &
-      booter_pid=$! ;;
+        "$TMP/forker.ready" "$FORK_LIFE_MS" </dev/null >>"$BOOTS_FILE" 2>>"$TMP/forker.err" &
+      booter_pid=$!
+      for ((i = 0; i < 200; i++)); do
+        [[ -e "$TMP/forker.ready" ]] && break
+        kill -0 "$booter_pid" 2>/dev/null || die "forker.php ended before it was ready: $(tail -n3 "$TMP/forker.err")"
+        sleep 0.05
+      done
+      [[ -e "$TMP/forker.ready" ]] || die "forker.php not ready within 10 s" ;;
   esac
   out=$("${WRK_PREFIX[@]}" wrk -t2 -c64 -d"${DURATION}s" "${URL[$1]}")
   if [[ -n "$booter_pid" ]]; then kill "$booter_pid"; wait "$booter_pid" 2>/dev/null || true; fi

@@ -4,7 +4,11 @@
 // Loads Ferry's worker library as a fork template does, then every PERIOD seconds (argv[1]) forks FORKS times
 // (argv[2], default 2: as the template did per new worker until 4895508, a middle process and the worker; 0: it only
 // wakes), and each child ends at once with SIGKILL (no PHP teardown, as a forked worker's fast exit). Runs
-// until it is killed; each round is a line on stdout.
+// until it is killed; each round is a line on stdout. With argv[3], a file path, it creates that file once it
+// has booted and then waits a random part of one period before its first round: the caller starts its
+// measurement after the file appears, so that the forker's own PHP boot is not counted as forks. With argv[4],
+// LIFE_MS > 0, each child sleeps that long before it ends (as a worker that lives between its fork and its
+// exit; it touches nothing meanwhile), and the forker reaps them without waiting.
 declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
@@ -13,9 +17,18 @@ class_exists(Ferry\Worker\Worker::class); // loaded, as in a template that boote
 
 $period = (float) ($argv[1] ?? 0);
 $forks = (int) ($argv[2] ?? 2);
-if ($period <= 0 || $forks < 0) {
-    fwrite(STDERR, "usage: php forker.php PERIOD_SECONDS [FORKS]\n");
+$ready = isset($argv[3]) && $argv[3] !== '' ? $argv[3] : null;
+$lifeMs = (int) ($argv[4] ?? 0);
+if ($period <= 0 || $forks < 0 || $lifeMs < 0) {
+    fwrite(STDERR, "usage: php forker.php PERIOD_SECONDS [FORKS [READY_FILE [LIFE_MS]]]\n");
     exit(2);
+}
+if ($ready !== null) {
+    if (file_put_contents($ready, "ready\n") === false) {
+        fwrite(STDERR, "forker: cannot create $ready\n");
+        exit(1);
+    }
+    usleep(random_int(0, (int) ($period * 1e6)));
 }
 for (;;) {
     for ($i = 0; $i < $forks; ++$i) {
@@ -25,11 +38,16 @@ for (;;) {
             exit(1);
         }
         if ($pid === 0) {
+            if ($lifeMs > 0) {
+                usleep($lifeMs * 1000);
+            }
             posix_kill(posix_getpid(), SIGKILL);
         }
-        if ($pid > 0) {
+        if ($lifeMs === 0) {
             pcntl_waitpid($pid, $status);
         }
+    }
+    while ($lifeMs > 0 && pcntl_waitpid(-1, $status, WNOHANG) > 0) {
     }
     echo "\n";
     usleep((int) ($period * 1e6));
