@@ -283,7 +283,7 @@ final class ForkTemplate
         }
         $out = \array_fill(0, \count($streams), -1);
         foreach (\scandir('/proc/self/fd') ?: [] as $name) {
-            if (!\ctype_digit($name) || (int) $name < 3) {
+            if (\preg_match('/^[0-9]+$/D', $name) !== 1 || (int) $name < 3) { // not ctype: an optional extension
                 continue;
             }
             $st = @\stat('/proc/self/fd/' . $name);

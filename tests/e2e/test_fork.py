@@ -127,6 +127,18 @@ class ForkTest(ServerTestCase):
         self.assertNotIn("not a child of this server", srv.stderr())
         self.assertNotIn("starting the worker on its own", srv.stderr())
 
+    def test_php_with_only_the_extensions_a_template_needs(self):
+        # `php -n` (no php.ini, none of Debian's conf.d extensions: no ctype, no mbstring...) plus only what
+        # a fork template needs: ffi, posix, sockets (pcntl is built in). The forked worker's set-up used
+        # ctype_digit(), so every fork died of a fatal error before it could serve.
+        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "php", "fork.php")
+        lean = "php -n -d extension=ffi -d extension=posix -d extension=sockets " + fixture
+        srv = self.fork_server(pool={"max_jobs": 20}, command=lean)
+        pids = self.served_by_forks(srv, 100)
+        self.assertGreaterEqual(len(pids), 4, pids)
+        self.assertNotIn("Fatal error", srv.stderr())
+        self.assertNotIn("cannot be a fork template", srv.stderr())
+
     def test_max_jobs_recycles_by_fork_without_waits(self):
         srv = self.fork_server(pool={"max_jobs": 20}, env={"FERRY_TEST_BOOT_MS": "200"})
         tpl = template_pid(srv)
