@@ -25,14 +25,23 @@ def require(prog, binaries=(), tools=()):
             sys.exit(f"{prog}: {t} not found ({TOOL_HINTS.get(t, 'install it')})")
 
 
-def hello_config(workers, max_jobs, fork, extra=""):
+def add_hello_args(ap, max_jobs=10000):
+    """The options of a script that runs the hello-world server: --ferry, --max-jobs, --fork, --workers."""
+    ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
+    ap.add_argument("--max-jobs", type=int, default=max_jobs)
+    ap.add_argument("--fork", action="store_true", help="fork: true (workers forked from a template)")
+    ap.add_argument("--workers", type=int, default=2)
+
+
+def hello_config(workers, max_jobs, fork, extra="", io_threads=None):
     """The benchmarks' hello-world server (tests/php/hello.php, opcache on) as ferry YAML, on a free port;
-    `extra` is appended (top-level keys such as metrics: or logs:)."""
+    `extra` is appended (top-level keys such as metrics: or logs:); io_threads None leaves ferry's default."""
+    loops = "" if io_threads is None else f"\n  io_threads: {io_threads}"
     return f"""version: "3"
 server:
   command: "php -d opcache.enable=1 -d opcache.enable_cli=1 {ROOT}/tests/php/hello.php"
 http:
-  address: 127.0.0.1:0
+  address: 127.0.0.1:0{loops}
   pool:
     num_workers: {workers}
     max_jobs: {max_jobs}

@@ -21,7 +21,6 @@ import bisect
 import datetime
 import http.client
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from ferry_bench import ROOT, hello_config, metrics_text, require, serve, stop
+from ferry_bench import add_hello_args, hello_config, metrics_text, require, serve, stop
 
 
 
@@ -46,10 +45,7 @@ def log_time(ts):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
-    ap.add_argument("--max-jobs", type=int, default=10000)
-    ap.add_argument("--fork", action="store_true", help="fork: true (workers forked from a template)")
-    ap.add_argument("--workers", type=int, default=2)
+    add_hello_args(ap)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--interval", type=float, default=0.02, help="seconds between samples")
     ap.add_argument("--window", type=float, default=0.3, help="seconds after a swap counted as near it")

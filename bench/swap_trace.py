@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 
-from ferry_bench import ROOT, hello_config, require, serve, stop
+from ferry_bench import add_hello_args, hello_config, require, serve, stop
 
 EVENT = re.compile(r"^\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)$")
 SWITCH = re.compile(r"prev_comm=(.*?) prev_pid=(\d+) .*==> next_comm=(.*?) next_pid=(\d+)")
@@ -156,10 +156,7 @@ def analyse(events, ferry_pid, around="exit"):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
-    ap.add_argument("--max-jobs", type=int, default=10000)
-    ap.add_argument("--fork", action="store_true", help="fork: true (workers forked from a template)")
-    ap.add_argument("--workers", type=int, default=2)
+    add_hello_args(ap)
     ap.add_argument("--seconds", type=float, default=4.0, help="seconds recorded")
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds of load before the record")
     ap.add_argument("--around", choices=("exit", "birth"), default="exit",

@@ -16,9 +16,9 @@ namespace Ferry\Worker;
  * parent (clone(2) with CLONE_PARENT; where that system call is not known or refused, it forks twice and the
  * middle process dies at once, so the worker is re-parented to the server, a child subreaper); the server reaps
  * it like any worker. The template replies with the worker's pid and goes on waiting. The new worker puts the
- * three descriptors on 0, 1 and 2 (FFI dup2, so STDIN/STDOUT/STDERR and PHP's own error output are its own pipes), takes its own process group, dies with the
- * server (PR_SET_PDEATHSIG), reseeds mt_rand, and continues as a fresh worker from waitRequest(): the same
- * handshake as a worker the server started itself.
+ * three descriptors on 0, 1 and 2 (FFI dup2, so STDIN/STDOUT/STDERR and PHP's own error output are its own
+ * pipes), takes its own process group, dies with the server (PR_SET_PDEATHSIG), reseeds mt_rand, and continues
+ * as a fresh worker from waitRequest(): the same handshake as a worker the server started itself.
  *
  * Whatever the application opened before its first waitRequest() (a database connection, a socket) is shared by
  * every fork: open such things lazily, on the first request.

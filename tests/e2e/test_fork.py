@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, children_of, metrics_address, php, probe_get, wait_until, Server, ServerTestCase
+from harness import HOST, PHP_DIR, children_of, metrics_address, php, probe_get, wait_until, Server, ServerTestCase
 
 
 def template_pid(server):
@@ -131,8 +131,7 @@ class ForkTest(ServerTestCase):
         # `php -n` (no php.ini, none of Debian's conf.d extensions: no ctype, no mbstring...) plus only what
         # a fork template needs: ffi, posix, sockets (pcntl is built in). The forked worker's set-up used
         # ctype_digit(), so every fork died of a fatal error before it could serve.
-        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "php", "fork.php")
-        lean = "php -n -d extension=ffi -d extension=posix -d extension=sockets " + fixture
+        lean = "php -n -d extension=ffi -d extension=posix -d extension=sockets " + os.path.join(PHP_DIR, "fork.php")
         srv = self.fork_server(pool={"max_jobs": 20}, command=lean)
         pids = self.served_by_forks(srv, 100)
         self.assertGreaterEqual(len(pids), 4, pids)
@@ -349,8 +348,7 @@ class ForkFallbackTest(ServerTestCase):
                         ("the template is gone; workers were started on their own", srv.workers()))
 
     def test_without_ffi_workers_are_started_on_their_own(self):
-        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "php", "fork.php")
-        srv = self.start_server({"server": {"command": f"php -d ffi.enable=0 {fixture}"},
+        srv = self.start_server({"server": {"command": "php -d ffi.enable=0 " + os.path.join(PHP_DIR, "fork.php")},
                                  "http": {"pool": {"num_workers": 1, "fork": True, "max_jobs": 3}}})
         self.assertTrue(srv.wait_for_log("cannot be a fork template (FFI cannot load libc"), srv.stderr())
         pids = set()
