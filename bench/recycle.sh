@@ -47,6 +47,8 @@
 #             server for the whole run, an A/A pair reads 0.97-1.03x for identical servers, which a run
 #             cannot average out; restarting makes that luck differ from round to round, so the median
 #             covers it (bench/README.md, "Recycling")
+#   IO_THREADS  http.io_threads of every ferry server (default: unset, ferry's own default, one loop on 2
+#             CPUs)
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -58,14 +60,16 @@ MAX_JOBS=${MAX_JOBS:-10000}
 PAIRS=${PAIRS:-aa,never,maxjobs,normal,boot,fork}
 BOOT_MS=${BOOT_MS:-auto}
 REPORT=${REPORT:-recycle.md}
+IO_THREADS=${IO_THREADS:-}
 PIN=${PIN:-0}
 FORKS=${FORKS:-2}
 FORK_LIFE_MS=${FORK_LIFE_MS:-0}
 RESTART=${RESTART:-0}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
-FERRY_HTTP_EXTRA=""
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART${IO_THREADS:+ IO_THREADS=$IO_THREADS}${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+[[ -z "$IO_THREADS" || "$IO_THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "IO_THREADS must be a whole number above 0 (got '$IO_THREADS')" >&2; exit 1; }
+FERRY_HTTP_EXTRA=${IO_THREADS:+"  io_threads: $IO_THREADS"}
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -262,6 +266,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
 - ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
 - servers: $([[ "$RESTART" == 1 ]] && echo "RESTART=1: every server started anew before each round after the first (warmed up for 1 s)" || echo "the same for the whole run (RESTART=0)")
+- event loops: $(sed -n 's/.* with [0-9]* worker(s) and \([0-9]*\) event loop(s).*/\1/p' "${LOGS[base]}" | head -n1)$([[ -n "$IO_THREADS" ]] && echo " (IO_THREADS=$IO_THREADS)" || echo " (ferry's default)")
 - placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "PIN=0: no taskset")
 - http.pool.cpu_affinity auto here: $(grep -qs 'workers pinned one per CPU' "${LOGS[base]}" && echo "each worker pinned to one CPU once booted" || echo "workers not pinned")
 - recycle_priority auto here: $(if grep -qs 'workers pinned one per CPU' "${LOGS[base]}"; then echo "normal (workers pinned)"; elif grep -qs 'replacements boot at normal priority' "${LOGS[base]}"; then echo "normal (ferry may not restore a worker's priority)"; else echo "idle (SCHED_IDLE boots and exits)"; fi)
