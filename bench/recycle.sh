@@ -47,8 +47,8 @@
 #             server for the whole run, an A/A pair reads 0.97-1.03x for identical servers, which a run
 #             cannot average out; restarting makes that luck differ from round to round, so the median
 #             covers it (bench/README.md, "Recycling")
-#   IO_THREADS  http.io_threads of every ferry server (default: unset, ferry's own default, one loop on 2
-#             CPUs)
+#   IO_THREADS  http.io_threads of every ferry server (default: unset, ferry's own default: two loops on 2
+#             CPUs with 2 pinned workers, each beside its worker)
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 

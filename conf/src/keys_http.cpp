@@ -122,8 +122,12 @@ const schema::Table<HttpConfig> &http()
         },
         {"headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {
-            if (h.io_threads == 0)
-                h.io_threads = default_io_threads(usable_cpus());
+            if (h.io_threads == 0) {
+                const unsigned cpus = usable_cpus();
+                const unsigned workers = h.pool.num_workers != 0 ? h.pool.num_workers : cpus;
+                h.io_threads =
+                    default_io_threads(cpus, workers, h.pool.cpu_affinity == "auto" && !h.pool.debug);
+            }
             h.static_files.enabled =
                 std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
         },

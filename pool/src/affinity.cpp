@@ -3,6 +3,7 @@
 #include "ferry/conf/config.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <sched.h>
 
 namespace ferry::pool::detail {
@@ -24,7 +25,7 @@ CpuPins &CpuPins::process()
     return table;
 }
 
-std::optional<int> CpuPins::pin(int pid)
+std::optional<int> CpuPins::pin(int pid, const std::vector<int> &within)
 {
     std::lock_guard lock(mu_);
     if (cpus_.empty())
@@ -36,11 +37,34 @@ std::optional<int> CpuPins::pin(int pid)
         if (it != cpus_.end())
             ++load[static_cast<std::size_t>(it - cpus_.begin())];
     }
-    const auto best = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    // The even spread first (no CPU gets a second worker while one has none); among the least loaded CPUs,
+    // one of `within` if there is one, the lowest first.
+    const unsigned least = *std::min_element(load.begin(), load.end());
+    std::size_t best = cpus_.size();
+    for (std::size_t i = 0; i < cpus_.size(); ++i) {
+        if (load[i] != least)
+            continue;
+        const bool preferred = std::find(within.begin(), within.end(), cpus_[i]) != within.end();
+        if (best == cpus_.size() ||
+            (preferred && std::find(within.begin(), within.end(), cpus_[best]) == within.end()))
+            best = i;
+        if (preferred)
+            break;
+    }
     if (!apply_(pid, cpus_[best]))
         return std::nullopt;
     counted_[pid] = cpus_[best];
     return cpus_[best];
+}
+
+std::vector<int> CpuPins::loop_cpus(const std::vector<int> &cpus, unsigned loop, unsigned loops)
+{
+    std::vector<int> out;
+    if (loops < 2 || loops > cpus.size() || loop >= loops)
+        return out;
+    for (std::size_t p = loop; p < cpus.size(); p += loops)
+        out.push_back(cpus[p]);
+    return out;
 }
 
 void CpuPins::release(int pid)
@@ -70,6 +94,29 @@ void CpuPins::unreserve(unsigned n)
 {
     std::lock_guard lock(mu_);
     reserved_ -= std::min(n, reserved_);
+}
+
+namespace {
+std::atomic<bool> loops_are_pinned{false};
+}
+
+const cpu_set_t *spawn_affinity()
+{
+    if (!loops_are_pinned.load(std::memory_order_acquire))
+        return nullptr;
+    static const cpu_set_t all = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : CpuPins::process().cpus())
+            CPU_SET(c, &set);
+        return set;
+    }();
+    return &all;
+}
+
+void loops_pinned()
+{
+    loops_are_pinned.store(true, std::memory_order_release);
 }
 
 } // namespace ferry::pool::detail

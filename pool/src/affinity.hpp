@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <sched.h>
 #include <unordered_map>
 #include <vector>
 
@@ -27,8 +28,16 @@ public:
 
     const std::vector<int> &cpus() const { return cpus_; }
     // Pins `pid` to the CPU with the fewest counted workers (ties: the lowest) and counts it there: that CPU,
-    // or nullopt with errno set when the kernel refused.
-    std::optional<int> pin(int pid);
+    // or nullopt with errno set when the kernel refused. `within` (a subset of cpus(), as loop_cpus() gives:
+    // the CPUs of the worker's loop) breaks ties: among the least loaded CPUs, one of those if there is one.
+    // The even spread comes first: a loop with more workers than CPUs of its own, or a second pool, spreads
+    // onto the others.
+    std::optional<int> pin(int pid, const std::vector<int> &within = {});
+
+    // The CPUs of event loop `loop` of `loops`: every loops-th CPU of `cpus` from position `loop` (with 8
+    // loops on 16 CPUs, loop 0 gets CPUs 0 and 8, which Linux usually numbers as the two hardware threads of
+    // one core). Empty when there is nothing to split: one loop, or more loops than CPUs.
+    static std::vector<int> loop_cpus(const std::vector<int> &cpus, unsigned loop, unsigned loops);
     // `pid` no longer counts (marked for replacement, stopping or gone); unknown pids are ignored.
     void release(int pid);
     // Workers counted on `cpu` (for tests and logs).
@@ -47,5 +56,10 @@ private:
     std::unordered_map<int, int> counted_; // pid → its CPU
     unsigned reserved_ = 0;                // workers of the pools that pin
 };
+
+// Every CPU of CpuPins::process(), once loops_pinned() was called (an event loop's thread was pinned to
+// its CPUs): what launch() gives a new process instead of the launching loop's CPUs. nullptr before.
+const cpu_set_t *spawn_affinity();
+void loops_pinned();
 
 } // namespace ferry::pool::detail

@@ -1,5 +1,7 @@
 #include "launch.hpp"
 
+#include "affinity.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -28,6 +30,9 @@ struct Spawn {
     int fds[4];   // become the child's 0, 1, 2 and (when >= 0) 3
     pid_t parent; // the server, whose death kills the child (PR_SET_PDEATHSIG)
     int error;    // set by the child when it cannot exec: the errno
+    // Every CPU the server may use, once its loops are pinned (spawn_affinity()): the child must not inherit
+    // the launching loop's CPUs. nullptr: it inherits them (they are all of them).
+    const cpu_set_t *affinity;
 };
 
 // The kernel's struct sigaction, zeroed: SIG_DFL with no flags and an empty mask on every architecture.
@@ -52,7 +57,9 @@ __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined)) 
     // SIGKILL: a worker ignoring SIGTERM must not outlive us
     ::syscall(SYS_prctl, (long)PR_SET_PDEATHSIG, (long)SIGKILL);
     if (::syscall(SYS_getppid) != s->parent)
-        goto out; // the server died before prctl
+        goto out;               // the server died before prctl
+    if (s->affinity != nullptr) // best effort: where it runs until it is pinned, if ever
+        ::syscall(SYS_sched_setaffinity, 0L, (long)sizeof(cpu_set_t), s->affinity);
     // Nothing of the server's reaches PHP (the listening socket, client connections, other workers' pipes):
     // every inherited descriptor from 3 up closes at the exec, then the child's own are put in place.
     ::syscall(SYS_close_range, 3U, ~0U, (unsigned)CLOSE_RANGE_CLOEXEC);
@@ -120,7 +127,8 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
     for (const auto &e : env)
         envp.push_back(const_cast<char *>(e.c_str()));
     envp.push_back(nullptr);
-    Spawn s{exe.c_str(), argv.data(), envp.data(), {fds[0], fds[1], fds[2], fds[3]}, ::getpid(), 0};
+    Spawn s{exe.c_str(), argv.data(), envp.data(),     {fds[0], fds[1], fds[2], fds[3]},
+            ::getpid(),  0,           spawn_affinity()};
 
     void *stack = ::mmap(nullptr, child_stack_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

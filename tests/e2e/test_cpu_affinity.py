@@ -2,11 +2,13 @@
 each worker is pinned to one CPU once its boot is done, spread over the CPUs ferry may run on (taskset
 counts); a max_jobs replacement takes the CPU of the worker it replaces, with one loop or several; more
 workers than CPUs, or `off`, leave them where the scheduler puts them; with workers pinned,
-recycle_priority: auto boots replacements at normal priority."""
+recycle_priority: auto boots replacements at normal priority; with several loops (no more than CPUs) each
+loop's thread runs beside its own workers, and a process started from a pinned loop gets every CPU back."""
 
 import os
 import re
 import shutil
+import signal
 import unittest
 
 from harness import E2E_PHP_DIR, Server, wait_until
@@ -144,6 +146,119 @@ class Pinned(unittest.TestCase):
             for pid in srv.workers():
                 self.assertEqual(cpus_of(pid), USABLE)
             self.assertNotIn("pinned to CPU", srv.stderr())
+
+
+def thread_cpus(pid):
+    """{name: [cpus]} of the server's event-loop threads: "ferry" (loop 0, the main thread), "ferry-loop-N"."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            if name == "ferry" or name.startswith("ferry-loop-"):
+                out[name] = sorted(os.sched_getaffinity(int(tid)))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
+
+
+def loops_config(loops, **pool):
+    cfg = config(**pool)
+    cfg["http"]["io_threads"] = loops
+    return cfg
+
+
+@unittest.skipUnless(len(USABLE) >= 2, "needs two usable CPUs")
+class LoopsBesideTheirWorkers(unittest.TestCase):
+    """With workers pinned and several loops (no more than CPUs), loop i runs on every loops-th CPU from
+    position i, and its own workers are pinned among those CPUs."""
+
+    def expected(self, loops):
+        return {i: USABLE[i::loops] for i in range(loops)}
+
+    def test_each_loop_runs_beside_its_own_workers(self):
+        want = self.expected(2)
+        with Server(loops_config(2, max_jobs=4), script=SCRIPT) as srv:
+            said = "; ".join(f"loop {i} on CPU{'s' if len(c) > 1 else ''} {','.join(map(str, c))}"
+                             for i, c in want.items())
+            self.assertTrue(srv.wait_for_log(
+                f"event loops pinned beside their workers (http.pool.cpu_affinity: auto): {said}"), srv.stderr())
+            threads = thread_cpus(srv.proc.pid)
+            self.assertEqual(threads.get("ferry"), want[0], threads)
+            self.assertEqual(threads.get("ferry-loop-1"), want[1], threads)
+            for _ in range(40):  # recycles a worker every 4-5 requests
+                self.assertEqual(srv.request("GET", "/")[0], 200)
+            self.assertTrue(wait_until(lambda: len(srv.workers()) == 2, 5.0), srv.workers())
+            got = pins(srv)
+            pinned = re.findall(r"worker (\d+) pinned to CPU (\d+) \(loop (\d+)\)", srv.stderr())
+            self.assertGreaterEqual(len(pinned), 6, pinned)  # the first two and at least four replacements
+            for pid, cpu, loop in pinned:
+                self.assertIn(int(cpu), want[int(loop)], (pid, cpu, loop))
+            for pid, cpus in got.items():  # the live ones are where their last log line says
+                last = [int(c) for p, c, _ in pinned if int(p) == pid]
+                self.assertTrue(last, (pid, pinned))
+                self.assertEqual(cpus, [last[-1]], (pid, pinned))
+
+    @unittest.skipUnless(len(USABLE) == 2, "the default differs from half the CPUs on two CPUs only")
+    def test_two_cpus_default_to_a_loop_beside_each_worker(self):
+        with Server(loops_config(0), script=SCRIPT) as srv:  # io_threads: 0 is the default
+            self.assertTrue(srv.wait_for_log("with 2 worker(s) and 2 event loop(s)"), srv.stderr())
+            self.assertTrue(srv.wait_for_log("event loops pinned beside their workers"), srv.stderr())
+        with Server(loops_config(0, cpu_affinity="off"), script=SCRIPT) as srv:
+            self.assertTrue(srv.wait_for_log("with 2 worker(s) and 1 event loop(s)"), srv.stderr())
+        with Server(loops_config(0, num_workers=3), script=SCRIPT) as srv:  # not pinned
+            self.assertTrue(srv.wait_for_log("with 3 worker(s) and 1 event loop(s)"), srv.stderr())
+
+    def test_one_loop_is_left_to_the_scheduler(self):
+        with Server(loops_config(1), script=SCRIPT) as srv:
+            pins(srv)
+            self.assertEqual(thread_cpus(srv.proc.pid).get("ferry"), USABLE)
+            self.assertNotIn("event loops pinned", srv.stderr())
+
+    def test_more_loops_than_cpus_are_left_to_the_scheduler(self):
+        n = len(USABLE) + 1
+        with Server(loops_config(n), script=SCRIPT) as srv:
+            pins(srv)
+            threads = thread_cpus(srv.proc.pid)
+            self.assertEqual(len(threads), n, threads)
+            self.assertTrue(all(c == USABLE for c in threads.values()), threads)
+            self.assertNotIn("event loops pinned", srv.stderr())
+
+    def test_fewer_workers_than_loops_leave_the_loops_free(self):
+        # A loop with no worker of its own serves on the others': it is not tied to a CPU.
+        with Server(loops_config(2, num_workers=1), script=SCRIPT) as srv:
+            pins(srv)
+            self.assertEqual(srv.request("GET", "/")[0], 200)
+            threads = thread_cpus(srv.proc.pid)
+            self.assertEqual(len(threads), 2, threads)
+            self.assertTrue(all(c == USABLE for c in threads.values()), threads)
+            self.assertNotIn("event loops pinned", srv.stderr())
+
+    def test_off_leaves_the_loops_free(self):
+        with Server(loops_config(2, cpu_affinity="off"), script=SCRIPT) as srv:
+            self.assertTrue(wait_until(lambda: len(srv.workers()) == 2, 5.0))
+            threads = thread_cpus(srv.proc.pid)
+            self.assertEqual(len(threads), 2, threads)
+            self.assertTrue(all(c == USABLE for c in threads.values()), threads)
+            self.assertNotIn("pinned", srv.stderr())
+
+    def test_a_process_started_from_a_pinned_loop_gets_every_cpu(self):
+        # A template started anew after the loops were pinned (loop 0 starts it) must not inherit loop 0's
+        # CPUs: it, and the workers it forks until they are pinned, may run anywhere.
+        with Server(loops_config(2, fork=True, max_jobs=5), script="fork.php") as srv:
+            self.assertTrue(srv.wait_for_log("event loops pinned beside their workers"), srv.stderr())
+            first = re.search(r"template (\d+) ready", srv.stderr())
+            self.assertIsNotNone(first, srv.stderr())
+            os.kill(int(first.group(1)), signal.SIGKILL)
+            for _ in range(60):  # recycling goes on (exec'd workers while no template is up), then a new template
+                self.assertEqual(srv.request("GET", "/")[0], 200)
+
+            def new_template():
+                found = [int(p) for p in re.findall(r"template (\d+) ready", srv.stderr())]
+                return found[-1] if found and found[-1] != int(first.group(1)) else None
+            self.assertTrue(wait_until(new_template, 10.0), srv.stderr())
+            self.assertEqual(cpus_of(new_template()), USABLE)
+            self.assertEqual(thread_cpus(srv.proc.pid).get("ferry"), self.expected(2)[0])
 
 
 class OneCpu(unittest.TestCase):

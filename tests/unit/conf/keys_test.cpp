@@ -152,7 +152,7 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
     expected.source = ".rr.yaml";
     expected.server.command = {"php", "worker.php"};
     expected.http.pool.num_workers = cpus();
-    expected.http.io_threads = ferry::conf::default_io_threads(cpus());
+    expected.http.io_threads = ferry::conf::default_io_threads(cpus(), cpus(), true);
     expected.http.pool.max_recycling = std::max(1u, cpus() / 4);
     expected.websockets.pool.num_workers =
         cpus(); // resolved like http.pool's, used when the section is there
@@ -230,13 +230,28 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
     EXPECT_EQ(ferry::conf::default_io_threads(2), 1u);
     EXPECT_EQ(ferry::conf::default_io_threads(3), 2u);
     EXPECT_EQ(ferry::conf::default_io_threads(16), 8u);
+    // Two CPUs whose two workers are pinned: a loop beside each.
+    EXPECT_EQ(ferry::conf::default_io_threads(2, 2, true), 2u);
+    EXPECT_EQ(ferry::conf::default_io_threads(2, 2, false), 1u); // cpu_affinity: off, or debug
+    EXPECT_EQ(ferry::conf::default_io_threads(2, 3, true), 1u);  // more workers than CPUs: not pinned
+    EXPECT_EQ(ferry::conf::default_io_threads(2, 1, true), 1u);  // a loop would have no worker of its own
+    EXPECT_EQ(ferry::conf::default_io_threads(1, 1, true), 1u);
+    EXPECT_EQ(ferry::conf::default_io_threads(4, 4, true), 2u);
+    EXPECT_EQ(ferry::conf::default_io_threads(16, 16, true), 8u);
+    const unsigned want = ferry::conf::default_io_threads(cpus(), cpus(), true); // num_workers: 0 is cpus()
     for (const LoadResult &r :
          {load(minimal), load(minimal + "http:\n  io_threads: 0\n"), load(minimal, {"http.io_threads=0"})}) {
-        EXPECT_EQ(r.config.http.io_threads, ferry::conf::default_io_threads(cpus()));
-        EXPECT_TRUE(
-            contains(ferry::conf::dump(r.config),
-                     "io_threads: " + std::to_string(ferry::conf::default_io_threads(cpus())) + "\n"));
+        EXPECT_EQ(r.config.http.io_threads, want);
+        EXPECT_TRUE(contains(ferry::conf::dump(r.config), "io_threads: " + std::to_string(want) + "\n"));
     }
+    const auto workers = [](unsigned n, const std::string &more = "") {
+        return load(minimal + "http:\n  pool:\n    num_workers: " + std::to_string(n) + "\n" + more)
+            .config.http.io_threads;
+    };
+    EXPECT_EQ(workers(2), ferry::conf::default_io_threads(cpus(), 2, true));
+    EXPECT_EQ(workers(2, "    cpu_affinity: off\n"), ferry::conf::default_io_threads(cpus()));
+    EXPECT_EQ(workers(2, "    debug: true\n"), ferry::conf::default_io_threads(cpus()));
+    EXPECT_EQ(workers(5), ferry::conf::default_io_threads(cpus(), 5, true));
     EXPECT_EQ(load(minimal, {"http.io_threads=3"}).config.http.io_threads, 3u);
     EXPECT_EQ(load(minimal, {"http.accept=reuseport"}).config.http.accept, "reuseport");
     EXPECT_EQ(load(minimal).config.http.accept, "handoff");

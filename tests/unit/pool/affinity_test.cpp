@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 using ferry::pool::detail::CpuPins;
 
@@ -63,6 +64,39 @@ TEST(CpuPins, AReplacementGetsTheCpuItsPredecessorReleased)
     EXPECT_EQ(pins.pin(13), 0);
     EXPECT_EQ(pins.counted(0), 1u);
     EXPECT_EQ(pins.counted(1), 1u);
+}
+
+TEST(CpuPins, EachLoopGetsEveryLoopsThCpu)
+{
+    const std::vector<int> cpus{0, 1, 2, 3, 4, 5, 6, 7};
+    EXPECT_EQ(CpuPins::loop_cpus(cpus, 0, 4), (std::vector<int>{0, 4})); // hardware threads of one core
+    EXPECT_EQ(CpuPins::loop_cpus(cpus, 3, 4), (std::vector<int>{3, 7}));
+    EXPECT_EQ(CpuPins::loop_cpus(cpus, 1, 8), (std::vector<int>{1}));
+    EXPECT_EQ(CpuPins::loop_cpus({2, 5, 7}, 0, 2),
+              (std::vector<int>{2, 7})); // uneven: the first loop gets more
+    EXPECT_EQ(CpuPins::loop_cpus({2, 5, 7}, 1, 2), (std::vector<int>{5}));
+    EXPECT_TRUE(CpuPins::loop_cpus(cpus, 0, 1).empty());   // one loop: nothing to split
+    EXPECT_TRUE(CpuPins::loop_cpus({0, 1}, 0, 3).empty()); // more loops than CPUs: no split
+    EXPECT_TRUE(CpuPins::loop_cpus(cpus, 4, 4).empty());   // no such loop
+    EXPECT_TRUE(CpuPins::loop_cpus({}, 0, 2).empty());
+}
+
+TEST(CpuPins, AWorkerGoesToItsLoopsCpusWhileTheSpreadAllows)
+{
+    Recorder r;
+    CpuPins pins({0, 1, 2, 3}, r.apply());
+    const auto loop0 = CpuPins::loop_cpus(pins.cpus(), 0, 2); // 0, 2
+    const auto loop1 = CpuPins::loop_cpus(pins.cpus(), 1, 2); // 1, 3
+    EXPECT_EQ(pins.pin(10, loop1), 1);
+    EXPECT_EQ(pins.pin(11, loop1), 3);
+    EXPECT_EQ(pins.pin(12, loop0), 0); // not CPU 1 or 3, and 0 before 2
+    EXPECT_EQ(pins.pin(13, loop1), 2); // its loop's CPUs have a worker each and CPU 2 none: the spread first
+    pins.release(12);
+    EXPECT_EQ(pins.pin(14, loop0), 0); // a replacement gets the CPU its predecessor released
+    pins.release(10);
+    EXPECT_EQ(pins.pin(15, loop0), 1); // the only free CPU, though not its loop's
+    EXPECT_EQ(pins.pin(16), 0);        // no set: the lowest of the least loaded
+    EXPECT_EQ(r.applied.at(13), 2);
 }
 
 TEST(CpuPins, PinningTheSamePidAgainCountsItOnce)
