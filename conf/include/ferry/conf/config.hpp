@@ -269,7 +269,7 @@ unsigned usable_cpus();
 // hello-world request the front end needs about as much CPU as PHP, so half the cores keep it from being the
 // bottleneck while PHP has the other half). The exception, measured: on two CPUs whose two HTTP workers are
 // pinned (`workers` == 2, `pinned`: http.pool.cpu_affinity auto and no debug), two loops, each then runs
-// beside its own worker (README, "Event loops beside their workers": 1.24x of one loop at c64).
+// beside its own worker (README, "Event loops beside their workers": 1.15-1.24x of one loop at c64).
 unsigned default_io_threads(unsigned cpus, unsigned workers = 0, bool pinned = false);
 
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.
