@@ -15,6 +15,9 @@
 #                 the number of server CPUs)
 #   NGINX_WORKERS nginx worker_processes (default: 4, at most the number of server CPUs)
 #   IO_THREADS    ferry's http.io_threads (default: unset, ferry's own default from its CPU affinity)
+#   CPU_AFFINITY  ferry's http.pool.cpu_affinity: auto (default: workers pinned one per CPU, and each loop
+#                 beside its own workers) or off (loops and workers left to the scheduler): run both to see
+#                 which placement this machine prefers
 #   CONNS         wrk connections (default 256)
 #   DURATION      seconds per wrk run (default 10)
 #   ROUNDS        interleaved rounds (default 3); the table shows medians
@@ -28,6 +31,7 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-256}
 REPORT=${REPORT:-manycore.md}
 IO_THREADS=${IO_THREADS:-}
+CPU_AFFINITY=${CPU_AFFINITY:-auto}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
 WORKERS=${WORKERS:-0} # set from the server CPUs below when 0
@@ -40,6 +44,7 @@ for v in DURATION ROUNDS CONNS; do
 done
 [[ "$WORKERS" =~ ^[0-9]+$ ]] || die "WORKERS must be a positive integer"
 [[ -z "$IO_THREADS" || "$IO_THREADS" =~ ^[1-9][0-9]*$ ]] || die "IO_THREADS must be a positive integer or unset"
+[[ "$CPU_AFFINITY" == auto || "$CPU_AFFINITY" == off ]] || die "CPU_AFFINITY must be auto or off (got '$CPU_AFFINITY')"
 
 cpus_of() {  # taskset list -> the CPUs in it, space-separated, or nothing if malformed
   python3 - "$1" <<'PY'
@@ -79,7 +84,7 @@ NGINX_WORKERS=${NGINX_WORKERS:-$((${#SERVER_SET[@]} < 4 ? ${#SERVER_SET[@]} : 4)
 [[ "$NGINX_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "NGINX_WORKERS must be a positive integer"
 WRK_THREADS=${#WRK_SET[@]}
 ((CONNS >= WRK_THREADS)) || die "CONNS ($CONNS) must be at least wrk's threads, one per wrk CPU ($WRK_THREADS)"
-CMDLINE="SERVER_CPUS=$SERVER_CPUS WRK_CPUS=$WRK_CPUS WORKERS=$WORKERS NGINX_WORKERS=$NGINX_WORKERS${IO_THREADS:+ IO_THREADS=$IO_THREADS} CONNS=$CONNS DURATION=$DURATION ROUNDS=$ROUNDS bench/manycore.sh"
+CMDLINE="SERVER_CPUS=$SERVER_CPUS WRK_CPUS=$WRK_CPUS WORKERS=$WORKERS NGINX_WORKERS=$NGINX_WORKERS${IO_THREADS:+ IO_THREADS=$IO_THREADS} CPU_AFFINITY=$CPU_AFFINITY CONNS=$CONNS DURATION=$DURATION ROUNDS=$ROUNDS bench/manycore.sh"
 
 FERRY_PREFIX=(taskset -c "$SERVER_CPUS")
 FPM_PREFIX=(taskset -c "$SERVER_CPUS")
@@ -89,7 +94,7 @@ mkdir -p "$RESULTS_DIR"
 printf '<?php\necho "Hello, World!";\n' >"$TMP/www/index.php"
 
 log "servers on CPUs $SERVER_CPUS, wrk on $WRK_CPUS; $WORKERS PHP processes each, nginx $NGINX_WORKERS workers"
-start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" "" "${IO_THREADS:+  io_threads: $IO_THREADS}"
+start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY" "    cpu_affinity: $CPU_AFFINITY" "${IO_THREADS:+  io_threads: $IO_THREADS}"
 LOOPS_USED=$(sed -n 's/.*worker(s) and \([0-9]*\) event loop(s).*/\1/p' "${LOGS[ferry]}" | head -n1)
 WORKER_PROCESSES=$NGINX_WORKERS start_fpm
 
@@ -162,5 +167,5 @@ notes="- goals (issue 9): Ferry >= 2.5× nginx + php-fpm: $(awk -v r="$ratio" 'B
 - nginx + php-fpm errors: ${ERRS[fpm]}}"
 publish_report "$REPORT" "Ferry many-core check" "per-round figures in the notes" "" "wrk (on its own CPUs)" <<EOF2
 - placement: servers and their PHP processes on CPUs $SERVER_CPUS (taskset), wrk on $WRK_CPUS
-- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); tests/php/hello.php, php ${PHP_OPCACHE[*]}, io_threads ${IO_THREADS:-default}
+- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); tests/php/hello.php, php ${PHP_OPCACHE[*]}, io_threads ${IO_THREADS:-default} ($LOOPS_USED loops), cpu_affinity $CPU_AFFINITY$(grep -qs 'event loops pinned beside their workers' "${LOGS[ferry]}" && echo ": loops pinned beside their workers" || true)
 EOF2

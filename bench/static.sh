@@ -19,7 +19,7 @@ CONNS=${CONNS:-64}
 WORKERS=1 # the PHP worker Ferry needs to start; no request reaches it
 RESULTS_DIR="$ROOT/bench/results"
 CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS SIZES=$SIZES CONNS=$CONNS bench/static.sh"
-LOOPS=1 # Ferry's event loops today (http.io_threads comes with the many-cores issue)
+LOOPS=1 # Ferry's http.io_threads and nginx's worker_processes, set alike
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -43,7 +43,8 @@ done
 # ---------------------------------------------------------------- targets
 ORDER=(ferry nginx)
 build_ferry
-FERRY_HTTP_EXTRA="  middleware: [\"static\"]
+FERRY_HTTP_EXTRA="  io_threads: $LOOPS
+  middleware: [\"static\"]
   static:
     dir: \"$TMP/public\""
 start_ferry ferry "$ROOT/tests/php/hello.php" "$FERRY"

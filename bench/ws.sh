@@ -125,6 +125,7 @@ server:
   command: "php -d opcache.enable_cli=1 bench/php/ws_bench.php"
 http:
   address: 127.0.0.1:0
+  io_threads: 1
   pool:
     num_workers: 1
 websockets:

@@ -34,11 +34,15 @@ unsigned usable_cpus()
     return online > 0 ? static_cast<unsigned>(online) : 1u;
 }
 
-unsigned default_io_threads(unsigned cpus, unsigned workers, bool pinned)
+unsigned default_io_threads(unsigned cpus, unsigned pinned_workers)
 {
-    if (cpus == 2 && workers == 2 && pinned)
-        return 2;
-    return std::max(1u, (cpus + 1) / 2);
+    return std::max(pinned_workers >= 2 ? 2u : 1u, (cpus + 1) / 2);
+}
+
+unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus)
+{
+    const bool pins = pool.cpu_affinity == "auto" && !pool.debug && cpus >= 2 && pool.num_workers <= cpus;
+    return pins ? pool.num_workers : 0;
 }
 
 EnvLookup process_env()

@@ -122,11 +122,9 @@ const schema::Table<HttpConfig> &http()
         },
         {"headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {
-            if (h.io_threads == 0) {
+            if (h.io_threads == 0) { // h.pool is resolved already (num_workers: 0 is a count): sections first
                 const unsigned cpus = usable_cpus();
-                const unsigned workers = h.pool.num_workers != 0 ? h.pool.num_workers : cpus;
-                h.io_threads =
-                    default_io_threads(cpus, workers, h.pool.cpu_affinity == "auto" && !h.pool.debug);
+                h.io_threads = default_io_threads(cpus, pinned_http_workers(h.pool, cpus));
             }
             h.static_files.enabled =
                 std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();

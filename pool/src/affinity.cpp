@@ -12,9 +12,7 @@ CpuPins::CpuPins(std::vector<int> cpus, Apply apply) : cpus_(std::move(cpus)), a
 {
     if (!apply_)
         apply_ = [](int pid, int cpu) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(cpu, &one);
+            const cpu_set_t one = cpu_mask({cpu});
             return ::sched_setaffinity(pid, sizeof one, &one) == 0;
         };
 }
@@ -96,6 +94,24 @@ void CpuPins::unreserve(unsigned n)
     reserved_ -= std::min(n, reserved_);
 }
 
+cpu_set_t cpu_mask(const std::vector<int> &cpus)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+        if (c >= 0 && c < CPU_SETSIZE)
+            CPU_SET(c, &set);
+    return set;
+}
+
+std::string cpu_list(const std::vector<int> &cpus)
+{
+    std::string out;
+    for (int c : cpus)
+        out += (out.empty() ? "" : ",") + std::to_string(c);
+    return out;
+}
+
 namespace {
 std::atomic<bool> loops_are_pinned{false};
 }
@@ -104,13 +120,7 @@ const cpu_set_t *spawn_affinity()
 {
     if (!loops_are_pinned.load(std::memory_order_acquire))
         return nullptr;
-    static const cpu_set_t all = [] {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        for (int c : CpuPins::process().cpus())
-            CPU_SET(c, &set);
-        return set;
-    }();
+    static const cpu_set_t all = cpu_mask(CpuPins::process().cpus());
     return &all;
 }
 

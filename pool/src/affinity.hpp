@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <sched.h>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +57,10 @@ private:
     std::unordered_map<int, int> counted_; // pid → its CPU
     unsigned reserved_ = 0;                // workers of the pools that pin
 };
+
+// A CPU list as sched_setaffinity(2) takes it, and as the log shows it ("0,2").
+cpu_set_t cpu_mask(const std::vector<int> &cpus);
+std::string cpu_list(const std::vector<int> &cpus);
 
 // Every CPU of CpuPins::process(), once loops_pinned() was called (an event loop's thread was pinned to
 // its CPUs): what launch() gives a new process instead of the launching loop's CPUs. nullptr before.

@@ -1127,12 +1127,9 @@ struct Pool::Impl {
             return;
         }
         reserved_cpus = opt.num_workers;
-        std::string list;
-        for (int c : cpus)
-            list += (list.empty() ? "" : ",") + std::to_string(c);
         pinning.store(true, std::memory_order_relaxed);
         log::info("pool", "workers pinned one per CPU once booted (" + key +
-                              "): " + std::to_string(opt.num_workers) + " on CPUs " + list);
+                              "): " + std::to_string(opt.num_workers) + " on CPUs " + detail::cpu_list(cpus));
         for (auto &s : shards)
             s->cpus = detail::CpuPins::loop_cpus(cpus, s->index, static_cast<unsigned>(shards.size()));
     }
@@ -1151,16 +1148,18 @@ struct Pool::Impl {
         for (auto &s : shards)
             if (s->opt.num_workers == 0) // fewer workers than loops: a loop without one serves on others'
                 co_return;
-        detail::CpuPins::process(); // its CPU list is read before any thread is pinned
-        detail::loops_pinned();     // processes started from now on get every CPU back (launch.cpp)
-        auto pinned = co_await on_each<std::string>(loops(), [this](std::size_t i) {
-            return pin_this_loop(static_cast<unsigned>(i), shards[i]->cpus);
-        });
+        detail::loops_pinned(); // processes started from now on get every CPU back (launch.cpp)
+        const auto errors = co_await on_each<int>(
+            loops(), [this](std::size_t i) { return pin_this_thread(detail::cpu_mask(shards[i]->cpus)); });
         std::string all;
         bool refused = false;
-        for (auto &p : pinned) {
-            all += (all.empty() ? "" : "; ") + p;
-            refused = refused || p.find("not pinned") != std::string::npos;
+        for (std::size_t i = 0; i < shards.size(); ++i) {
+            const auto &set = shards[i]->cpus;
+            all += (all.empty() ? "loop " : "; loop ") + std::to_string(i) +
+                   (errors[i] != 0
+                        ? std::string(" not pinned (") + std::strerror(errors[i]) + ")"
+                        : " on CPU" + std::string(set.size() > 1 ? "s " : " ") + detail::cpu_list(set));
+            refused = refused || errors[i] != 0;
         }
         const std::string line =
             "event loops pinned beside their workers (" + opt.mode + ".pool.cpu_affinity: auto): " + all;
@@ -1170,19 +1169,10 @@ struct Pool::Impl {
             log::info("pool", line);
     }
 
-    // Run on loop `i`: pins its thread to `set`; says how it went.
-    static awaitable<std::string> pin_this_loop(unsigned i, std::vector<int> set)
+    // Run on a loop: pins its thread (sched_setaffinity's 0: the calling thread) to `mask`; 0 or the errno.
+    static awaitable<int> pin_this_thread(cpu_set_t mask)
     {
-        cpu_set_t mask;
-        CPU_ZERO(&mask);
-        std::string list;
-        for (int c : set) {
-            CPU_SET(c, &mask);
-            list += (list.empty() ? "" : ",") + std::to_string(c);
-        }
-        if (::sched_setaffinity(0, sizeof mask, &mask) != 0) // 0: the calling thread, this loop's
-            co_return "loop " + std::to_string(i) + " not pinned (" + std::strerror(errno) + ")";
-        co_return "loop " + std::to_string(i) + " on CPU" + (set.size() > 1 ? "s " : " ") + list;
+        co_return ::sched_setaffinity(0, sizeof mask, &mask) == 0 ? 0 : errno;
     }
 
     Result<void> resolve_recycle_priority()

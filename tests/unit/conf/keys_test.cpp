@@ -152,7 +152,8 @@ TEST(ConfKeys, DefaultsDumpAndLoadBackToTheSameConfig)
     expected.source = ".rr.yaml";
     expected.server.command = {"php", "worker.php"};
     expected.http.pool.num_workers = cpus();
-    expected.http.io_threads = ferry::conf::default_io_threads(cpus(), cpus(), true);
+    expected.http.io_threads =
+        ferry::conf::default_io_threads(cpus(), ferry::conf::pinned_http_workers(expected.http.pool, cpus()));
     expected.http.pool.max_recycling = std::max(1u, cpus() / 4);
     expected.websockets.pool.num_workers =
         cpus(); // resolved like http.pool's, used when the section is there
@@ -230,15 +231,28 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
     EXPECT_EQ(ferry::conf::default_io_threads(2), 1u);
     EXPECT_EQ(ferry::conf::default_io_threads(3), 2u);
     EXPECT_EQ(ferry::conf::default_io_threads(16), 8u);
-    // Two CPUs whose two workers are pinned: a loop beside each.
-    EXPECT_EQ(ferry::conf::default_io_threads(2, 2, true), 2u);
-    EXPECT_EQ(ferry::conf::default_io_threads(2, 2, false), 1u); // cpu_affinity: off, or debug
-    EXPECT_EQ(ferry::conf::default_io_threads(2, 3, true), 1u);  // more workers than CPUs: not pinned
-    EXPECT_EQ(ferry::conf::default_io_threads(2, 1, true), 1u);  // a loop would have no worker of its own
-    EXPECT_EQ(ferry::conf::default_io_threads(1, 1, true), 1u);
-    EXPECT_EQ(ferry::conf::default_io_threads(4, 4, true), 2u);
-    EXPECT_EQ(ferry::conf::default_io_threads(16, 16, true), 8u);
-    const unsigned want = ferry::conf::default_io_threads(cpus(), cpus(), true); // num_workers: 0 is cpus()
+    // At least two when two or more workers are pinned: a loop beside each.
+    EXPECT_EQ(ferry::conf::default_io_threads(2, 2), 2u);
+    EXPECT_EQ(ferry::conf::default_io_threads(2, 1), 1u); // one pinned worker: a second loop would have none
+    EXPECT_EQ(ferry::conf::default_io_threads(1, 0), 1u);
+    EXPECT_EQ(ferry::conf::default_io_threads(4, 4), 2u);
+    EXPECT_EQ(ferry::conf::default_io_threads(16, 16), 8u);
+    // Which workers are pinned: the pool's rule (resolve_cpu_affinity).
+    ferry::conf::PoolConfig pool;
+    pool.num_workers = 2;
+    EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 2u);
+    EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 1), 0u); // one usable CPU
+    pool.num_workers = 3;
+    EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 0u); // more workers than CPUs
+    pool.num_workers = 2;
+    pool.cpu_affinity = "off";
+    EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 0u);
+    pool.cpu_affinity = "auto";
+    pool.debug = true;
+    EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 0u);
+
+    // Through load(): num_workers: 0 counts the CPUs, as io_threads does.
+    const unsigned want = ferry::conf::default_io_threads(cpus(), cpus() >= 2 ? cpus() : 0);
     for (const LoadResult &r :
          {load(minimal), load(minimal + "http:\n  io_threads: 0\n"), load(minimal, {"http.io_threads=0"})}) {
         EXPECT_EQ(r.config.http.io_threads, want);
@@ -248,10 +262,11 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
         return load(minimal + "http:\n  pool:\n    num_workers: " + std::to_string(n) + "\n" + more)
             .config.http.io_threads;
     };
-    EXPECT_EQ(workers(2), ferry::conf::default_io_threads(cpus(), 2, true));
-    EXPECT_EQ(workers(2, "    cpu_affinity: off\n"), ferry::conf::default_io_threads(cpus()));
-    EXPECT_EQ(workers(2, "    debug: true\n"), ferry::conf::default_io_threads(cpus()));
-    EXPECT_EQ(workers(5), ferry::conf::default_io_threads(cpus(), 5, true));
+    const unsigned half = ferry::conf::default_io_threads(cpus());
+    EXPECT_EQ(workers(2), cpus() >= 2 ? std::max(2u, half) : half);
+    EXPECT_EQ(workers(2, "    cpu_affinity: off\n"), half);
+    EXPECT_EQ(workers(2, "    debug: true\n"), half);
+    EXPECT_EQ(workers(cpus() + 1), half); // more workers than CPUs: not pinned
     EXPECT_EQ(load(minimal, {"http.io_threads=3"}).config.http.io_threads, 3u);
     EXPECT_EQ(load(minimal, {"http.accept=reuseport"}).config.http.accept, "reuseport");
     EXPECT_EQ(load(minimal).config.http.accept, "handoff");

@@ -81,6 +81,15 @@ TEST(CpuPins, EachLoopGetsEveryLoopsThCpu)
     EXPECT_TRUE(CpuPins::loop_cpus({}, 0, 2).empty());
 }
 
+TEST(CpuPins, MaskAndListOfACpuList)
+{
+    const cpu_set_t set = ferry::pool::detail::cpu_mask({0, 2, 5, -1, CPU_SETSIZE}); // out of range: ignored
+    EXPECT_EQ(CPU_COUNT(&set), 3);
+    EXPECT_TRUE(CPU_ISSET(0, &set) && CPU_ISSET(2, &set) && CPU_ISSET(5, &set));
+    EXPECT_EQ(ferry::pool::detail::cpu_list({0, 2, 5}), "0,2,5");
+    EXPECT_EQ(ferry::pool::detail::cpu_list({}), "");
+}
+
 TEST(CpuPins, AWorkerGoesToItsLoopsCpusWhileTheSpreadAllows)
 {
     Recorder r;

@@ -104,7 +104,7 @@ struct StaticConfig {
 struct HttpConfig {
     Address address; // http.address
     // http.io_threads: event loops (threads) of the front end. The YAML's 0 (the default) is resolved by
-    // load() to default_io_threads(usable_cpus()); nothing downstream sees a 0.
+    // load() to default_io_threads(usable_cpus(), pinned_http_workers(...)); nothing downstream sees a 0.
     unsigned io_threads = 0;
     // http.accept: how connections reach the loops: "handoff" (one listening socket; each connection goes
     // to the loop with the fewest) or "reuseport" (a SO_REUSEPORT socket per loop; the kernel hashes).
@@ -267,10 +267,13 @@ std::vector<int> usable_cpu_list();
 unsigned usable_cpus();
 // http.io_threads when not set: half the usable CPUs, rounded up (docs/architecture.md, "Several loops": per
 // hello-world request the front end needs about as much CPU as PHP, so half the cores keep it from being the
-// bottleneck while PHP has the other half). The exception, measured: on two CPUs whose two HTTP workers are
-// pinned (`workers` == 2, `pinned`: http.pool.cpu_affinity auto and no debug), two loops, each then runs
-// beside its own worker (README, "Event loops beside their workers": 1.15-1.24x of one loop at c64).
-unsigned default_io_threads(unsigned cpus, unsigned workers = 0, bool pinned = false);
+// bottleneck while PHP has the other half), and at least two when the HTTP pool will pin two or more workers
+// (`pinned_workers`, pinned_http_workers()): each loop then runs beside its own (README, "Event loops beside
+// their workers": on 2 CPUs, 1.15-1.24x of one loop at c64).
+unsigned default_io_threads(unsigned cpus, unsigned pinned_workers = 0);
+// The workers the HTTP pool will pin to CPUs of their own (pool/src/pool.cpp, resolve_cpu_affinity): all of
+// them with cpu_affinity auto, no debug, at least two usable CPUs and no more workers than CPUs; else 0.
+unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus);
 
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.
 using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;
