@@ -49,6 +49,10 @@
 #             covers it (bench/README.md, "Recycling")
 #   IO_THREADS  http.io_threads of every ferry server (default: unset, ferry's own default: two loops on 2
 #             CPUs with 2 pinned workers, each beside its worker)
+#   WORKER    hello (default): tests/php/hello.php, Ferry's library (a fork pair forks from a template that ran
+#             the worker's boot); rr: tests/php/rr_worker.php, which speaks the pipes as RoadRunner's packages do
+#             without Ferry's library (a fork pair forks from a PHP-level template, docs/protocol.md §8.1: PHP
+#             started, the worker script not run); every server and external boot runs the same one
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -65,9 +69,15 @@ PIN=${PIN:-0}
 FORKS=${FORKS:-2}
 FORK_LIFE_MS=${FORK_LIFE_MS:-0}
 RESTART=${RESTART:-0}
+WORKER=${WORKER:-hello}
+case "$WORKER" in
+  hello) HELLO_PHP="$ROOT/tests/php/hello.php" ;;
+  rr) HELLO_PHP="$ROOT/tests/php/rr_worker.php"; export RR_FIXTURE_HELLO=1 ;; # servers pass it on
+  *) echo "WORKER must be hello or rr (got '$WORKER')" >&2; exit 1 ;;
+esac
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART${IO_THREADS:+ IO_THREADS=$IO_THREADS}${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART WORKER=$WORKER${IO_THREADS:+ IO_THREADS=$IO_THREADS}${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 [[ -z "$IO_THREADS" || "$IO_THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "IO_THREADS must be a whole number above 0 (got '$IO_THREADS')" >&2; exit 1; }
 FERRY_HTTP_EXTRA=${IO_THREADS:+"  io_threads: $IO_THREADS"}
 
@@ -101,7 +111,6 @@ fi
 build_ferry
 mkdir -p "$RESULTS_DIR"
 
-HELLO_PHP="$ROOT/tests/php/hello.php"
 start_ferry base "$HELLO_PHP" "$FERRY"
 declare -A LABEL=(
   [aa]="A/A: a second max_jobs: 0 server (what the method reads for no difference)"
@@ -134,7 +143,9 @@ start_target() {  # pair -> its server, started
     forkfull) start_ferry forkfull "$HELLO_PHP" "$FERRY" "    max_jobs: $MAX_JOBS
     fork: true
     fork_fast_exit: false" ;;
-    reexec) start_ferry reexec "$ROOT/bench/php/hello_reexec.php $MAX_JOBS" "$FERRY" ;;
+    reexec)
+      [[ "$WORKER" == hello ]] || die "the reexec pair runs bench/php/hello_reexec.php: WORKER=hello only"
+      start_ferry reexec "$ROOT/bench/php/hello_reexec.php $MAX_JOBS" "$FERRY" ;;
     *) die "unknown pair '$p' (known: aa,never,maxjobs,normal,boot,bootnormal,fork0,fork,forkfull,forkext,reexec)" ;;
   esac
 }
@@ -264,7 +275,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
   started during them
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
-- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, tests/php/hello.php, php ${PHP_OPCACHE[*]}
+- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, ${HELLO_PHP#"$ROOT"/}, php ${PHP_OPCACHE[*]}
 - servers: $([[ "$RESTART" == 1 ]] && echo "RESTART=1: every server started anew before each round after the first (warmed up for 1 s)" || echo "the same for the whole run (RESTART=0)")
 - event loops: $(sed -n 's/.* with [0-9]* worker(s) and \([0-9]*\) event loop(s).*/\1/p' "${LOGS[base]}" | head -n1)$([[ -n "$IO_THREADS" ]] && echo " (IO_THREADS=$IO_THREADS)" || echo " (ferry's default)")
 - placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "PIN=0: no taskset")

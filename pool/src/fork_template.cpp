@@ -184,35 +184,58 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         co_return Result<void>{};
     if (clock::now() < retry_at_)
         co_return fail("the fork template failed to start; starting workers without it for now");
-    auto launched = spawner_.launch_template();
-    if (!launched) {
-        retire(launched.error().message);
-        co_return launched.error();
+    for (;;) {
+        auto launched = spawner_.launch_template(php_level_);
+        if (!launched) {
+            retire(launched.error().message);
+            co_return launched.error();
+        }
+        WorkerPtr w = *launched;
+        if (proc_ && !proc_->exited)
+            old_.push_back(proc_); // retired, its exit not reaped yet
+        proc_ = w;
+        answered_ = false;
+        gen_ = gen;
+        if (auto status = track_(w->pid, true))
+            on_exit(w->pid, *status); // it ended before we recorded it
+        asio::co_spawn(io_, forward_stderr(w), log_exceptions{"template stderr"});
+        auto booted = co_await spawner_.handshake(w, true);
+        if (!booted && php_level_) {
+            // prefork.php itself failed (the worker script has not run): not the worker's boot failure.
+            co_await wait_exit(w, std::chrono::milliseconds(200));
+            co_return give_up(Spawner::boot_failure(*w, booted.error().message));
+        }
+        if (!booted) {
+            co_await wait_exit(w, std::chrono::milliseconds(200));
+            std::string msg = Spawner::boot_failure(*w, booted.error().message);
+            retire(msg, true); // the pool logs it as the worker's boot failure
+            boot_failed = true;
+            co_return fail(msg);
+        }
+        if (!w->template_ok && !php_level_ && !w->knows_templates && spawner_.php_level_possible()) {
+            // Not Ferry's library (RoadRunner's packages, say): fork from PHP itself instead (§8.1). The
+            // worker that answered serves nobody: it is killed.
+            log::info("pool",
+                      "http.pool.fork: " + w->tag() +
+                          " is not Ferry's library; new workers are forked from a PHP-level template "
+                          "instead (PHP started, the worker script not run yet; docs/protocol.md §8.1)");
+            php_level_ = true;
+            w->state = State::stopping;
+            w->signal(SIGKILL);
+            continue;
+        }
+        if (!w->template_ok) {
+            std::string why = w->not_template;
+            if (php_level_ && !w->knows_templates)
+                why = "the worker script answered, not prefork.php: does the command set auto_prepend_file "
+                      "itself?";
+            else if (!w->knows_templates)
+                why += ", and the command does not start php itself, which a PHP-level template needs";
+            co_return give_up(why);
+        }
+        break;
     }
-    WorkerPtr w = *launched;
-    if (proc_ && !proc_->exited)
-        old_.push_back(proc_); // retired, its exit not reaped yet
-    proc_ = w;
-    answered_ = false;
-    gen_ = gen;
-    if (auto status = track_(w->pid, true))
-        on_exit(w->pid, *status); // it ended before we recorded it
-    asio::co_spawn(io_, forward_stderr(w), log_exceptions{"template stderr"});
-    auto booted = co_await spawner_.handshake(w, true);
-    if (!booted) {
-        co_await wait_exit(w, std::chrono::milliseconds(200));
-        std::string msg = Spawner::boot_failure(*w, booted.error().message);
-        retire(msg, true); // the pool logs it as the worker's boot failure
-        boot_failed = true;
-        co_return fail(msg);
-    }
-    if (!w->template_ok) {
-        log::warn("pool", "http.pool.fork: " + w->tag() + " cannot be a fork template (" + w->not_template +
-                              "); each worker is started on its own instead");
-        disabled_ = true;
-        retire("");
-        co_return fail("forking is off: " + w->not_template);
-    }
+    WorkerPtr w = proc_;
     w->state = State::ready;
     failures_ = 0;
     // Output from the template while no command is pending breaks the protocol: end it (the next fork
@@ -223,8 +246,18 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
                 self->retire("it wrote " + what);
         };
     w->channel->watch();
-    log::info("pool", w->tag() + " ready: new workers are forked from it");
+    log::info("pool",
+              w->tag() + (php_level_ ? " (PHP-level)" : "") + " ready: new workers are forked from it");
     co_return Result<void>{};
+}
+
+Result<void> ForkTemplate::give_up(const std::string &why)
+{
+    log::warn("pool", "http.pool.fork: " + proc_->tag() + " cannot be a fork template (" + why +
+                          "); each worker is started on its own instead");
+    disabled_ = true;
+    retire("");
+    return fail("forking is off: " + why);
 }
 
 // After a template that failed (to start, or later): 1 s, doubling up to 32 s, before the next one is

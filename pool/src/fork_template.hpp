@@ -58,7 +58,8 @@ public:
     // A rolling reset to `gen`: the back-off is cleared; the next fork replaces the template.
     void renew(std::uint64_t gen);
 
-    // The worker command cannot be a template (not Ferry's library, no ext-ffi…): forking is off for good.
+    // The worker command cannot be a template, not even a PHP-level one (no ext-ffi, not run by php
+    // directly…): forking is off for good.
     bool disabled() const { return disabled_.load(std::memory_order_relaxed); } // any loop may ask
     int pid() const { return proc_ && !proc_->exited ? proc_->pid : 0; }
 
@@ -75,6 +76,8 @@ private:
     // Ends the template: `why` non-empty = a failure (logged unless `quiet`, with a back-off); empty =
     // retired (a reset, or it cannot be a template).
     void retire(const std::string &why, bool quiet = false);
+    // The template cannot be one (`why`, logged): forking is off for good, the process retired.
+    Result<void> give_up(const std::string &why);
 
     asio::io_context &io_;
     const Options &opt_;
@@ -91,6 +94,8 @@ private:
     unsigned failures_ = 0;
     clock::time_point retry_at_{};
     std::uint64_t gen_ = 0; // of the template running
+    // The worker command is not Ferry's library: templates are PHP-level ones (prefork.php, §8.1).
+    bool php_level_ = false;
 };
 
 } // namespace ferry::pool

@@ -10,12 +10,66 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <regex>
+#include <string_view>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace ferry::pool {
+
+namespace detail {
+extern const std::string_view prefork_php; // generated from php-worker/ (pool/cmake/embed_prefork.cmake)
+}
+
+namespace {
+// The embedded prefork.php, written once per process to a directory of its own (mode 0700) under $TMPDIR or
+// /tmp when a PHP-level template is first needed, and removed at exit.
+struct PreforkFile {
+    std::string dir, path, error;
+
+    PreforkFile()
+    {
+        const char *tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/ferry-prefork-XXXXXX";
+        if (!::mkdtemp(pattern.data())) {
+            error = "cannot create a directory like " + pattern + ": " + std::strerror(errno);
+            return;
+        }
+        dir = pattern;
+        path = dir + "/prefork.php";
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        std::string_view left = detail::prefork_php;
+        while (fd >= 0 && !left.empty()) {
+            ssize_t n = ::write(fd, left.data(), left.size());
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            left.remove_prefix(static_cast<std::size_t>(n));
+        }
+        if (fd < 0 || !left.empty())
+            error = "cannot write " + path + ": " + std::strerror(errno);
+        if (fd >= 0)
+            ::close(fd);
+    }
+    ~PreforkFile()
+    {
+        if (!path.empty())
+            ::unlink(path.c_str());
+        if (!dir.empty())
+            ::rmdir(dir.c_str());
+    }
+};
+
+const PreforkFile &prefork_file()
+{
+    static const PreforkFile file; // thread-safe initialisation: any loop may be the first to ask
+    return file;
+}
+} // namespace
 
 Spawner::Spawner(asio::io_context &io, const Options &opt, const Flag &stopping)
     : io_(io), opt_(opt), stopping_(stopping)
@@ -60,8 +114,27 @@ Result<int> Spawner::launch_on(int in_fd, int out_fd, int err_fd) const
     return detail::launch(exe_, args_, env_, in_fd, out_fd, err_fd);
 }
 
-Result<WorkerPtr> Spawner::launch_template()
+bool detail::is_php_cli(const std::string &exe)
 {
+    static const std::regex php_cli(R"(php[0-9.]*(-cli)?)");
+    return std::regex_match(exe.substr(exe.rfind('/') + 1), php_cli); // npos + 1 = 0: the whole name
+}
+
+bool Spawner::php_level_possible() const
+{
+    return detail::is_php_cli(exe_);
+}
+
+Result<WorkerPtr> Spawner::launch_template(bool php_level)
+{
+    std::vector<std::string> args;
+    if (php_level) {
+        const PreforkFile &file = prefork_file();
+        if (!file.error.empty())
+            return fail("cannot write the PHP-level fork template: " + file.error);
+        args = {"-d", "auto_prepend_file=" + file.path};
+    }
+    args.insert(args.end(), args_.begin(), args_.end());
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return fail(std::string("cannot create the fork template's socket: ") + std::strerror(errno));
@@ -70,7 +143,7 @@ Result<WorkerPtr> Spawner::launch_template()
     w->control_fd = sv[0];
     ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
     auto pid =
-        detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err, sv[1]);
+        detail::launch(exe_, args, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err, sv[1]);
     ::close(sv[1]);
     if (!pid)
         return pid.error();
@@ -118,6 +191,7 @@ awaitable<Result<void>> Spawner::handshake(WorkerPtr w, bool as_template)
     if (as_template) {
         auto t = obj.if_contains("template");
         w->template_ok = t && t->is_bool() && t->as_bool();
+        w->knows_templates = t != nullptr;
         if (!w->template_ok) {
             auto why = obj.if_contains("why");
             w->not_template = why && why->is_string()

@@ -14,6 +14,11 @@
 
 namespace ferry::pool {
 
+namespace detail {
+// Whether `exe` (a path or a name) is PHP's CLI by its name: php, php8.2, php-cli, /usr/local/bin/php.
+bool is_php_cli(const std::string &exe);
+} // namespace detail
+
 class Spawner {
 public:
     // `stopping` cuts a back-off short.
@@ -30,8 +35,13 @@ public:
     // Starts one process on descriptors of the caller's (the child's ends of three pipes): its pid. Reads
     // only what prepare() set, so another loop's thread may call it.
     Result<int> launch_on(int in_fd, int out_fd, int err_fd) const;
-    // Starts the fork template's process (docs/protocol.md §8): the same command, stdin a unix socket.
-    Result<WorkerPtr> launch_template();
+    // Starts the fork template's process (docs/protocol.md §8): the same command, a unix socket on fd 3.
+    // `php_level`: with `-d auto_prepend_file=` the embedded prefork.php after argv[0] (§8.1), a template of
+    // PHP itself for a worker that is not Ferry's library; only when php_level_possible().
+    Result<WorkerPtr> launch_template(bool php_level = false);
+    // Whether the command runs PHP's CLI directly (argv[0] named php, php8.2, php-cli...), which a PHP-level
+    // template needs (a wrapper script would not pass the prepend on).
+    bool php_level_possible() const;
     // The PID handshake (docs/protocol.md §2): our pid, the worker's pid back (and its context codec), within
     // Options::boot_timeout. The error says what went wrong, in words for the log. `as_template` asks the
     // process to be the fork template; its answer is in w->template_ok / w->not_template.

@@ -90,6 +90,7 @@ struct Worker {
     // why not.
     bool is_template = false;
     bool template_ok = false;
+    bool knows_templates = false; // its handshake answered "template" (Ferry's library, or prefork.php)
     std::string not_template;
     int control_fd = -1; // a template's control socket (its fd 3); closed with the Worker
 

@@ -336,16 +336,130 @@ def template_pid_after(server, old):
     return later[-1] if later else None
 
 
-class ForkFallbackTest(ServerTestCase):
-    SCRIPT = "fork.php"
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode() for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
 
-    def test_roadrunner_worker_cannot_be_a_template(self):
-        srv = self.start_server({"http": {"pool": {"num_workers": 2, "fork": True}}}, script="rr_worker.php")
-        self.assertTrue(srv.wait_for_log("cannot be a fork template"), srv.stderr())
+
+def parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
+class PhpLevelTemplateTest(ServerTestCase):
+    """fork: true with a worker that is not Ferry's library (tests/php/rr_worker.php speaks the pipes as
+    RoadRunner's packages do): new workers are forks of a PHP started with prefork.php prepended, which ran no
+    worker code (docs/protocol.md §8.1), and each runs the worker script from its first line."""
+    SCRIPT = "rr_worker.php"
+    RR = os.path.join(PHP_DIR, "rr_worker.php")
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.TemporaryDirectory(prefix="ferry-prefork-")
+        self.addCleanup(self.tmp.cleanup)
+
+    def rr_server(self, pool=None, command=None):
+        cfg = {"http": {"pool": dict({"num_workers": 2, "fork": True}, **(pool or {}))}}
+        if command:
+            cfg["server"] = {"command": command}
+        return self.start_server(cfg, script="rr_worker.php")
+
+    def globals(self, srv):
+        status, _, body = srv.request("GET", "/globals")
+        self.assertEqual(status, 200, body)
+        return json.loads(body)
+
+    def assert_forks_of(self, srv, tpl):
+        """Every live worker is a fork of the template (its argv, with the prepend) and the server's child
+        (with max_jobs, a replacement started early and a retired worker ending may be there too)."""
+        workers = [p for p in srv.workers() if p != tpl]
+        self.assertGreaterEqual(len(workers), 2, (workers, srv.stderr()))
+        for pid in workers:
+            self.assertEqual(cmdline(pid), cmdline(tpl), "a fork of the template, not a PHP started anew")
+            self.assertEqual(parent_of(pid), srv.proc.pid)
+
+    def test_workers_are_forks_of_a_php_level_template(self):
+        srv = self.rr_server({"max_jobs": 3})
+        self.assertTrue(srv.wait_for_log("(PHP-level) ready: new workers are forked from it"), srv.stderr())
+        self.assertIn("is not Ferry's library; new workers are forked from a PHP-level template", srv.stderr())
+        tpl = template_pid(srv)
+        args = cmdline(tpl)
+        self.assertEqual(args[1], "-d", args)
+        self.assertTrue(args[2].startswith("auto_prepend_file="), args)
+        self.assertEqual(args[3:], [self.RR])
+        shim = args[2].split("=", 1)[1]
+        self.assertTrue(os.path.isfile(shim), shim)
+        self.assertEqual(os.stat(os.path.dirname(shim)).st_mode & 0o777, 0o700)
+        self.assert_forks_of(srv, tpl)
+        time.sleep(1.2)  # the workers forked from now on start 1.2 s after the first ones
+        seen = {}
+        for _ in range(30):
+            d = self.globals(srv)
+            seen.setdefault(d["pid"], d)
+        self.assertGreaterEqual(len(seen), 8, "max_jobs: 3 on 2 workers over 30 requests")
+        for d in seen.values():
+            self.assertTrue(d["global"], "the script's top-level variables are globals")
+            self.assertEqual((d["script"], d["argv"]), (self.RR, [self.RR]))
+            self.assertFalse(d["library"], "prefork.php's classes do not stand in for Ferry's library")
+        times = [d["requestTime"] for d in seen.values()]
+        self.assertGreater(max(times) - min(times), 1.0, "REQUEST_TIME is the fork's, not the template's")
+        self.assertGreaterEqual(len({d["rand"] for d in seen.values()}), len(seen) - 1, "mt_rand reseeded")
+        self.assertEqual(template_pid(srv), tpl, "one template for all of them")
+        self.assertNotIn("unexpectedly", srv.stderr())
+        self.assert_forks_of(srv, tpl)
+        srv.stop()
+        self.assertFalse(os.path.exists(os.path.dirname(shim)), "the server removes prefork.php at exit")
+
+    def test_a_reset_starts_a_new_php_level_template(self):
+        srv = self.rr_server()
+        self.assertTrue(srv.wait_for_log("(PHP-level) ready"), srv.stderr())
+        old = template_pid(srv)
+        before = set(srv.workers()) - {old}
+        srv.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(srv.wait_for_log("rolling reset (SIGHUP) done", 10), srv.stderr())
         status, _, _ = srv.request("GET", "/")
         self.assertEqual(status, 200)
-        self.assertTrue(wait_until(lambda: len(srv.workers()) == 2, 5),
-                        ("the template is gone; workers were started on their own", srv.workers()))
+        tpl = template_pid_after(srv, old)
+        self.assertIsNotNone(tpl, srv.stderr())
+        self.assertTrue(wait_until(lambda: not (set(srv.workers()) & before), 5), srv.workers())
+        self.assert_forks_of(srv, tpl)
+        self.assertEqual(srv.stderr().count("is not Ferry's library"), 1, "learnt once")
+
+    def test_a_command_that_does_not_start_php_itself_starts_each_worker(self):
+        srv = self.rr_server({"max_jobs": 2}, command="env php " + self.RR)
+        self.assertTrue(srv.wait_for_log("the command does not start php itself"), srv.stderr())
+        pids = {self.globals(srv)["pid"] for _ in range(20)}
+        self.assertGreaterEqual(len(pids), 3, "recycled (a worker may serve past max_jobs while its replacement boots)")
+        self.assertNotIn("(PHP-level) ready", srv.stderr())
+        for pid in srv.workers():
+            self.assertNotIn("-d", cmdline(pid), "started as configured")
+
+    def test_php_that_cannot_fork_starts_each_worker(self):
+        srv = self.rr_server({"max_jobs": 2}, command="php -d ffi.enable=0 " + self.RR)
+        self.assertTrue(srv.wait_for_log("cannot be a fork template (FFI cannot load libc"), srv.stderr())
+        self.assertIn("is not Ferry's library", srv.stderr(), "it was tried")
+        pids = {self.globals(srv)["pid"] for _ in range(20)}
+        self.assertGreaterEqual(len(pids), 3, "recycled (a worker may serve past max_jobs while its replacement boots)")
+        self.assertEqual(srv.stderr().count("cannot be a fork template"), 1, "said once")
+
+    def test_a_command_with_its_own_prepend_starts_each_worker(self):
+        own = os.path.join(self.tmp.name, "own_prepend.php")
+        with open(own, "w") as f:
+            f.write("<?php\n")
+        srv = self.rr_server(command="php -d auto_prepend_file=" + own + " " + self.RR)
+        self.assertTrue(srv.wait_for_log("does the command set auto_prepend_file itself?"), srv.stderr())
+        for _ in range(4):
+            self.assertEqual(srv.request("GET", "/")[0], 200)
+
+
+class ForkFallbackTest(ServerTestCase):
+    SCRIPT = "fork.php"
 
     def test_without_ffi_workers_are_started_on_their_own(self):
         srv = self.start_server({"server": {"command": "php -d ffi.enable=0 " + os.path.join(PHP_DIR, "fork.php")},

@@ -9,7 +9,11 @@
 //   - answers with flags 0 (roadrunner-http 3.4) or 0x08 (3.5+, RR_FIXTURE_FLAGS=json);
 //   - /early-hints: a 103 frame (STREAM, no body) before the 200;
 //   - /stream?n=N: N chunks as a generator response: STREAM on all but the last, PING on every 5th stream frame
-//     and a wait for the PONG; a STOP stream byte ends the stream early (then one final frame).
+//     and a wait for the PONG; a STOP stream byte ends the stream early (then one final frame);
+//   - /globals: what the process looks like from the script (its top-level variables global, argv, the script
+//     file, the request time PHP set at its start, mt_rand, which Ferry classes exist) for the PHP-level fork
+//     template's tests (tests/e2e/test_fork.py);
+//   - RR_FIXTURE_HELLO=1: "Hello, World!" for every request, after decoding its context (bench/recycle.sh WORKER=rr).
 declare(strict_types=1);
 
 const F_CONTROL = 0x01;
@@ -90,10 +94,14 @@ function files(array $tree): array
 }
 
 $handshake = read_frame();
-if ($handshake === null || !($handshake['flags'] & F_CONTROL)) {
+if ($handshake === null) {
+    exit(0); // stdin closed before any frame: nothing to serve (an external boot, bench/recycle.sh WORKER=rr)
+}
+if (!($handshake['flags'] & F_CONTROL)) {
     fail('no PID handshake');
 }
 write_frame(F_CONTROL, json_encode(['pid' => getmypid()]));
+$hello = getenv('RR_FIXTURE_HELLO') === '1';
 
 while (($frame = read_frame()) !== null) {
     if ($frame['flags'] & F_CONTROL) {
@@ -107,8 +115,24 @@ while (($frame = read_frame()) !== null) {
     $ctx = json_decode(substr($frame['payload'], 0, $ctxLen), true, 512, JSON_THROW_ON_ERROR);
     $body = substr($frame['payload'], $ctxLen);
     $path = parse_url($ctx['uri'], PHP_URL_PATH);
+    if ($hello) {
+        respond(200, ['Content-Type' => ['text/plain']], 'Hello, World!');
+        continue;
+    }
     parse_str($ctx['rawQuery'] ?? '', $query);
 
+    if ($path === '/globals') {
+        respond(200, ['Content-Type' => ['application/json']], json_encode([
+            'pid' => getmypid(),
+            'global' => isset($GLOBALS['handshake']),
+            'argv' => $argv,
+            'script' => get_included_files()[0],
+            'requestTime' => $_SERVER['REQUEST_TIME_FLOAT'],
+            'rand' => mt_rand(),
+            'library' => class_exists('Ferry\\Worker\\Frame', false),
+        ], JSON_THROW_ON_ERROR));
+        continue;
+    }
     if ($path === '/early-hints') {
         respond(103, ['Link' => ['</style.css>; rel=preload; as=style']], '', S_STREAM);
         respond(200, ['Content-Type' => ['text/plain']], "after hints\n");

@@ -162,3 +162,13 @@ TEST(Spawner, AHandshakeThatNeverComesTimesOut)
     w->channel->stdin_pipe().close();
     reap(w->pid);
 }
+
+TEST(Spawner, APhpLevelTemplateNeedsACommandThatStartsPhpItself)
+{
+    for (const char *php : {"php", "php8.2", "php83", "php-cli", "/usr/bin/php", "/opt/php/8.3/bin/php8.3"})
+        EXPECT_TRUE(detail::is_php_cli(php)) << php;
+    // A wrapper would not pass `-d auto_prepend_file` on to PHP (or not as the first option), and php-fpm,
+    // phpunit or a script named like php are not PHP's CLI.
+    for (const char *other : {"env", "/bin/sh", "php-fpm8.2", "phpunit", "/usr/bin/php/run", "./php.sh", ""})
+        EXPECT_FALSE(detail::is_php_cli(other)) << other;
+}

@@ -43,7 +43,8 @@ struct Options {
     unsigned num_workers = 1;
     std::uint64_t max_jobs = 0; // 0 = unlimited
     // Fork new workers from a template process that booted the app once (docs/protocol.md §8), instead of
-    // starting PHP for each; when the worker cannot be a template, workers are started as usual (logged).
+    // starting PHP for each; for a worker that is not Ferry's library, from a PHP-level template (PHP started,
+    // no script run; §8.1) when the command starts php itself; else workers are started as usual (logged).
     bool fork = false;
     // Forked workers asked to end with _exit(0) once stopped, after PHP's request shutdown (the fork
     // command's "fast_exit", docs/protocol.md §8): the engine's teardown in a fork copies the template's
