@@ -336,6 +336,10 @@ def template_pid_after(server, old):
     return later[-1] if later else None
 
 
+# opcache in the CLI; file_update_protection=0: a script changed in the last 2 s (a fresh checkout) is cached too.
+OPCACHE = "-d opcache.enable=1 -d opcache.enable_cli=1 -d opcache.file_update_protection=0"
+
+
 def cmdline(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -415,6 +419,25 @@ class PhpLevelTemplateTest(ServerTestCase):
         self.assert_forks_of(srv, tpl)
         srv.stop()
         self.assertFalse(os.path.exists(os.path.dirname(shim)), "the server removes prefork.php at exit")
+
+    def test_forks_share_what_opcache_compiled(self):
+        # Each fork requires the script anew: with opcache in the CLI it finds it in the template's shared
+        # memory, compiled by the first fork (an exec'd worker has a shared memory of its own).
+        srv = self.rr_server({"max_jobs": 2}, command="php " + OPCACHE + " " + self.RR)
+        self.assertTrue(srv.wait_for_log("(PHP-level) ready"), srv.stderr())
+        hits = {}
+        for _ in range(20):
+            d = self.globals(srv)
+            hits[d["pid"]] = d["opcacheHits"]
+        self.assertGreaterEqual(len(hits), 6, hits)
+        self.assertGreaterEqual(max(hits.values()), 4, ("hits grow from fork to fork", hits))
+        exec_srv = self.start_server({"server": {"command": "php " + OPCACHE + " " + self.RR},
+                                      "http": {"pool": {"num_workers": 2, "max_jobs": 2}}}, script="rr_worker.php")
+        own = {}
+        for _ in range(20):
+            d = self.globals(exec_srv)
+            own[d["pid"]] = d["opcacheHits"]
+        self.assertLessEqual(max(own.values()), 1, ("an exec'd worker's opcache is its own", own))
 
     def test_a_reset_starts_a_new_php_level_template(self):
         srv = self.rr_server()

@@ -130,6 +130,8 @@ while (($frame = read_frame()) !== null) {
             'requestTime' => $_SERVER['REQUEST_TIME_FLOAT'],
             'rand' => mt_rand(),
             'library' => class_exists('Ferry\\Worker\\Frame', false),
+            'opcacheHits' => function_exists('opcache_get_status')
+                ? (opcache_get_status(false)['opcache_statistics']['hits'] ?? null) : null,
         ], JSON_THROW_ON_ERROR));
         continue;
     }
