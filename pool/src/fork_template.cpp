@@ -186,6 +186,13 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         co_return fail("the fork template failed to start; starting workers without it for now");
     for (;;) {
         auto launched = spawner_.launch_template(php_level_);
+        if (!launched &&
+            php_level_) { // prefork.php cannot be written (a $TMPDIR that is not writable): for good
+            log::warn("pool", "http.pool.fork: cannot start a PHP-level template (" +
+                                  launched.error().message + "); each worker is started on its own instead");
+            disabled_ = true;
+            co_return launched.error();
+        }
         if (!launched) {
             retire(launched.error().message);
             co_return launched.error();

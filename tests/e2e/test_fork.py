@@ -471,6 +471,20 @@ class PhpLevelTemplateTest(ServerTestCase):
         self.assertGreaterEqual(len(pids), 3, "recycled (a worker may serve past max_jobs while its replacement boots)")
         self.assertEqual(srv.stderr().count("cannot be a fork template"), 1, "said once")
 
+    def test_prefork_php_that_cannot_be_written_starts_each_worker(self):
+        # A $TMPDIR that does not exist (the uploads' directory is set apart: ferry checks it at start).
+        srv = Server({"http": {"pool": {"num_workers": 2, "fork": True, "max_jobs": 2},
+                               "uploads": {"dir": self.tmp.name}}}, script="rr_worker.php",
+                     prefix=["env", "TMPDIR=" + os.path.join(self.tmp.name, "missing")])
+        self.addCleanup(srv.close)
+        srv.start()
+        self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
+        self.assertTrue(srv.wait_for_log("cannot start a PHP-level template (cannot write the PHP-level fork "
+                                         "template: cannot create a directory like " + self.tmp.name), srv.stderr())
+        pids = {self.globals(srv)["pid"] for _ in range(20)}
+        self.assertGreaterEqual(len(pids), 3, "recycled")
+        self.assertEqual(srv.stderr().count("cannot start a PHP-level template"), 1, "said once")
+
     def test_a_command_with_its_own_prepend_starts_each_worker(self):
         own = os.path.join(self.tmp.name, "own_prepend.php")
         with open(own, "w") as f:
