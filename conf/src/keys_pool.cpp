@@ -14,6 +14,9 @@ void resolve_pool(PoolConfig &pool)
     if (pool.num_workers == 0) {
         pool.num_workers = usable_cpus();
     }
+    if (pool.fork == "True" || pool.fork == "TRUE" || pool.fork == "False" || pool.fork == "FALSE") {
+        pool.fork = pool.fork[0] == 'T' ? "true" : "false"; // YAML 1.1's spellings, as for a boolean key
+    }
     if (pool.max_recycling == 0) {
         pool.max_recycling = std::max(1u, pool.num_workers / 4);
     }
@@ -25,6 +28,13 @@ std::optional<schema::Problem> positive_duration(const schema::Value &value, con
     if (std::get<Duration>(value).count() > 0)
         return std::nullopt;
     return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
+}
+
+constexpr std::string_view fork_expected = "true, false or \"php\"";
+
+std::optional<schema::Problem> fork_mode(const schema::Value &value, const std::string &shown)
+{
+    return one_of(value, shown, {"true", "false", "php", "True", "False", "TRUE", "FALSE"}, fork_expected);
 }
 
 constexpr std::string_view recycle_priority_expected = "\"auto\", \"idle\" or \"normal\"";
@@ -68,7 +78,7 @@ const schema::Table<PoolConfig> &pool()
         {
             integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
-            boolean("fork", &PoolConfig::fork),
+            string("fork", &PoolConfig::fork, fork_expected).checked(fork_mode),
             boolean("fork_fast_exit", &PoolConfig::fork_fast_exit),
             string("recycle_priority", &PoolConfig::recycle_priority, recycle_priority_expected)
                 .checked(recycle_priority),

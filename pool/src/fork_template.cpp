@@ -86,7 +86,7 @@ ForkTemplate::ForkTemplate(asio::io_context &io, const Options &opt, Spawner &sp
       command_(
           relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
                               opt.fork_fast_exit ? R"({"fork":true,"fast_exit":true})" : R"({"fork":true})")),
-      turn_(io)
+      turn_(io), php_level_(opt.fork == Fork::php)
 {
 }
 
@@ -184,6 +184,8 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         co_return Result<void>{};
     if (clock::now() < retry_at_)
         co_return fail("the fork template failed to start; starting workers without it for now");
+    if (php_level_ && !spawner_.php_level_possible())
+        co_return give_up("fork: php needs a command that starts php itself, not through a wrapper");
     for (;;) {
         auto launched = spawner_.launch_template(php_level_);
         if (!launched &&
@@ -260,8 +262,9 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
 
 Result<void> ForkTemplate::give_up(const std::string &why)
 {
-    log::warn("pool", "http.pool.fork: " + proc_->tag() + " cannot be a fork template (" + why +
-                          "); each worker is started on its own instead");
+    log::warn("pool", "http.pool.fork: " +
+                          (proc_ ? proc_->tag() + " cannot be a fork template" : "no fork template") + " (" +
+                          why + "); each worker is started on its own instead");
     disabled_ = true;
     retire("");
     return fail("forking is off: " + why);

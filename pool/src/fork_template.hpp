@@ -94,8 +94,8 @@ private:
     unsigned failures_ = 0;
     clock::time_point retry_at_{};
     std::uint64_t gen_ = 0; // of the template running
-    // The worker command is not Ferry's library: templates are PHP-level ones (prefork.php, §8.1).
-    bool php_level_ = false;
+    // Templates are PHP-level ones (prefork.php, §8.1): fork: php, or the worker is not Ferry's library.
+    bool php_level_;
 };
 
 } // namespace ferry::pool

@@ -984,7 +984,7 @@ struct Pool::Impl {
             if (n > 1)
                 shards.back()->allocator.publish_to(&shards.back()->published);
         }
-        if (opt.fork) {
+        if (opt.fork != Fork::off) {
             Shard &first = *shards[0];
             tmpl = std::make_shared<ForkTemplate>(first.io, first.opt, first.spawner, first.stopping,
                                                   [this](int pid, bool alive) -> std::optional<int> {

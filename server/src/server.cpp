@@ -465,7 +465,7 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
 {
     o.num_workers = c.num_workers;
     o.max_jobs = c.max_jobs;
-    o.fork = c.fork;
+    o.fork = c.fork == "true" ? pool::Fork::app : c.fork == "php" ? pool::Fork::php : pool::Fork::off;
     o.fork_fast_exit = c.fork_fast_exit;
     o.recycle_priority = c.recycle_priority == "idle"     ? pool::RecyclePriority::idle
                          : c.recycle_priority == "normal" ? pool::RecyclePriority::normal

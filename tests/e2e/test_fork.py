@@ -87,6 +87,37 @@ class ForkTest(ServerTestCase):
         self.assertIn(tpl, children_of(ferry))
         self.assertEqual(sorted(srv.workers()), sorted([tpl] + list(seen)))
 
+    def test_fork_php_forks_from_php_itself_and_each_worker_boots_the_app(self):
+        # fork: php with Ferry's library: a PHP-level template (docs/protocol.md §8.1), so nothing the app does
+        # at boot is shared; every worker runs the boot itself, after the fork.
+        srv = self.fork_server({"fork": "php", "max_jobs": 3})
+        self.assertTrue(srv.wait_for_log("(PHP-level) ready: new workers are forked from it"), srv.stderr())
+        self.assertNotIn("is not Ferry's library", srv.stderr(), "no app template was tried")
+        tpl = template_pid(srv)
+        pids = set()
+        for _ in range(12):
+            d = self.get(srv)
+            pids.add(d["pid"])
+            self.assertEqual(d["boot"], d["pid"], "each worker ran the boot itself")
+            self.assertEqual(d["ppid"], srv.proc.pid, "the server's child")
+        self.assertGreaterEqual(len(pids), 4, "recycled")
+        self.assertNotIn(tpl, self.boots(), "the template ran none of the worker's code")
+        self.assertLessEqual(pids, set(self.boots()))
+        for pid in set(srv.workers()) - {tpl}:
+            self.assertEqual(cmdline(pid), cmdline(tpl), "a fork of the template")
+
+    def test_fork_php_needs_a_command_that_starts_php_itself(self):
+        srv = self.fork_server({"fork": "php", "max_jobs": 2}, command="env php " + os.path.join(PHP_DIR, "fork.php"))
+        self.assertTrue(srv.wait_for_log("no fork template (fork: php needs a command that starts php itself"),
+                        srv.stderr())
+        pids = set()
+        for _ in range(20):
+            d = self.get(srv)
+            self.assertEqual(d["boot"], d["pid"], "started on its own")
+            pids.add(d["pid"])
+        self.assertGreaterEqual(len(pids), 3, "recycled")
+        self.assertEqual(srv.stderr().count("no fork template"), 1, "said once")
+
     def served_by_forks(self, srv, n):
         """n requests, one after the other: the pids that answered, each a fork of the template (its boot's
         state), the server's child, in its own process group; the app booted once, in the template."""

@@ -39,6 +39,8 @@ TEST(ConfErrors, EachKindNamesFileLineKeyAndValue)
         {p + "    cpu_affinity: on\n",
          {".rr.yaml:6:19:", "http.pool.cpu_affinity", "\"on\"", "expected \"auto\" or \"off\""}},
         {p + "    cpu_affinity: [0, 1]\n", {":6:19:", "http.pool.cpu_affinity: a list is not a valid value"}},
+        {p + "    fork: sometimes\n",
+         {".rr.yaml:6:11:", "http.pool.fork", "\"sometimes\"", "expected true, false or \"php\""}},
         {p + "    fork_fast_exit: sometimes\n",
          {".rr.yaml:6:21:", "http.pool.fork_fast_exit", "\"sometimes\"", "true or false"}},
         {p + "    recycle_priority: [idle]\n",

@@ -281,9 +281,25 @@ TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
         << ferry::conf::dump(d.config);
     const LoadResult off = load(minimal + "http:\n  pool:\n    fork: true\n    fork_fast_exit: false\n");
     EXPECT_TRUE(off.warnings.empty());
-    EXPECT_TRUE(off.config.http.pool.fork);
+    EXPECT_EQ(off.config.http.pool.fork, "true");
     EXPECT_FALSE(off.config.http.pool.fork_fast_exit);
     EXPECT_FALSE(load(minimal, {"http.pool.fork_fast_exit=false"}).config.http.pool.fork_fast_exit);
+}
+
+TEST(ConfKeys, ForkIsFalseTrueOrPhp)
+{
+    EXPECT_EQ(load(minimal).config.http.pool.fork, "false");
+    for (const char *v : {"true", "false", "php"}) {
+        const LoadResult r = load(minimal + "http:\n  pool:\n    fork: " + v + "\n");
+        EXPECT_TRUE(r.warnings.empty()) << v;
+        EXPECT_EQ(r.config.http.pool.fork, v);
+    }
+    // YAML 1.1's other spellings of a boolean, as a boolean key takes them.
+    EXPECT_EQ(load(minimal + "http:\n  pool:\n    fork: True\n").config.http.pool.fork, "true");
+    EXPECT_EQ(load(minimal + "http:\n  pool:\n    fork: FALSE\n").config.http.pool.fork, "false");
+    EXPECT_EQ(load(minimal, {"websockets.pool.fork=php"}).config.websockets.pool.fork, "php");
+    const std::string dump = ferry::conf::dump(load(minimal + "http:\n  pool:\n    fork: php\n").config);
+    EXPECT_EQ(load(dump).config.http.pool.fork, "php") << "the dump loads back: " << dump;
 }
 
 // A string key of both pools (`field`, named `key`): `auto` by default (in the dump too), each of `values`

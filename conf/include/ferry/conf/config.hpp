@@ -33,9 +33,11 @@ struct Address {
 struct PoolConfig {
     unsigned num_workers = 0;   // the YAML's 0 is resolved by load() to the number of CPUs
     std::uint64_t max_jobs = 0; // 0 = unlimited
-    // Ferry's own: workers are forked from a template process that booted the app (docs/protocol.md §8)
-    // instead of each booting PHP; falls back to starting each worker when the worker cannot be a template.
-    bool fork = false;
+    // Ferry's own: "false", "true" or "php" (pool::Fork). true: workers are forked from a template process
+    // that booted the app (docs/protocol.md §8), or, for a worker that is not Ferry's library, from a
+    // PHP-level template (§8.1: PHP started, no script run); php: from a PHP-level template whatever the
+    // worker. Falls back to starting each worker when there can be no template (logged).
+    std::string fork = "false";
     // Ferry's own: a forked worker the server stopped ends with _exit(0) after PHP's request shutdown
     // (shutdown functions, destructors, output), skipping the engine's teardown (docs/protocol.md §8).
     bool fork_fast_exit = true;

@@ -29,6 +29,13 @@ enum class RecyclePriority {
     normal,    // replacements boot and retired workers exit at the server's own priority
 };
 
+// Where new workers come from (Options::fork, docs/protocol.md §8).
+enum class Fork {
+    off, // each worker is a PHP started anew
+    app, // forks of a template that booted the app (Ferry's library); for another worker, of a PHP-level one
+    php, // forks of a PHP-level template (§8.1): nothing of the worker's code runs before the fork
+};
+
 // Whether workers are pinned to CPUs (Options::cpu_affinity).
 enum class CpuAffinity {
     automatic, // each worker on one CPU of those the server may run on, when there are at least two and no
@@ -42,10 +49,11 @@ struct Options {
     std::string mode = "http";        // RR_MODE
     unsigned num_workers = 1;
     std::uint64_t max_jobs = 0; // 0 = unlimited
-    // Fork new workers from a template process that booted the app once (docs/protocol.md §8), instead of
-    // starting PHP for each; for a worker that is not Ferry's library, from a PHP-level template (PHP started,
-    // no script run; §8.1) when the command starts php itself; else workers are started as usual (logged).
-    bool fork = false;
+    // Fork new workers from a template instead of starting PHP for each (docs/protocol.md §8): app = one
+    // that booted the app once, or, for a worker that is not Ferry's library, a PHP-level template (PHP
+    // started, no script run; §8.1); php = always a PHP-level one. A PHP-level template needs a command that
+    // starts php itself. Where there can be no template, workers are started as usual (logged).
+    Fork fork = Fork::off;
     // Forked workers asked to end with _exit(0) once stopped, after PHP's request shutdown (the fork
     // command's "fast_exit", docs/protocol.md §8): the engine's teardown in a fork copies the template's
     // heap.
