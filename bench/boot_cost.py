@@ -25,6 +25,7 @@ template's shared memory, so the row leaves that first compile out: a template s
 prepended file is a plain fork loop, not ferry's prefork.php (which also answers the server's handshake
 and moves the fork onto its own pipes: a few system calls more).
 
+--app N --write-app DIR writes that app and ends (bench/recycle.sh APP_CLASSES uses it).
 --app N replaces the worker with a generated one that loads N classes of 40 methods each at boot (what a
 framework's boot compiles), to see how the cost grows with the code a boot loads.
 """
@@ -129,6 +130,8 @@ def main():
     ap.add_argument("--runs", type=int, default=20, help="boots per variant (default 20)")
     ap.add_argument("--app", type=int, metavar="N",
                     help="instead of --worker, a generated worker that loads N classes of 40 methods at boot")
+    ap.add_argument("--write-app", metavar="DIR",
+                    help="with --app N: only write the generated app into DIR (its DIR/boot.php) and end")
     ap.add_argument("--one", nargs=argparse.REMAINDER, metavar="CMD",
                     help="only this command (the rest of the line): print its median CPU ms per boot")
     args = ap.parse_args()
@@ -142,10 +145,15 @@ def main():
         except FileNotFoundError:
             sys.exit("boot_cost: %s not found" % args.one[0])
         return
+    if args.app is not None and args.app < 1:
+        ap.error("--app must be at least 1")
+    if args.write_app is not None:
+        if args.app is None or not os.path.isdir(args.write_app):
+            ap.error("--write-app needs --app N and an existing directory")
+        print(generate_app(args.write_app, args.app))
+        return
     tmp = tempfile.TemporaryDirectory(prefix="ferry-boot-cost-")
     if args.app is not None:
-        if args.app < 1:
-            ap.error("--app must be at least 1")
         args.worker = generate_app(tmp.name, args.app)
     if not os.path.isfile(args.worker):
         ap.error("--worker %s: no such file" % args.worker)

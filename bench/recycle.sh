@@ -53,6 +53,8 @@
 #             the worker's boot); rr: tests/php/rr_worker.php, which speaks the pipes as RoadRunner's packages do
 #             without Ferry's library (a fork pair forks from a PHP-level template, docs/protocol.md §8.1: PHP
 #             started, the worker script not run); every server and external boot runs the same one
+#   APP_CLASSES  with WORKER=rr: the worker first loads a generated app of this many classes of 40 methods
+#             (bench/boot_cost.py --app N --write-app), as a framework's boot does (default 0: none)
 #   FERRY_BIN use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -75,15 +77,25 @@ case "$WORKER" in
   rr) HELLO_PHP="$ROOT/tests/php/rr_worker.php"; export RR_FIXTURE_HELLO=1 ;; # servers pass it on
   *) echo "WORKER must be hello or rr (got '$WORKER')" >&2; exit 1 ;;
 esac
+APP_CLASSES=${APP_CLASSES:-0}
+[[ "$APP_CLASSES" =~ ^[0-9]+$ ]] || { echo "APP_CLASSES must be a whole number (got '$APP_CLASSES')" >&2; exit 1; }
+[[ "$APP_CLASSES" == 0 || "$WORKER" == rr ]] || { echo "APP_CLASSES needs WORKER=rr" >&2; exit 1; }
+APP_NOTE=""
+[[ "$APP_CLASSES" == 0 ]] || APP_NOTE=" APP_CLASSES=$APP_CLASSES"
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART WORKER=$WORKER${IO_THREADS:+ IO_THREADS=$IO_THREADS}${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
+CMDLINE="ROUNDS=$ROUNDS DURATION=$DURATION WORKERS=$WORKERS MAX_JOBS=$MAX_JOBS PAIRS=$PAIRS BOOT_MS=$BOOT_MS PIN=$PIN FORKS=$FORKS FORK_LIFE_MS=$FORK_LIFE_MS RESTART=$RESTART WORKER=$WORKER$APP_NOTE${IO_THREADS:+ IO_THREADS=$IO_THREADS}${PHP_ARGS:+ PHP_ARGS=\"$PHP_ARGS\"} bench/recycle.sh"
 [[ -z "$IO_THREADS" || "$IO_THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "IO_THREADS must be a whole number above 0 (got '$IO_THREADS')" >&2; exit 1; }
 FERRY_HTTP_EXTRA=${IO_THREADS:+"  io_threads: $IO_THREADS"}
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 bench_prepare wrk curl php python3 awk chrt
+if [[ "$APP_CLASSES" != 0 ]]; then  # every server's workers, and the external boots, load it first
+  mkdir "$TMP/app"
+  python3 "$ROOT/bench/boot_cost.py" --app "$APP_CLASSES" --write-app "$TMP/app" >/dev/null
+  export RR_FIXTURE_APP="$TMP/app"
+fi
 if [[ -n "${PHP_ARGS:-}" ]]; then
   # The flags go into the servers' YAML command string as they are: plain words only.
   [[ "$PHP_ARGS" =~ ^[-A-Za-z0-9_.=/\ ]+$ ]] || die "PHP_ARGS may hold only letters, digits, spaces and -_.=/ (got '$PHP_ARGS')"
@@ -275,7 +287,7 @@ notes="- each round: base, target, target, base (ABBA), wrk -t2 -c64 -d${DURATIO
   started during them
 - per-round ratios: ${raw%; }"
 publish_report "$REPORT" "Ferry recycling benchmark" "per-round ratios in the notes" <<EOF2
-- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, ${HELLO_PHP#"$ROOT"/}, php ${PHP_OPCACHE[*]}
+- ferry: $("$FERRY" --version), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $WORKERS workers, ${HELLO_PHP#"$ROOT"/}${APP_NOTE:+ loading a generated app of $APP_CLASSES classes at boot}, php ${PHP_OPCACHE[*]}
 - servers: $([[ "$RESTART" == 1 ]] && echo "RESTART=1: every server started anew before each round after the first (warmed up for 1 s)" || echo "the same for the whole run (RESTART=0)")
 - event loops: $(sed -n 's/.* with [0-9]* worker(s) and \([0-9]*\) event loop(s).*/\1/p' "${LOGS[base]}" | head -n1)$([[ -n "$IO_THREADS" ]] && echo " (IO_THREADS=$IO_THREADS)" || echo " (ferry's default)")
 - placement: $([[ "$PIN" == 1 ]] && echo "PIN=1: servers, their workers and the external boots on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" || echo "PIN=0: no taskset")

@@ -13,6 +13,8 @@
 //   - /globals: what the process looks like from the script (its top-level variables global, argv, the script
 //     file, the request time PHP set at its start, mt_rand, which Ferry classes exist) for the PHP-level fork
 //     template's tests (tests/e2e/test_fork.py);
+//   - RR_FIXTURE_APP=DIR: DIR/boot.php is required before the handshake, as a framework boots (bench/recycle.sh
+//     APP_CLASSES: a generated app, bench/boot_cost.py --write-app);
 //   - RR_FIXTURE_HELLO=1: "Hello, World!" for every request, after decoding its context (bench/recycle.sh WORKER=rr).
 declare(strict_types=1);
 
@@ -91,6 +93,10 @@ function files(array $tree): array
                 'error' => $tree['error'], 'md5' => $ok ? md5_file($tree['tmpName']) : null];
     }
     return array_map(static fn ($v) => is_array($v) ? files($v) : $v, $tree);
+}
+
+if ((string) getenv('RR_FIXTURE_APP') !== '') {
+    require getenv('RR_FIXTURE_APP') . '/boot.php';
 }
 
 $handshake = read_frame();
