@@ -95,16 +95,19 @@ class ForkTest(ServerTestCase):
         self.assertNotIn("is not Ferry's library", srv.stderr(), "no app template was tried")
         tpl = template_pid(srv)
         pids = set()
-        for _ in range(12):
+        for _ in range(20):
             d = self.get(srv)
             pids.add(d["pid"])
             self.assertEqual(d["boot"], d["pid"], "each worker ran the boot itself")
             self.assertEqual(d["ppid"], srv.proc.pid, "the server's child")
-        self.assertGreaterEqual(len(pids), 4, "recycled")
+        self.assertGreaterEqual(len(pids), 3, "recycled (a worker may serve past max_jobs while its replacement boots)")
         self.assertNotIn(tpl, self.boots(), "the template ran none of the worker's code")
         self.assertLessEqual(pids, set(self.boots()))
-        for pid in set(srv.workers()) - {tpl}:
-            self.assertEqual(cmdline(pid), cmdline(tpl), "a fork of the template")
+        live = [(pid, cmdline(pid)) for pid in set(srv.workers()) - {tpl}]
+        live = [(pid, args) for pid, args in live if args]  # not one that ended meanwhile
+        self.assertGreaterEqual(len(live), 2, srv.stderr())
+        for pid, args in live:
+            self.assertEqual(args, cmdline(tpl), "a fork of the template")
 
     def test_fork_php_needs_a_command_that_starts_php_itself(self):
         srv = self.fork_server({"fork": "php", "max_jobs": 2}, command="env php " + os.path.join(PHP_DIR, "fork.php"))
@@ -413,11 +416,12 @@ class PhpLevelTemplateTest(ServerTestCase):
     def assert_forks_of(self, srv, tpl):
         """Every live worker is a fork of the template (its argv, with the prepend) and the server's child
         (with max_jobs, a replacement started early and a retired worker ending may be there too)."""
-        workers = [p for p in srv.workers() if p != tpl]
+        workers = [(p, cmdline(p), parent_of(p)) for p in srv.workers() if p != tpl]
+        workers = [w for w in workers if w[1] and w[2]]  # not one that ended meanwhile (max_jobs)
         self.assertGreaterEqual(len(workers), 2, (workers, srv.stderr()))
-        for pid in workers:
-            self.assertEqual(cmdline(pid), cmdline(tpl), "a fork of the template, not a PHP started anew")
-            self.assertEqual(parent_of(pid), srv.proc.pid)
+        for _, args, parent in workers:
+            self.assertEqual(args, cmdline(tpl), "a fork of the template, not a PHP started anew")
+            self.assertEqual(parent, srv.proc.pid)
 
     def test_workers_are_forks_of_a_php_level_template(self):
         srv = self.rr_server({"max_jobs": 3})
@@ -437,7 +441,7 @@ class PhpLevelTemplateTest(ServerTestCase):
         for _ in range(30):
             d = self.globals(srv)
             seen.setdefault(d["pid"], d)
-        self.assertGreaterEqual(len(seen), 8, "max_jobs: 3 on 2 workers over 30 requests")
+        self.assertGreaterEqual(len(seen), 6, "max_jobs: 3 on 2 workers over 30 requests (some past it)")
         for d in seen.values():
             self.assertTrue(d["global"], "the script's top-level variables are globals")
             self.assertEqual((d["script"], d["argv"]), (self.RR, [self.RR]))
@@ -457,7 +461,7 @@ class PhpLevelTemplateTest(ServerTestCase):
         srv = self.rr_server({"max_jobs": 2}, command="php " + OPCACHE + " " + self.RR)
         self.assertTrue(srv.wait_for_log("(PHP-level) ready"), srv.stderr())
         hits = {}
-        for _ in range(20):
+        for _ in range(30):
             d = self.globals(srv)
             hits[d["pid"]] = d["opcacheHits"]
         self.assertGreaterEqual(len(hits), 6, hits)
