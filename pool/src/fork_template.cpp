@@ -188,8 +188,8 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         co_return give_up("fork: php needs a command that starts php itself, not through a wrapper");
     for (;;) {
         auto launched = spawner_.launch_template(php_level_);
-        if (!launched &&
-            php_level_) { // prefork.php cannot be written (a $TMPDIR that is not writable): for good
+        // prefork.php cannot be written (a $TMPDIR that is not writable): off for good.
+        if (!launched && php_level_) {
             log::warn("pool", "http.pool.fork: cannot start a PHP-level template (" +
                                   launched.error().message + "); each worker is started on its own instead");
             disabled_ = true;
