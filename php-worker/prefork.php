@@ -13,6 +13,8 @@ namespace Ferry\Worker;
 
 require_once __DIR__ . '/src/ProtocolException.php'; // ferry:embed-drop
 require_once __DIR__ . '/src/Frame.php'; // ferry:embed-drop
+require_once __DIR__ . '/src/Relay.php'; // ferry:embed-drop
+require_once __DIR__ . '/src/StreamRelay.php'; // ferry:embed-drop
 require_once __DIR__ . '/src/ForkTemplate.php'; // ferry:embed-drop
 require_once __DIR__ . '/src/Prefork.php'; // ferry:embed-drop
 

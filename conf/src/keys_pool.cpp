@@ -14,8 +14,8 @@ void resolve_pool(PoolConfig &pool)
     if (pool.num_workers == 0) {
         pool.num_workers = usable_cpus();
     }
-    if (pool.fork == "True" || pool.fork == "TRUE" || pool.fork == "False" || pool.fork == "FALSE") {
-        pool.fork = pool.fork[0] == 'T' ? "true" : "false"; // YAML 1.1's spellings, as for a boolean key
+    if (const std::optional<bool> b = schema::yaml_bool(pool.fork)) { // fork: True, as a boolean key reads it
+        pool.fork = *b ? "true" : "false";
     }
     if (pool.max_recycling == 0) {
         pool.max_recycling = std::max(1u, pool.num_workers / 4);
@@ -34,7 +34,10 @@ constexpr std::string_view fork_expected = "true, false or \"php\"";
 
 std::optional<schema::Problem> fork_mode(const schema::Value &value, const std::string &shown)
 {
-    return one_of(value, shown, {"true", "false", "php", "True", "False", "TRUE", "FALSE"}, fork_expected);
+    if (schema::yaml_bool(std::get<std::string>(value))) {
+        return std::nullopt;
+    }
+    return one_of(value, shown, {"php"}, fork_expected);
 }
 
 constexpr std::string_view recycle_priority_expected = "\"auto\", \"idle\" or \"normal\"";

@@ -208,11 +208,8 @@ Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, cons
     shown = t.shown;
     switch (key.kind) {
     case Kind::boolean:
-        if (t.value == "true" || t.value == "True" || t.value == "TRUE") {
-            return Value(true);
-        }
-        if (t.value == "false" || t.value == "False" || t.value == "FALSE") {
-            return Value(false);
+        if (const std::optional<bool> b = schema::yaml_bool(t.value)) {
+            return Value(*b);
         }
         return doc_.invalid(node, path, t, key.expected);
     case Kind::integer: {
@@ -497,6 +494,17 @@ std::string schema::dump(const Section &section, const void *object, std::string
     out << YAML::Comment(std::string(comment));
     emit(out, section, object);
     return std::string(out.c_str()) + "\n";
+}
+
+std::optional<bool> schema::yaml_bool(std::string_view text)
+{
+    if (text == "true" || text == "True" || text == "TRUE") {
+        return true;
+    }
+    if (text == "false" || text == "False" || text == "FALSE") {
+        return false;
+    }
+    return std::nullopt;
 }
 
 } // namespace ferry::conf

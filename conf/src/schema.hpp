@@ -151,6 +151,9 @@ private:
     Section section_;
 };
 
+// A boolean as the YAML 1.1 spellings this schema reads: true/True/TRUE, false/False/FALSE; else nullopt.
+std::optional<bool> yaml_bool(std::string_view text);
+
 namespace detail {
 // A key of `kind` whose member (of type M) holds a Value alternative V.
 template <typename V, typename S, typename M>

@@ -22,12 +22,20 @@ final class Prefork
      */
     public static function template(): string
     {
-        $hello = self::readFrame();
-        $cmd = \json_decode($hello['payload'], true, 16);
-        if (($hello['flags'] & Frame::CONTROL) === 0 || !\is_array($cmd) || empty($cmd['template'])
+        $relay = StreamRelay::stdio();
+        try {
+            $hello = $relay->receive();
+        } catch (ProtocolException $e) {
+            self::quit('prefork.php: the handshake is not a frame: ' . $e->getMessage());
+        }
+        if ($hello === null) {
+            self::quit('prefork.php: stdin closed during the handshake');
+        }
+        $cmd = \json_decode($hello->payload, true, 16);
+        if (!$hello->hasFlag(Frame::CONTROL) || !\is_array($cmd) || empty($cmd['template'])
             || !\is_int($cmd['pid'] ?? null) || $cmd['pid'] <= 0) {
             self::quit('prefork.php runs only as the fork template of a Ferry server (it expected '
-                . '{"pid":<server pid>,"template":true}, got "' . \addcslashes($hello['payload'], "\0..\37\177") . '")');
+                . '{"pid":<server pid>,"template":true}, got "' . \addcslashes($hello->payload, "\0..\37\177") . '")');
         }
         $script = self::script();
         $why = $script === null ? 'there is no worker script file to run (php -r, or a script on stdin)'
@@ -36,9 +44,13 @@ final class Prefork
         if ($why !== null) {
             $reply['why'] = $why;
         }
-        $frame = Frame::pack(Frame::CONTROL, \json_encode($reply, \JSON_THROW_ON_ERROR));
-        if (@\fwrite(\STDOUT, $frame) !== \strlen($frame) || $why !== null || $script === null) {
-            exit(0); // the server gone, or it starts each worker itself from now on
+        try {
+            $relay->send(Frame::pack(Frame::CONTROL, \json_encode($reply, \JSON_THROW_ON_ERROR)));
+        } catch (ProtocolException) {
+            exit(0); // the server is gone
+        }
+        if ($script === null || $why !== null) {
+            exit(0); // the server starts each worker itself from now on
         }
         ForkTemplate::serve($cmd['pid']); // returns in a new worker, on its own pipes
         // What PHP set at its start is the template's; the worker's own start is now.
@@ -47,36 +59,15 @@ final class Prefork
         return $script;
     }
 
-    /** The worker script: the first file PHP included (the command's script), or null when there is none. */
+    /**
+     * The worker script: the first file PHP included (the command's script), or null when there is none (the
+     * first is then the prepended file itself).
+     */
     private static function script(): ?string
     {
         $first = \get_included_files()[0] ?? null;
-        return $first === null || \realpath($first) === \realpath(__FILE__) || !\is_file($first) ? null : $first;
-    }
-
-    /** @return array{flags: int, payload: string} */
-    private static function readFrame(): array
-    {
-        try {
-            $h = Frame::parseHeader(self::read(Frame::HEADER_SIZE));
-        } catch (ProtocolException $e) {
-            self::quit('prefork.php: the handshake is not a frame: ' . $e->getMessage());
-        }
-        self::read(4 * $h['options']);
-        return ['flags' => $h['flags'], 'payload' => self::read($h['length'])];
-    }
-
-    private static function read(int $n): string
-    {
-        $out = '';
-        while (\strlen($out) < $n) {
-            $chunk = \fread(\STDIN, $n - \strlen($out));
-            if ($chunk === false || $chunk === '') {
-                self::quit('prefork.php: stdin closed during the handshake');
-            }
-            $out .= $chunk;
-        }
-        return $out;
+        $prepend = \realpath((string) \ini_get('auto_prepend_file'));
+        return $first === null || $first === $prepend || !\is_file($first) ? null : $first;
     }
 
     private static function quit(string $why): never

@@ -188,13 +188,8 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         co_return give_up("fork: php needs a command that starts php itself, not through a wrapper");
     for (;;) {
         auto launched = spawner_.launch_template(php_level_);
-        // prefork.php cannot be written (a $TMPDIR that is not writable): off for good.
-        if (!launched && php_level_) {
-            log::warn("pool", "http.pool.fork: cannot start a PHP-level template (" +
-                                  launched.error().message + "); each worker is started on its own instead");
-            disabled_ = true;
-            co_return launched.error();
-        }
+        if (!launched && php_level_) // prefork.php cannot be written (a $TMPDIR that is not writable)
+            co_return give_up("cannot start a PHP-level template: " + launched.error().message);
         if (!launched) {
             retire(launched.error().message);
             co_return launched.error();
@@ -209,14 +204,12 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
             on_exit(w->pid, *status); // it ended before we recorded it
         asio::co_spawn(io_, forward_stderr(w), log_exceptions{"template stderr"});
         auto booted = co_await spawner_.handshake(w, true);
-        if (!booted && php_level_) {
-            // prefork.php itself failed (the worker script has not run): not the worker's boot failure.
-            co_await wait_exit(w, std::chrono::milliseconds(200));
-            co_return give_up(Spawner::boot_failure(*w, booted.error().message));
-        }
         if (!booted) {
             co_await wait_exit(w, std::chrono::milliseconds(200));
             std::string msg = Spawner::boot_failure(*w, booted.error().message);
+            if (php_level_) // prefork.php itself failed (the worker script has not run): not the worker's
+                            // boot
+                co_return give_up(msg);
             retire(msg, true); // the pool logs it as the worker's boot failure
             boot_failed = true;
             co_return fail(msg);
@@ -262,11 +255,13 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
 
 Result<void> ForkTemplate::give_up(const std::string &why)
 {
+    const bool tried = proc_ && !proc_->exited && proc_->state != State::stopping; // not the probe killed
     log::warn("pool", "http.pool.fork: " +
-                          (proc_ ? proc_->tag() + " cannot be a fork template" : "no fork template") + " (" +
+                          (tried ? proc_->tag() + " cannot be a fork template" : "no fork template") + " (" +
                           why + "); each worker is started on its own instead");
     disabled_ = true;
-    retire("");
+    if (tried)
+        retire("");
     return fail("forking is off: " + why);
 }
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <regex>
 #include <string_view>
 #include <sys/socket.h>
@@ -39,21 +40,12 @@ struct PreforkFile {
             return;
         }
         dir = pattern;
-        path = dir + "/prefork.php";
-        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        std::string_view left = detail::prefork_php;
-        while (fd >= 0 && !left.empty()) {
-            ssize_t n = ::write(fd, left.data(), left.size());
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            left.remove_prefix(static_cast<std::size_t>(n));
-        }
-        if (fd < 0 || !left.empty())
+        path = dir + "/prefork.php"; // the directory's mode keeps it ours
+        std::ofstream out(path, std::ios::binary);
+        out.write(detail::prefork_php.data(), static_cast<std::streamsize>(detail::prefork_php.size()));
+        out.close();
+        if (!out)
             error = "cannot write " + path + ": " + std::strerror(errno);
-        if (fd >= 0)
-            ::close(fd);
     }
     ~PreforkFile()
     {

@@ -514,11 +514,24 @@ class PhpLevelTemplateTest(ServerTestCase):
         self.addCleanup(srv.close)
         srv.start()
         self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
-        self.assertTrue(srv.wait_for_log("cannot start a PHP-level template (cannot write the PHP-level fork "
-                                         "template: cannot create a directory like " + self.tmp.name), srv.stderr())
+        self.assertTrue(srv.wait_for_log("no fork template (cannot start a PHP-level template: cannot write the "
+                                         "PHP-level fork template: cannot create a directory like " + self.tmp.name),
+                        srv.stderr())
         pids = {self.globals(srv)["pid"] for _ in range(20)}
         self.assertGreaterEqual(len(pids), 3, "recycled")
         self.assertEqual(srv.stderr().count("cannot start a PHP-level template"), 1, "said once")
+
+    def test_prefork_php_that_php_may_not_open_starts_each_worker(self):
+        # open_basedir keeps PHP out of the directory prefork.php was written to: the template fails before any
+        # handshake (not the worker's boot failure: the worker itself runs), and forking is off.
+        srv = self.rr_server({"max_jobs": 2}, command="php -d open_basedir=" + PHP_DIR + " " + self.RR)
+        self.assertTrue(srv.wait_for_log("no fork template (template "), srv.stderr())
+        self.assertIn("failed to boot", srv.stderr())
+        self.assertIn("open_basedir restriction in effect", srv.stderr(), "PHP's own words, from its stderr")
+        pids = {self.globals(srv)["pid"] for _ in range(20)}
+        self.assertGreaterEqual(len(pids), 3, "recycled, each worker started on its own")
+        self.assertEqual(srv.stderr().count("no fork template"), 1, "said once")
+        self.assertNotIn("cannot start workers", srv.stderr())
 
     def test_a_command_with_its_own_prepend_starts_each_worker(self):
         own = os.path.join(self.tmp.name, "own_prepend.php")
