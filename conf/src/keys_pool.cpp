@@ -60,6 +60,7 @@ const schema::Table<PoolConfig> &supervisor()
     static const Table<PoolConfig> table{
         {
             duration("exec_ttl", &PoolConfig::exec_ttl),
+            duration("client_gone_ttl", &PoolConfig::client_gone_ttl),
             duration("exec_warn", &PoolConfig::exec_warn),
             duration("watch_tick", &PoolConfig::watch_tick).checked(positive_duration),
             duration("ttl", &PoolConfig::ttl),

@@ -11,10 +11,6 @@ namespace ferry::pool {
 
 namespace {
 constexpr std::string_view stop_request_payload = R"({"stop":true})";
-// A worker handed straight from one reply to the next request is checked for output after its reply only
-// every this many replies: the check costs a system call per request, and a worker that writes twice is
-// caught within that many replies (a worker going idle is watched anyway).
-constexpr std::uint64_t quiet_check_every = 8;
 } // namespace
 
 void Exchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRef &body,
@@ -65,8 +61,8 @@ After Exchange::crashed(Worker &w, Reply &res, const std::string &why)
 // reply (those bytes go to nobody).
 After Exchange::finish(Worker &w)
 {
-    bool check = ++w.replies % quiet_check_every == 0;
-    if (auto end = w.channel->end_exchange(check); !end) {
+    // Output written after the reply is caught by the read of claim() before the next request goes out.
+    if (auto end = w.channel->end_exchange(false); !end) {
         log::error("pool", w.tag() + " wrote " + end.error().message + "; retiring it");
         return After::kill;
     }
@@ -80,6 +76,12 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
     for (;;) {
         auto frame = co_await ch.next_frame();
         if (!frame) {
+            if (ch.error_kind() == relay::ChannelError::premature) {
+                // Output of an earlier request, written before this request was read: the worker is retired
+                // and the request, which never ran, goes to another worker (docs/protocol.md §2).
+                log::error("pool", w->tag() + " wrote " + frame.error().message + "; retiring it");
+                co_return After::kill_resend;
+            }
             if (ch.error_kind() == relay::ChannelError::timed_out) {
                 // The supervisor failed the exchange (exec_ttl: 504; a reset's reset_timeout: 503): the
                 // client gets its answer first.
@@ -118,12 +120,29 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
             co_return After::stop_retry;
         }
         if (!head_set) {
+            if (ctx.size() > opt_.max_response_head) {
+                res.outcome = Outcome::bad_response;
+                res.message = w->tag() + ": response head of " + std::to_string(ctx.size()) +
+                              " bytes is over the " + std::to_string(opt_.max_response_head) + "-byte limit";
+                log::error("pool", res.message);
+                co_return more ? After::kill : finish(*w);
+            }
             relay::ResponseContext rc;
             if (auto decoded = relay::decode_response(ctx, w->codec, rc); !decoded) {
                 res.outcome = Outcome::worker_error;
                 res.message = w->tag() + ": bad response context: " + decoded.error().message;
                 log::error("pool", res.message);
                 // With more to come, the rest of its stream would be read as the next reply.
+                co_return more ? After::kill : finish(*w);
+            }
+            std::size_t lines = 0;
+            for (const auto &field : rc.headers)
+                lines += field.values.size();
+            if (lines > opt_.max_response_headers) {
+                res.outcome = Outcome::bad_response;
+                res.message = w->tag() + ": response has " + std::to_string(lines) +
+                              " header lines, over the limit of " + std::to_string(opt_.max_response_headers);
+                log::error("pool", res.message);
                 co_return more ? After::kill : finish(*w);
             }
             if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
@@ -158,6 +177,7 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
                 co_return finish(*w);
             }
             res.streamed = sink != nullptr;
+            w->exec_streaming = true; // the head is out: exec_ttl no longer applies (Options::exec_ttl)
         }
         bool keep_going = true;
         if (sink) {

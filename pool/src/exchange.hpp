@@ -25,6 +25,8 @@ enum class After {
     kill_later, // a supervisor limit failed the exchange: the client gets its 504 first, then the worker ends
     stop_retry, // the worker asked to stop instead of answering: stop it; the request goes to another worker
     kill_retry, // the same, but it wrote more after its stop request: end it
+    kill_resend, // its reply came before it had read the request (an earlier request's late output): end
+                 // it; the request never ran and goes to another worker
 };
 
 // A request frame's header and buffers, filled by Exchange::prepare(); lives in the caller's frame until the

@@ -416,6 +416,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     void start_stop(const WorkerPtr &w)
     {
         w->exec_ctx = nullptr;
+        w->exec_sink = nullptr;
         if (w->state == State::stopping || w->state == State::dead)
             return;
         allocator.remove(w);
@@ -437,6 +438,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (w->cause == Cause::none || replacing(w->cause))
             w->cause = why;
         w->exec_ctx = nullptr;
+        w->exec_sink = nullptr;
         allocator.remove(w);
         if (w->state != State::dead)
             w->state = State::stopping;
@@ -740,7 +742,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
             }
             if (w && w->home != index) {
                 step = co_await run_on_home(w, ctx, body, body_out, sink, res);
-            } else if (w && !begin(w, ctx, body, res, frame)) {
+            } else if (w && !begin(w, ctx, body, sink, res, frame)) {
                 step = Step::skipped;
             } else if (w) { // run(), inline: no coroutine frame of its own
                 error_code wec = co_await w->channel->write(frame.parts());
@@ -777,8 +779,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // own loop's worker without a coroutine frame for it (that frame cost ~700 instructions per request,
     // callgrind); run() is the same for a request from another loop.
     // begin(): false when the worker is broken (the request is then Step::skipped).
-    bool begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, Reply &res,
-               RequestFrame &frame)
+    bool begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, StreamSink *sink,
+               Reply &res, RequestFrame &frame)
     {
         if (!w->channel->claim()) {
             // It wrote more after its last reply, or while idle (seen by the idle watch, or by claim()'s read
@@ -790,8 +792,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
         res.worker_pid = w->pid;
         exchange.prepare(*w, ctx, body, frame);
         w->exec_ctx = &ctx;
+        w->exec_sink = sink;
         w->exec_started = supervisor.now(); // the supervisor's own tick: no clock read per request
         w->exec_warned = false;
+        w->exec_streaming = false;
+        w->client_left_at = {};
         return true;
     }
 
@@ -827,6 +832,9 @@ struct Shard : std::enable_shared_from_this<Shard> {
             recycled_total.fetch_add(1, std::memory_order_relaxed);
             kill_broken(w, Cause::worker_stop);
             return Step::retry;
+        case After::kill_resend:
+            kill_broken(w, Cause::error);
+            return Step::retry;
         }
         return Step::done;
     }
@@ -835,7 +843,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
                         StreamSink *sink, Reply &res)
     {
         RequestFrame frame;
-        if (!begin(w, ctx, body, res, frame))
+        if (!begin(w, ctx, body, sink, res, frame))
             co_return Step::skipped;
         error_code wec = co_await w->channel->write(frame.parts());
         if (!wec && body.fd >= 0)
@@ -962,10 +970,23 @@ public:
     }
     // Asked only by the allocator of the client's own loop (never on a lent worker's loop).
     bool client_gone() override { return false; }
+    // Asked by the worker's loop (its supervisor): the answer comes from the client's loop a tick later. The
+    // question is posted before the exchange's completion, from the same loop, so it runs while this sink
+    // still exists (a loop runs what is posted to it in order).
+    bool client_left() override
+    {
+        if (!asking_.exchange(true))
+            asio::post(client_, [this] {
+                left_.store(real_.client_left());
+                asking_.store(false);
+            });
+        return left_.load();
+    }
 
 private:
     StreamSink &real_;
     asio::any_io_executor client_;
+    std::atomic<bool> asking_{false}, left_{false};
 };
 
 // What the shards share: the worker total, the pid → shard table for the reaper (written at spawn and exit

@@ -62,6 +62,7 @@ void Supervisor::ready(Worker &w)
 Supervisor::AfterJob Supervisor::job_done(Worker &w)
 {
     w.exec_ctx = nullptr;
+    w.exec_sink = nullptr;
     ++w.jobs;
     w.idle_since = coarse_now_;
     if (opt_.debug) {
@@ -229,7 +230,8 @@ void Supervisor::watch(clock::time_point now)
 awaitable<void> Supervisor::run(std::shared_ptr<Supervisor> self)
 {
     auto period = std::min(milliseconds(1000), self->opt_.watch_tick);
-    for (auto limit : {self->opt_.exec_ttl, self->opt_.exec_warn, self->opt_.reset_timeout})
+    for (auto limit : {self->opt_.exec_ttl, self->opt_.exec_warn, self->opt_.reset_timeout,
+                       self->opt_.client_gone_ttl})
         if (limit.count() > 0)
             period = std::min(period, std::max(milliseconds(10), limit / 8));
     period = std::max(period, milliseconds(1));
@@ -245,7 +247,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
         next_watch_ = now + opt_.watch_tick;
         watch(now);
     }
-    std::vector<WorkerPtr> expired, reset_expired;
+    std::vector<WorkerPtr> expired, reset_expired, abandoned;
     for (auto &[pid, w] : workers_) {
         if (w->state != State::working || !w->exec_ctx)
             continue;
@@ -256,7 +258,19 @@ void Supervisor::tick(std::chrono::milliseconds period)
         // exec_started is the tick before the request began: one period less is a lower bound of how long it
         // has run, so no request is cut early (late by at most two periods, a quarter of the limit).
         auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec_started) - period;
-        if (opt_.exec_ttl.count() > 0 && ran >= opt_.exec_ttl) {
+        // Its client left (and the answer is not a stream, which the client's leaving stops by itself): the
+        // work goes to nobody. It may finish within client_gone_ttl (PHP code that must end what it began);
+        // past that, the worker is replaced rather than kept from every other client.
+        if (opt_.client_gone_ttl.count() > 0 && !w->exec_streaming && w->exec_sink &&
+            w->exec_sink->client_left()) {
+            if (w->client_left_at == clock::time_point{})
+                w->client_left_at = now;
+            else if (now - w->client_left_at >= opt_.client_gone_ttl) {
+                abandoned.push_back(w);
+                continue;
+            }
+        }
+        if (opt_.exec_ttl.count() > 0 && ran >= opt_.exec_ttl && !w->exec_streaming) {
             expired.push_back(w);
         } else if (opt_.exec_warn.count() > 0 && ran >= opt_.exec_warn && !w->exec_warned) {
             w->exec_warned = true;
@@ -272,6 +286,18 @@ void Supervisor::tick(std::chrono::milliseconds period)
         w->reset_killed = true;
         w->cause = Cause::reset;
         w->exec_ctx = nullptr;
+        w->exec_sink = nullptr;
+        w->channel->expire(why);
+    }
+    for (auto &w : abandoned) {
+        std::string why = "its client left " +
+                          std::to_string(std::chrono::duration_cast<milliseconds>(now - w->client_left_at).count()) +
+                          " ms ago and the request still runs (client_gone_ttl " +
+                          std::to_string(opt_.client_gone_ttl.count()) + " ms): " + describe_request(*w->exec_ctx);
+        log::warn("pool", w->tag() + ": " + why + "; killing and replacing the worker");
+        w->cause = Cause::client_gone;
+        w->exec_ctx = nullptr;
+        w->exec_sink = nullptr;
         w->channel->expire(why);
     }
     for (auto &w : expired) {
@@ -280,6 +306,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
         log::error("pool", w->tag() + ": " + why + "; answering 504 and killing the worker");
         w->cause = Cause::exec_ttl;
         w->exec_ctx = nullptr;
+        w->exec_sink = nullptr;
         w->channel->expire(why);
     }
 }

@@ -18,6 +18,8 @@
 
 namespace ferry::pool {
 
+class StreamSink; // ferry/pool/pool.hpp
+
 // spawning → ready → working → ready | stopping → dead (RoadRunner's worker states, docs/architecture.md,
 // "Workers").
 enum class State { spawning, ready, working, stopping, dead };
@@ -78,8 +80,10 @@ struct Worker {
     // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.
     std::chrono::steady_clock::time_point exec_started;
     const relay::RequestContext *exec_ctx = nullptr;
+    StreamSink *exec_sink = nullptr; // the client's side of it, asked whether the client is still there
     bool exec_warned = false;
-    std::uint64_t replies = 0; // exchanges ended, for the sampled quiet check
+    bool exec_streaming = false; // its response head is out and a stream follows: exec_ttl no longer applies
+    std::chrono::steady_clock::time_point client_left_at{}; // first tick that saw its client gone (epoch: not)
 
     // The process's end, told by the reaper.
     bool exited = false;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace ferry::relay {
@@ -103,12 +104,20 @@ void Channel::on_readable(error_code ec)
 
 bool Channel::claim()
 {
-    if (!waiting_ || expecting_ || failure_ != ChannelError::none)
+    if (expecting_ || failure_ != ChannelError::none || reading_)
         return failure_ == ChannelError::none;
-    // No request is written yet: whatever the pipe holds now arrived while none was in flight.
+    // No request is written yet: whatever the pipe holds now arrived while none was in flight (a watched
+    // idle worker whose watch has not run yet, or a worker handed straight from its last reply to this
+    // request). One read, EAGAIN when the pipe is quiet.
     if (read_now() == Parsed::unexpected && on_unexpected)
         on_unexpected(error_);
     return failure_ == ChannelError::none;
+}
+
+bool Channel::request_unread()
+{
+    int queued = 0;
+    return ::ioctl(in_.native_handle(), FIONREAD, &queued) == 0 && queued > 0;
 }
 
 Channel::Parsed Channel::absorb(error_code ec, std::size_t n)
@@ -205,6 +214,7 @@ void Channel::notify()
 void Channel::begin_exchange()
 {
     expecting_ = true;
+    first_frame_ = true;
 }
 
 awaitable<Result<Frame>> Channel::next_frame()
@@ -226,6 +236,20 @@ awaitable<Result<Frame>> Channel::next_frame()
             asio::buffer(rbuf_.data.get() + rend_, rbuf_.capacity - rend_), nothrow);
         reading_ = direct_read_ = false;
         absorb(ec, n);
+    }
+    if (frame_ready_ && first_frame_) {
+        first_frame_ = false;
+        // The reply to a request can only come once the worker has read that request whole (docs/protocol.md
+        // §2): a frame that arrives while the request's bytes are still in its stdin was written before the
+        // worker read it, so it belongs to an earlier request (a late second answer). Nothing of this request
+        // ran: the caller retires the worker and gives the request to another one.
+        if (request_unread()) {
+            std::string_view avail(rbuf_.data.get() + rpos_, rend_ - rpos_);
+            set_failure(ChannelError::premature,
+                        "on stdout before it had read the request (output of an earlier request) " +
+                            describe_output(avail, max_payload_));
+            frame_ready_ = false;
+        }
     }
     if (frame_ready_)
         co_return Frame{hdr_, std::string_view(rbuf_.data.get() + rpos_ + hdr_.size(), hdr_.payload_size)};

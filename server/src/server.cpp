@@ -478,6 +478,7 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
     o.reset_timeout = c.reset_timeout;
     o.max_recycling = c.max_recycling;
     o.exec_ttl = c.exec_ttl;
+    o.client_gone_ttl = c.client_gone_ttl;
     o.exec_warn = c.exec_warn;
     o.watch_tick = c.watch_tick;
     o.ttl = c.ttl;

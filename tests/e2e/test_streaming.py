@@ -44,6 +44,21 @@ class StreamingTest(unittest.TestCase):
                 s2.sendall(b"GET /hints HTTP/1.0\r\n\r\n")
                 self.assertEqual(Reader(s2).read_response().status, 200)
 
+    def test_exec_ttl_times_a_stream_until_its_head(self):
+        # Issue 41 item 8: exec_ttl (60 s by default) bounds the wait for a response's head; a stream that has
+        # begun is a response PHP goes on with on purpose, and its client's leaving is what stops it. 50 chunks
+        # 20 ms apart (1 s) pass an exec_ttl of 300 ms whole.
+        cfg = {"server": {"command": "php " + os.path.join(PHP_DIR, "stream.php")},
+               "http": {"pool": {"num_workers": 1, "supervisor": {"exec_ttl": "300ms", "watch_tick": "100ms"}}}}
+        with Server(cfg) as srv:
+            s = socket.create_connection((HOST, srv.port), timeout=10)
+            self.addCleanup(s.close)
+            s.sendall(b"GET /stream-long HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = Reader(s).read_response()
+            self.assertEqual(r.status, 200)
+            self.assertEqual(len(r.body), 50 * 1024, srv.stderr()[-2000:])
+            self.assertNotIn("exec_ttl", srv.stderr())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,7 @@
 //   /twice[?late_ms=N]   two response frames for one request, two writes (the second N ms late)
 //   /twice?together=1    the same two frames in one write
 //   /half                half a frame header on stdout, then hangs (a stuck worker)
+//   /many-headers?n=N    N response headers; /big-header?kb=N: one header of N KiB
 //   /hang?s=N            no answer for N seconds (default 60)
 //   /spam-stderr?mb=N    N MiB to stderr, then an answer
 //   /child               starts `sleep 600` in the background (a child of the worker), answers its pid
@@ -54,6 +55,19 @@ while (($f = $relay->receive()) !== null) {
             usleep(1000 * (int) $query['late_ms']);
         }
         respond(200, "second answer of /twice from $pid");
+        continue;
+    }
+    if ($path === '/many-headers' || $path === '/big-header') { // issue 41 item 10: response heads past the caps
+        $headers = [];
+        if ($path === '/many-headers') {
+            for ($i = 0; $i < (int) ($query['n'] ?? 100000); $i++) {
+                $headers["X-H$i"] = ['v'];
+            }
+        } else {
+            $headers['X-Big'] = [str_repeat('b', 1024 * (int) ($query['kb'] ?? 10240))];
+        }
+        $ctx = json_encode(['status' => 200, 'headers' => $headers]);
+        $relay->send(Frame::pack(0, $ctx . 'headers sent', [strlen($ctx)]));
         continue;
     }
     if ($path === '/half') {

@@ -188,6 +188,7 @@ public:
     }
 
     bool client_gone() override { return ex_.transport.client_gone(); }
+    bool client_left() override { return ex_.transport.client_left(); }
 
 private:
     const SharedState &st_;
@@ -326,6 +327,12 @@ public:
         case pool::Outcome::worker_error:
             ex.status = http.internal_error_code;
             append_error(ex.out, http.internal_error_code, "", keep_alive, head_request);
+            break;
+        case pool::Outcome::bad_response:
+            log::warn("http", describe(ex) + ": 502: " + res.message);
+            ex.status = 502;
+            append_error(ex.out, 502, "the application's response could not be relayed", keep_alive,
+                         head_request);
             break;
         case pool::Outcome::worker_crashed:
         case pool::Outcome::timed_out: {

@@ -141,6 +141,15 @@ bool Transport::client_gone()
     return ::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0;
 }
 
+bool Transport::client_left()
+{
+    if (client_gone())
+        return true;
+    char c;
+    ssize_t n = ::recv(socket_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 awaitable<void> Transport::shut_down(bool linger, std::span<char> scratch)
 {
     error_code ec;

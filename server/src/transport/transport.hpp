@@ -75,6 +75,9 @@ public:
     tcp::socket take_socket();
     // The client reset the connection (a FIN, a half-close, is not "gone").
     bool client_gone();
+    // client_gone(), or the client closed its side (a FIN with nothing unread before it): nobody will read an
+    // answer (nginx's 499). One recv(MSG_PEEK) that takes nothing.
+    bool client_left();
     // Sends FIN. With `linger`, then reads and drops what the client still sends (at most 4 MiB, 2 s) so
     // that closing with unread input does not reset the connection and destroy the answer before the
     // client reads it (nginx's lingering close). `scratch` is any free memory to read into.

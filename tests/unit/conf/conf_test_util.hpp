@@ -121,6 +121,7 @@ http:
     debug: true
     supervisor:
       exec_ttl: 2m
+      client_gone_ttl: 3s
       exec_warn: 10s
       watch_tick: 250ms
       ttl: 1h

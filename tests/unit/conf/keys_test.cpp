@@ -102,6 +102,7 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
         "http.pool.allocate_timeout",
         "http.pool.destroy_timeout",
         "http.pool.supervisor.exec_ttl",
+        "http.pool.supervisor.client_gone_ttl",
         "http.pool.supervisor.exec_warn",
         "http.pool.supervisor.watch_tick",
         "http.pool.supervisor.ttl",

@@ -39,6 +39,7 @@ TEST(ConfLoad, EveryKeyParsed)
     EXPECT_EQ(c.http.pool.allocate_timeout, 1500ms);
     EXPECT_EQ(c.http.pool.destroy_timeout, 3600s);
     EXPECT_EQ(c.http.pool.exec_ttl, 120s);
+    EXPECT_EQ(c.http.pool.client_gone_ttl, 3s);
     EXPECT_EQ(c.http.pool.exec_warn, 10s);
     EXPECT_EQ(c.http.pool.watch_tick, 250ms);
     EXPECT_EQ(c.http.pool.ttl, 3600s);
@@ -94,6 +95,9 @@ TEST(ConfLoad, Defaults)
     EXPECT_EQ(c.http.pool.max_jobs, 0u);
     EXPECT_EQ(c.http.pool.allocate_timeout, 60s);
     EXPECT_EQ(c.http.pool.destroy_timeout, 60s);
+    // Issue 41 item 8: a hung worker is never a permanent 503 under defaults.
+    EXPECT_EQ(c.http.pool.exec_ttl, 60s);
+    EXPECT_EQ(c.http.pool.client_gone_ttl, 10s);
 }
 
 TEST(ConfLoad, EmptySectionsKeepDefaults)

@@ -208,6 +208,58 @@ TEST(Channel, AQuietClaimLeavesTheReplyToTheExchange)
     EXPECT_TRUE(c.unexpected.empty()) << "an exit is the reaper's news, not unexpected output";
 }
 
+TEST(Channel, AReplyBeforeTheRequestWasReadIsAnEarlierRequestsOutput)
+{
+    // Issue 41 item 3: a worker answers, then writes a second answer 50 ms later while the next request
+    // already waits in its stdin. The second answer comes before the worker read that request: it cannot be
+    // its reply, and the request never ran. Once the worker has read the request, a frame is its reply.
+    for (bool worker_read_it : {false, true}) {
+        Harness c;
+        asio::readable_pipe worker_stdin(c.io);
+        asio::connect_pipe(worker_stdin, c.ch->stdin_pipe());
+        c.run();
+        ASSERT_TRUE(c.ch->claim());
+        c.ch->begin_exchange();
+        const std::string request = encode_frame(0, 0, std::array<std::uint32_t, 1>{2}, "{}");
+        ASSERT_EQ(::write(c.ch->stdin_pipe().native_handle(), request.data(), request.size()),
+                  static_cast<ssize_t>(request.size()));
+        EXPECT_TRUE(c.ch->request_unread());
+        if (worker_read_it) {
+            std::string got(request.size(), '\0');
+            ASSERT_EQ(::read(worker_stdin.native_handle(), got.data(), got.size()),
+                      static_cast<ssize_t>(got.size()));
+            EXPECT_FALSE(c.ch->request_unread());
+        }
+        auto g = c.read(error_frame);
+        EXPECT_EQ(g.ok, worker_read_it) << g.error;
+        if (worker_read_it) {
+            EXPECT_EQ(g.payload, "boom");
+            continue;
+        }
+        EXPECT_EQ(g.kind, ChannelError::premature);
+        EXPECT_NE(g.error.find("before it had read the request"), std::string::npos) << g.error;
+        EXPECT_NE(g.error.find("boom"), std::string::npos) << g.error;
+        EXPECT_TRUE(c.ch->broken());
+    }
+}
+
+TEST(Channel, ClaimReadsThePipeOfAWorkerHandedStraightOn)
+{
+    // Issue 41 item 3: a worker handed from its reply straight to the next request (no idle watch): claim()
+    // reads its pipe before the request goes out, so a second answer written after the reply never becomes
+    // the next request's.
+    Harness c;
+    c.ch->begin_exchange();
+    c.write(error_frame);
+    auto g = c.read({}, /*last=*/true);
+    ASSERT_TRUE(g.ok) << g.error;
+    EXPECT_TRUE(c.ch->claim()) << "nothing after the reply yet";
+    c.write(stop_request); // a late second answer, before the next request is written
+    EXPECT_FALSE(c.ch->claim());
+    ASSERT_EQ(c.unexpected.size(), 1u);
+    EXPECT_NE(c.unexpected[0].find("stop"), std::string::npos) << c.unexpected[0];
+}
+
 TEST(Channel, SecondReplyInTheSameReadIsLeftover)
 {
     Harness c;

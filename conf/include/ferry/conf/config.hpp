@@ -57,7 +57,12 @@ struct PoolConfig {
     // Ferry's own: workers being replaced at the same moment (rolling reset; later the supervisor); the
     // YAML's 0 (the default) is resolved to a quarter of num_workers, at least 1.
     unsigned max_recycling = 0;
-    Duration exec_ttl{0}; // supervisor.exec_ttl: 504 + kill beyond it (0 = off)
+    // supervisor.exec_ttl: 504 + kill beyond it (0 = off); 60 s by default, as nginx's fastcgi_read_timeout,
+    // so that a hung worker is never a permanent 503. A streamed response is timed until its head.
+    Duration exec_ttl = std::chrono::seconds(60);
+    // supervisor.client_gone_ttl: a request whose client left (not a stream) may run this long after, then
+    // its worker is killed and replaced (0 = until exec_ttl).
+    Duration client_gone_ttl = std::chrono::seconds(10);
     Duration exec_warn =
         std::chrono::seconds(30); // supervisor.exec_warn: log a request running longer (0 = off)
     // supervisor.*: soft limits, checked every watch_tick; a worker past one is replaced (the replacement

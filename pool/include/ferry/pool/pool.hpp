@@ -79,7 +79,12 @@ struct Options {
     std::chrono::milliseconds reset_timeout{60000};
     unsigned max_recycling = 1;                 // workers of a loop being replaced at once by a rolling reset
     std::uint32_t max_frame_payload = 1u << 30; // largest response frame accepted (1 GiB)
-    std::chrono::milliseconds exec_ttl{0}; // a request running longer gets 504, its worker killed (0 = off)
+    // A request running longer gets 504, its worker killed (0 = off). A streamed response is timed until its
+    // head (the stream itself goes on while its client reads; a client that leaves stops it).
+    std::chrono::milliseconds exec_ttl{60000};
+    // A request whose client has left (reset or closed, seen by the supervisor's tick) and that is not a
+    // streamed response may run this much longer; then its worker is killed and replaced (0 = until exec_ttl).
+    std::chrono::milliseconds client_gone_ttl{10000};
     std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
     // Soft limits (pool/src/supervisor.hpp): a worker past one is replaced, its replacement first, a busy one
     // after its request; at most max_recycling workers of a loop are being replaced at once. Checked every
@@ -92,6 +97,10 @@ struct Options {
     bool debug = false;
     // Response bodies larger than this are handed to the connection without a copy (when `budget` allows).
     std::size_t copy_body_max = 64 * 1024;
+    // A response head (status and headers, as the worker encoded them) larger than this, or with more header
+    // lines, is not relayed: 502 and a log line (nginx: "upstream sent too big header").
+    std::size_t max_response_head = 64 * 1024;
+    std::size_t max_response_headers = 1000;
     Budget *budget = nullptr; // body memory in flight, shared with the server's request bodies
 };
 
@@ -103,6 +112,7 @@ enum class Outcome {
     cancelled,      // the sink asked to stop (client gone)
     timed_out,      // the request ran longer than exec_ttl: 504, the worker is killed
     client_gone,    // the client's connection failed while the request waited for a worker: not executed
+    bad_response,   // the worker's response cannot be relayed (its head is over the limits): 502, logged
 };
 
 // A frame's bytes in a heap block that can change owner without a copy.
@@ -148,6 +158,9 @@ public:
     // connection failed meanwhile (reset), so the request is dropped. A half-closed connection is not gone:
     // it still gets its answer.
     virtual bool client_gone() { return false; }
+    // Asked by the supervisor's tick while the request runs: true once the client has closed or reset its
+    // connection (a half-close counts, as for nginx's 499). May answer a tick late.
+    virtual bool client_left() { return false; }
     // A large single-frame response that the body budget cannot hold: write it now, while the worker waits
     // (its memory is the worker's read buffer). False when the client is gone.
     virtual awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) = 0;

@@ -17,6 +17,7 @@ enum class Cause : unsigned {
     idle_ttl,     // supervisor.idle_ttl
     memory,       // supervisor.max_worker_memory
     exec_ttl,     // a request ran past supervisor.exec_ttl: killed
+    client_gone,  // its client left and the request ran client_gone_ttl longer (not a stream): killed
     reset,        // a rolling reset replaced it (watcher, SIGHUP, resetter.Reset)
     debug,        // debug: one request per worker
     worker_stop,  // the worker asked to stop instead of answering

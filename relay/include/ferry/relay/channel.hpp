@@ -4,13 +4,13 @@
 //
 // Reads happen when an exchange needs a frame. While the worker is idle (watch()) a readiness wait is
 // outstanding on stdout, so bytes that arrive while no exchange expects them (a second response, a late
-// frame, a stray echo) are reported through `on_unexpected` at once and never given to a request; before a
-// request is written to a watched worker, claim() reads the pipe once, so bytes that came while it was idle
-// but whose wait handler has not run yet are still caught (a read taken by the watch itself could not be told
-// apart from the next request's reply once that request has begun). That read is the one the idle watch
-// would otherwise have made: watching costs no system call. A busy exchange reads its reply directly (the
-// cheapest path). A worker handed from one request straight to the next is not watched in between (that read
-// would cost one per request); end_exchange(check_quiet) reads the pipe once when asked.
+// frame, a stray echo) are reported through `on_unexpected` at once and never given to a request. Before every
+// request is written, claim() reads the pipe once (EAGAIN when quiet), so bytes that came while it was idle
+// but whose wait handler has not run yet, or that a worker handed straight from its last reply to the next
+// request wrote after that reply, are caught before the request goes out. A busy exchange reads its reply
+// directly (the cheapest path); the first frame of a reply is taken only once the request has left the
+// worker's stdin (request_unread(): FIONREAD), since a worker answers only what it has read — a frame that
+// comes earlier is an earlier request's late output (ChannelError::premature), and the request never ran.
 #pragma once
 
 #include "ferry/conf/result.hpp"
@@ -37,6 +37,8 @@ enum class ChannelError {
     not_a_frame, // bytes that are not a Goridge frame (a stray echo, a PHP warning), or bytes nobody asked
                  // for
     timed_out,   // the deadline armed with arm() passed, or expire()
+    premature,   // the first frame of a reply came while the request was still unread in the worker's stdin:
+                 // output of an earlier request; the request itself never ran
 };
 
 // A whole frame in the channel's read buffer: valid until consume_frame(), end_exchange() or take_frame().
@@ -67,6 +69,8 @@ public:
     // which arrived while no request was in flight (on_unexpected is called; the channel is broken). False
     // when the channel is broken. Nothing to do (true) for a worker that is not watched.
     bool claim();
+    // True while bytes written to the worker's stdin are still unread (FIONREAD on the pipe).
+    bool request_unread();
     // An exchange (handshake or request) begins: frames are expected until end_exchange().
     void begin_exchange();
     // Waits for the next whole frame. The error says why there is none (EOF, non-frame bytes, a deadline);
@@ -125,6 +129,7 @@ private:
     std::size_t rpos_ = 0, rend_ = 0, frame_end_ = 0;
     FrameHeader hdr_;
     bool reading_ = false, direct_read_ = false, frame_ready_ = false, expecting_ = false;
+    bool first_frame_ = false; // the next frame is the first of this exchange's reply
     bool waiting_ = false; // the idle watch's readiness wait is outstanding
     ChannelError failure_ = ChannelError::none;
     std::string error_;
