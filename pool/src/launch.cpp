@@ -1,6 +1,7 @@
 #include "launch.hpp"
 
 #include "affinity.hpp"
+#include "ferry/pool/descriptors.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +35,9 @@ struct Spawn {
     // Every CPU the server may use, once its loops are pinned (spawn_affinity()): the child must not inherit
     // the launching loop's CPUs. nullptr: it inherits them (they are all of them).
     const cpu_set_t *affinity;
+    // The soft RLIMIT_NOFILE the server started with, when it raised its own (worker_descriptor_limit());
+    // rlim_cur 0: the child keeps the server's.
+    rlimit64 nofile; // prlimit64(2) takes 64-bit fields on every architecture
 };
 
 // The kernel's struct sigaction, zeroed: SIG_DFL with no flags and an empty mask on every architecture.
@@ -60,6 +65,8 @@ __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined)) 
         goto out;               // the server died before prctl
     if (s->affinity != nullptr) // best effort: where it runs until it is pinned, if ever
         ::syscall(SYS_sched_setaffinity, 0L, (long)sizeof(cpu_set_t), s->affinity);
+    if (s->nofile.rlim_cur != 0) // best effort: PHP's select() users want descriptors below 1024
+        ::syscall(SYS_prlimit64, 0L, (long)RLIMIT_NOFILE, &s->nofile, nullptr);
     // Nothing of the server's reaches PHP (the listening socket, client connections, other workers' pipes):
     // every inherited descriptor from 3 up closes at the exec, then the child's own are put in place.
     ::syscall(SYS_close_range, 3U, ~0U, (unsigned)CLOSE_RANGE_CLOEXEC);
@@ -127,8 +134,12 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
     for (const auto &e : env)
         envp.push_back(const_cast<char *>(e.c_str()));
     envp.push_back(nullptr);
-    Spawn s{exe.c_str(), argv.data(), envp.data(),     {fds[0], fds[1], fds[2], fds[3]},
-            ::getpid(),  0,           spawn_affinity()};
+    Spawn s{exe.c_str(), argv.data(), envp.data(),      {fds[0], fds[1], fds[2], fds[3]},
+            ::getpid(),  0,           spawn_affinity(), {}};
+    if (std::uint64_t soft = worker_descriptor_limit(); soft != 0) {
+        ::getrlimit64(RLIMIT_NOFILE, &s.nofile);
+        s.nofile.rlim_cur = static_cast<rlim64_t>(soft);
+    }
 
     void *stack = ::mmap(nullptr, child_stack_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

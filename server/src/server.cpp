@@ -5,6 +5,7 @@
 #include "control/control.hpp"
 #include "control/metrics.hpp"
 #include "control/status.hpp"
+#include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
 #include "handlers/handler.hpp"
@@ -135,12 +136,23 @@ awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock)
     lr->state.session_ended();
 }
 
-// After a failed accept (EMFILE and friends): back off instead of spinning. False when the acceptor closed.
+// After a failed accept (EMFILE and friends): back off instead of spinning, 100 ms as Go's net/http does; the
+// pending connections wait in the listen backlog meanwhile. Logged once per burst. False when the acceptor
+// closed.
 awaitable<bool> accept_failed(tcp::acceptor &acceptor, const error_code &ec)
 {
     if (ec == asio::error::operation_aborted || !acceptor.is_open())
         co_return false;
-    log::error("http", "accept failed: " + ec.message());
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
+        detail::descriptors_exhausted(detail::FdUser::accept, ec.value());
+    } else {
+        thread_local steady::time_point last_logged{};
+        if (const auto now = steady::now(); now - last_logged >= std::chrono::seconds(10)) {
+            last_logged = now;
+            log::error("http",
+                       "accept failed: " + ec.message() + " (retrying every 100 ms; logged every 10 s)");
+        }
+    }
     asio::steady_timer t(acceptor.get_executor());
     t.expires_after(std::chrono::milliseconds(100));
     co_await t.async_wait(nothrow);
@@ -236,6 +248,8 @@ awaitable<void> tick(LoopRuntime *lr)
         lr->ticker.expires_after(wheel.tick());
         co_await lr->ticker.async_wait(nothrow);
         log::pump();
+        if (lr->files)
+            lr->files->sweep(steady::now()); // cached files unused for a few seconds close
         if (++ticks % 4 == 0 && lr->state.loop == 0)
             detail::return_free_memory(); // malloc_trim covers every thread's arena
         wheel.advance(steady::now(), [](WheelEntry &e) {
@@ -492,6 +506,7 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
 int run(const conf::Config &cfg)
 {
     detail::configure_allocator();
+    const std::uint64_t fd_limit = detail::prepare_descriptor_limit(); // before any worker starts
     const unsigned n_loops = std::max(1u, cfg.http.io_threads);
     std::vector<std::unique_ptr<detail::Loop>> loops;
     std::vector<asio::io_context *> contexts;
@@ -586,10 +601,13 @@ int run(const conf::Config &cfg)
         return 1;
     }
     std::vector<std::unique_ptr<LoopRuntime>> loop_rts;
+    const std::size_t files_per_loop =
+        mime ? detail::static_cache_capacity(fd_limit, n_loops, cfg.http.static_files.max_open_files) : 0;
     for (unsigned i = 0; i < n_loops; ++i) {
         std::unique_ptr<detail::StaticHandler> files;
         if (mime)
-            files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime);
+            files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime,
+                                                            files_per_loop);
         auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files),
                                                 ws_pool.get(), &ws_publisher);
         if (lr->ws)

@@ -245,6 +245,51 @@ class StaticTest(unittest.TestCase):
             self.assertEqual(status, 403, path)
             self.assertNotIn(SECRET, body)
 
+    def test_symlinks_to_hidden_files_are_refused_as_the_hidden_files_are(self):
+        """The hidden-file rule holds for what a symlink resolves to, for every component of the path: a file
+        symlink to a dotfile, a directory symlink to a dot-directory, one in a subdirectory, a chain, and a
+        symlink to a name whose extension http.static.forbid refuses."""
+        pub = self.pub
+        os.symlink(".env", os.path.join(pub, "env.txt"))
+        os.symlink(".git", os.path.join(pub, "pub"))  # a directory symlink to a dot-directory
+        os.symlink(".hidden.css", os.path.join(pub, "css", "shown.css"))  # in a subdirectory
+        os.symlink("../.git/config", os.path.join(pub, "inner", "cfg.txt"))  # up and into one
+        os.symlink("env.txt", os.path.join(pub, "chain.txt"))  # chain.txt -> env.txt -> .env
+        os.symlink("pub", os.path.join(pub, "chain-dir"))  # chain-dir -> pub -> .git
+        os.symlink("script.php", os.path.join(pub, "script.txt"))  # .php is forbidden below
+        os.symlink("inner", os.path.join(pub, "in-dir"))  # an ordinary directory symlink
+        with open(os.path.join(pub, ".git", "index.html"), "wb") as f:
+            f.write(SECRET + b" git index")
+        refused = ["/env.txt", "/pub/config", "/pub/", "/pub", "/css/shown.css", "/inner/cfg.txt",
+                   "/chain.txt", "/chain-dir/config", "/chain-dir/index.html", "/script.txt"]
+        srv = self.server({"forbid": [".php"]})
+        for path in refused + ["/.env"]:
+            self.assertPhp(srv, path)  # PHP's to answer, as the direct URL of the dotfile is
+        srv.close()
+        srv = self.server({"forbid": [".php"], "on_forbidden": "403", "on_missing": "404"})
+        for path in refused + ["/.env", "/.git/config"]:
+            for method in ("GET", "HEAD"):
+                status, _, body = self.get(srv, path, method=method)
+                self.assertEqual(status, 403, (method, path, body))
+                self.assertNotIn(SECRET, body, path)
+        # Symlinks to ordinary files and directories are served as before.
+        self.assertEqual(self.get(srv, "/link-in.txt")[:3:2], (200, b"inside target\n"))
+        self.assertEqual(self.get(srv, "/in-dir/target.txt")[:3:2], (200, b"inside target\n"))
+        self.assertEqual(self.get(srv, "/notes.txt")[:3:2], (200, b"plain notes\n"))
+
+    def test_follow_symlinks_still_refuses_hidden_targets_outside_the_root(self):
+        os.makedirs(os.path.join(self.base.name, ".private"))
+        with open(os.path.join(self.base.name, ".private", "key.txt"), "wb") as f:
+            f.write(SECRET + b" private key")
+        os.symlink(os.path.join(self.base.name, ".private", "key.txt"), os.path.join(self.pub, "key.txt"))
+        os.symlink(os.path.join(self.base.name, ".private"), os.path.join(self.pub, "priv"))
+        srv = self.server({"follow_symlinks": True, "on_forbidden": "403"})
+        for path in ("/key.txt", "/priv/key.txt"):
+            status, _, body = self.get(srv, path)
+            self.assertEqual(status, 403, path)
+            self.assertNotIn(SECRET, body)
+        self.assertEqual(self.get(srv, "/link-out.txt")[2], SECRET)  # outside, not hidden: followed
+
     # ---------------------------------------------------------------- directories and fall-through
 
     def test_directory_index_and_redirect(self):

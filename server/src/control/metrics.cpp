@@ -1,6 +1,7 @@
 #include "control/metrics.hpp"
 
 #include "control/probe_server.hpp"
+#include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/version.hpp"
 #include "http/response.hpp"
@@ -166,6 +167,21 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
     return out;
 }
 
+void format_descriptor_metrics(std::string &out)
+{
+    family(out, "ferry_open_descriptors", "gauge", "File descriptors the server process has open now.");
+    sample(out, "ferry_open_descriptors", "", static_cast<double>(open_descriptors()));
+    family(out, "ferry_descriptor_limit", "gauge", "The server's soft RLIMIT_NOFILE.");
+    sample(out, "ferry_descriptor_limit", "", static_cast<double>(descriptor_soft_limit()));
+    family(out, "ferry_descriptor_exhaustion_total", "counter",
+           "accept(2) and static file opens refused for want of a descriptor (EMFILE, ENFILE): accepting "
+           "paused 100 ms, static files answered 503.");
+    sample(out, "ferry_descriptor_exhaustion_total", "where=\"accept\"",
+           static_cast<double>(descriptor_exhaustions(FdUser::accept)));
+    sample(out, "ferry_descriptor_exhaustion_total", "where=\"static\"",
+           static_cast<double>(descriptor_exhaustions(FdUser::static_files)));
+}
+
 struct MetricsServer::Impl {
     Impl(asio::io_context &io, const conf::MetricsConfig &c)
         : probe(io, c.address, "metrics.address", "metrics")
@@ -206,7 +222,8 @@ struct MetricsServer::Impl {
         Head h;
         h.status = 200;
         h.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        const std::string body = format_metrics(totals, pools, uptime);
+        std::string body = format_metrics(totals, pools, uptime);
+        format_descriptor_metrics(body);
         h.content_length = body.size();
         h.keep_alive = false;
         append_head(out, h);

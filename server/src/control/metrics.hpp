@@ -67,6 +67,9 @@ struct PoolReport {
 std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
                            double uptime_seconds);
 
+// The process's descriptors: open now, the limit, and the refusals for want of one (descriptors.hpp).
+void format_descriptor_metrics(std::string &out);
+
 class MetricsServer {
 public:
     MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg);

@@ -2,6 +2,8 @@
 
 #include "ferry/server/http_grammar.hpp"
 
+#include <algorithm>
+
 namespace ferry::server::detail {
 std::string_view target_path(std::string_view target)
 {
@@ -11,6 +13,37 @@ std::string_view target_path(std::string_view target)
         target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
     }
     return target.substr(0, target.find_first_of("?#"));
+}
+
+std::string extension_of(std::string_view path)
+{
+    auto slash = path.rfind('/');
+    std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    auto dot = name.rfind('.');
+    if (dot == std::string_view::npos || dot == 0)
+        return {};
+    std::string ext(name.substr(dot));
+    for (char &c : ext)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return ext;
+}
+
+bool extension_denied(const conf::StaticConfig &config, std::string_view path)
+{
+    const std::string ext = extension_of(path);
+    auto listed = [&ext](const std::vector<std::string> &list) {
+        return std::find(list.begin(), list.end(), ext) != list.end();
+    };
+    return listed(config.forbid) || (!config.allow.empty() && !listed(config.allow));
+}
+
+bool has_hidden_segment(std::string_view path)
+{
+    for (std::size_t i = 0; i < path.size(); ++i)
+        if (path[i] == '.' && (i == 0 || path[i - 1] == '/'))
+            return true;
+    return false;
 }
 
 namespace {

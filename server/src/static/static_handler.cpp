@@ -15,26 +15,6 @@ namespace {
 
 using Kind = StaticHandler::Decision::Kind;
 
-// ".css" of "css/site.CSS", lower-cased; "" without an extension.
-std::string extension_of(std::string_view rel)
-{
-    auto slash = rel.rfind('/');
-    std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-    auto dot = name.rfind('.');
-    if (dot == std::string_view::npos || dot == 0)
-        return {};
-    std::string ext(name.substr(dot));
-    for (char &c : ext)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return ext;
-}
-
-bool contains(const std::vector<std::string> &list, const std::string &item)
-{
-    return std::find(list.begin(), list.end(), item) != list.end();
-}
-
 void add_header(std::string &out, std::string_view name, std::string_view value)
 {
     out += name;
@@ -76,6 +56,11 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     case Kind::forbidden:
         ex.status = 403;
         append_error(ex.out, 403, "this path is not served", ex.keep_alive, head);
+        co_return done;
+    case Kind::unavailable: // the file may well exist: the server has no descriptor left to open it now
+        ex.status = 503;
+        append_error(ex.out, 503, "the server is out of file descriptors; try again shortly", ex.keep_alive,
+                     head); // with Retry-After, as every 503
         co_return done;
     case Kind::redirect: {
         std::string_view target = req.target;
@@ -199,9 +184,10 @@ int open_static_root(const std::string &dir)
     return ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime)
+StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
+                             std::size_t max_open)
     : config_(config), forbidden_status_(config.on_forbidden == "403"),
-      missing_status_(config.on_missing == "404"), cache_(root_fd, config, mime)
+      missing_status_(config.on_missing == "404"), cache_(root_fd, config, mime, max_open)
 {
     if (!config.cache_control.empty())
         add_header(extra_, "Cache-Control", config.cache_control);
@@ -270,8 +256,14 @@ StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
     if (p.kind == StaticPath::Kind::hidden)
         return fall_through(forbidden_status, Kind::forbidden);
 
+    Decision unavailable;
+    unavailable.kind = Kind::unavailable;
     FoundFile found = cache_.find(p.rel, now);
     std::string rel = std::move(p.rel);
+    if (found.kind == FoundFile::Kind::exhausted)
+        return unavailable;
+    if (found.kind == FoundFile::Kind::hidden) // a symlink to a dotfile: as that dotfile's own URL
+        return fall_through(forbidden_status, Kind::forbidden);
     if (found.kind == FoundFile::Kind::directory) {
         FoundFile index;
         std::string candidate;
@@ -280,6 +272,8 @@ StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
             index = cache_.find(candidate, now);
             if (index.kind == FoundFile::Kind::file)
                 break;
+            if (index.kind == FoundFile::Kind::exhausted)
+                return unavailable;
         }
         if (index.kind != FoundFile::Kind::file)
             return fall_through(missing_status, Kind::not_found);
@@ -301,8 +295,7 @@ StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
         return d;
     }
 
-    std::string ext = extension_of(rel);
-    if (contains(config_.forbid, ext) || (!config_.allow.empty() && !contains(config_.allow, ext)))
+    if (extension_denied(config_, rel))
         return fall_through(forbidden_status, Kind::forbidden);
 
     Decision d;

@@ -19,8 +19,10 @@ namespace ferry::server::detail {
 
 class StaticHandler final : public Handler {
 public:
-    // `root_fd`: http.static.dir opened with O_PATH | O_DIRECTORY, owned by the caller.
-    StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime);
+    // `root_fd`: http.static.dir opened with O_PATH | O_DIRECTORY, owned by the caller. `max_open`: the file
+    // cache's bound (0: http.static.max_open_files), which the server lowers under a low descriptor limit.
+    StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
+                  std::size_t max_open = 0);
     std::string_view name() const override { return "static"; }
     // Decides, and keeps the decision for take_decision(): the session asks body_sink() of the chosen
     // handler right after accepts(), with no suspension between, so a served file is looked up once.
@@ -28,7 +30,7 @@ public:
     std::unique_ptr<Connection> connect() override;
 
     struct Decision {
-        enum class Kind { php, serve, redirect, forbidden, not_found };
+        enum class Kind { php, serve, redirect, forbidden, not_found, unavailable /* no descriptor: 503 */ };
         Kind kind = Kind::php;
         std::shared_ptr<const StaticFile> file; // serve: the file, or its precompressed sibling
         std::string_view content_type;          // serve: the type of the file asked for
@@ -39,6 +41,9 @@ public:
     Decision decide(const Request &req) const;
     // The decision accepts() made for `req`, if it was the last request it saw; else decides now.
     Decision take_decision(const Request &req) const;
+    // The loop's ticker: closes the cached files unused for FileCache::inactive.
+    void sweep(FileCache::clock::time_point now) { cache_.sweep(now); }
+    std::size_t cache_capacity() const { return cache_.capacity(); }
     // Raw paths remembered as PHP's (bounded by max_open_files; for tests).
     std::size_t remembered_php_paths() const { return to_php_.size(); }
     // Header lines every file response carries (Cache-Control, http.static.response), preformatted.

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace ferry::server::detail;
@@ -206,6 +207,68 @@ TEST(FileCache, LongPathsAreLookedUpButNotKept)
     EXPECT_EQ(cache.size(), 1u);
     ::close(root);
     ::rmdir(dir);
+}
+
+TEST(FileCache, SymlinksToHiddenNamesAreHidden)
+{
+    char dir[] = "/tmp/ferry-cache-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    std::string d = dir;
+    ASSERT_EQ(::mkdir((d + "/.git").c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir((d + "/sub").c_str(), 0755), 0);
+    std::ofstream(d + "/.env") << "secret";
+    std::ofstream(d + "/.git/config") << "secret";
+    std::ofstream(d + "/sub/plain.txt") << "plain";
+    std::ofstream(d + "/app.php") << "<?php";
+    ASSERT_EQ(::symlink(".env", (d + "/env.txt").c_str()), 0);
+    ASSERT_EQ(::symlink(".git", (d + "/pub").c_str()), 0);
+    ASSERT_EQ(::symlink("../.git/config", (d + "/sub/cfg.txt").c_str()), 0);
+    ASSERT_EQ(::symlink("env.txt", (d + "/chain.txt").c_str()), 0);
+    ASSERT_EQ(::symlink("sub/plain.txt", (d + "/plain.txt").c_str()), 0);
+    ASSERT_EQ(::symlink("sub", (d + "/dir").c_str()), 0);
+    ASSERT_EQ(::symlink("app.php", (d + "/app.txt").c_str()), 0);
+    int root = ::open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(root, 0);
+    ferry::conf::StaticConfig cfg;
+    cfg.forbid = {".php"};
+    MimeTypes mime;
+    FileCache cache(root, cfg, mime);
+    const auto now = FileCache::clock::now();
+    for (const char *rel : {"env.txt", "pub", "pub/config", "sub/cfg.txt", "chain.txt", "app.txt"})
+        EXPECT_EQ(cache.find(rel, now).kind, FoundFile::Kind::hidden) << rel;
+    EXPECT_EQ(cache.find("plain.txt", now).kind, FoundFile::Kind::file);
+    EXPECT_EQ(cache.find("dir/plain.txt", now).kind, FoundFile::Kind::file);
+    EXPECT_EQ(cache.find("dir", now).kind, FoundFile::Kind::directory);
+    EXPECT_EQ(cache.find("sub/plain.txt", now).kind, FoundFile::Kind::file);
+    ::close(root);
+    EXPECT_EQ(std::system(("rm -rf " + d).c_str()), 0);
+}
+
+TEST(FileCache, UnusedEntriesAreSweptAndTheCapacityBoundsThem)
+{
+    char dir[] = "/tmp/ferry-cache-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    std::string d = dir;
+    for (const char *name : {"a", "b", "c"})
+        std::ofstream(d + "/" + name) << name;
+    int root = ::open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(root, 0);
+    ferry::conf::StaticConfig cfg; // max_open_files 1024, lowered to 2 by the descriptor budget
+    MimeTypes mime;
+    FileCache cache(root, cfg, mime, 2);
+    EXPECT_EQ(cache.capacity(), 2u);
+    const auto t0 = FileCache::clock::now();
+    ASSERT_EQ(cache.find("a", t0).kind, FoundFile::Kind::file);
+    ASSERT_EQ(cache.find("b", t0 + std::chrono::seconds(2)).kind, FoundFile::Kind::file);
+    FoundFile held = cache.find("c", t0 + std::chrono::seconds(2));
+    EXPECT_EQ(cache.size(), 2u) << "a, the least recently used, made room";
+    cache.sweep(t0 + std::chrono::seconds(4));
+    EXPECT_EQ(cache.size(), 2u) << "used 2 s ago: kept";
+    cache.sweep(t0 + std::chrono::seconds(2) + FileCache::inactive);
+    EXPECT_EQ(cache.size(), 0u) << "unused for FileCache::inactive: dropped";
+    EXPECT_GE(::fcntl(held.file->fd, F_GETFD), 0) << "whoever holds a file keeps it open";
+    ::close(root);
+    EXPECT_EQ(std::system(("rm -rf " + d).c_str()), 0);
 }
 
 TEST(StaticHandler, PathsThatGoToPhpAreRememberedWithinBounds)
