@@ -8,9 +8,10 @@ Traffic (bench/soak_traffic.py), all on 127.0.0.1: --keepalive paced keep-alive 
 clients opening a connection per request, over GET /, static files (http.static), urlencoded forms,
 multipart uploads, raw bodies past body_buffer_size (temp files) and /leak (--leak-kb kept per request);
 GET /crash (exit mid-request, 502 expected, counted apart) every --crash-every s; --chat WebSocket chat
-clients on topic "chat" (publish, read, leave and come back), one stalled receiver that never reads, --sse
-server-sent events readers of the same topic. The paced rate is --rate, or half of what --saturate-threads
-keep-alive clients get from GET / in --saturate-seconds when --rate is 0.
+clients on topic "chat" (publish, read, leave and come back), one stalled receiver that never reads (of
+"chat" and of "bulk", where --bulk-kbps are published), --sse server-sent events readers of "chat". The paced
+rate is --rate, or half of what --saturate-threads keep-alive clients get from GET / in --saturate-seconds
+when --rate is 0.
 
 Every 5 s: the ferry process's RSS (workers excluded), open descriptors, threads, temp files (named files in
 uploads.dir and in the server's TMPDIR, and descriptors ferry holds on them). Every minute a row: those
@@ -37,6 +38,7 @@ from ferry_bench import children, metrics_text, rss, serve, stop as stop_server
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1 << 20
 SAMPLE_EVERY = 5
+BULK_SIZE = 16000  # bytes per message to topic "bulk"
 
 
 def config(a, d):
@@ -186,6 +188,9 @@ def main():
     ap.add_argument("--fresh", type=int, default=2)
     ap.add_argument("--chat", type=int, default=6)
     ap.add_argument("--sse", type=int, default=3)
+    ap.add_argument("--bulk-kbps", type=float, default=192, help="KiB/s published to topic \"bulk\", which only "
+                    "the stalled receiver joined: the kernel's buffers (~3 MB) and its queue in the server "
+                    "(websockets.max_queue_bytes, 4 MB) fill within the first minute")
     ap.add_argument("--tmp", default=None, help="work directory (default: a new one, removed at the end)")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--command", default="bench/soak.sh", help="the command line written in the report")
@@ -240,6 +245,9 @@ def run(a, d, files, proc, port, mport, err_log, cfg, warmup):
     threads.append(threading.Thread(target=tr.crash_client, args=(port, stats, stop, a.crash_every)))
     threads += [threading.Thread(target=tr.chat_client, args=(port, stats, stop, c, 1.0, 30)) for c in range(a.chat)]
     threads.append(threading.Thread(target=tr.stalled_receiver, args=(port, stats, stop, 5.0)))
+    if a.bulk_kbps > 0:
+        bulk = (port, stats, stop, "bulk", BULK_SIZE / (a.bulk_kbps * 1024), 30, "bulk", BULK_SIZE)
+        threads.append(threading.Thread(target=tr.chat_client, args=bulk))
     threads += [threading.Thread(target=tr.sse_reader, args=(port, stats, stop, 40)) for _ in range(a.sse)]
     reset_log = []
     threads.append(threading.Thread(target=resetter, args=(a.bin, cfg, stop, a.reset_every, reset_log)))
@@ -247,6 +255,7 @@ def run(a, d, files, proc, port, mport, err_log, cfg, warmup):
     rows = []
     start = time.monotonic()
     for t in threads:
+        t.daemon = True  # a client stuck past the join below does not keep the driver alive
         t.start()
     last_restarts, resets_seen, minute_samples = restarts(mport), 0, []
     try:
@@ -324,8 +333,9 @@ def report(a, rows, tail, after, left_after_exit, alive, saturated, rate, warmup
                                                             f"{a.saturate_seconds:g} s)" if saturated else ""),
              f"- {a.keepalive} keep-alive and {a.fresh} new-connection HTTP clients (GET /, static files, forms, "
              f"64 KiB uploads, 200 KiB raw bodies, /leak keeping {a.leak_kb} KB); GET /crash every "
-             f"{a.crash_every:g} s; {a.chat} WebSocket chat clients (1 message/s, leave and rejoin), 1 stalled "
-             f"receiver, {a.sse} SSE readers; `ferry reset` of both pools every {a.reset_every:g} s",
+             f"{a.crash_every:g} s; {a.chat} WebSocket chat clients (1 KB messages, 1/s, leave and rejoin), "
+             f"1 stalled receiver of chat and of {a.bulk_kbps:g} KiB/s of 16 KB messages, {a.sse} SSE readers; "
+             f"`ferry reset` of both pools every {a.reset_every:g} s",
              f"- {a.workers} HTTP workers with max_worker_memory {a.limit_mb} MB, 2 WebSocket workers", "",
              "| min | ferry RSS | fds min–max | threads | temp files | req/s | non-2xx | errors | crash 502 | "
              "p50 | p99 | WS sent/recv, p99, stalled conns | SSE events | largest worker | recycled | resets |",
@@ -334,9 +344,10 @@ def report(a, rows, tail, after, left_after_exit, alive, saturated, rate, warmup
         rec = ", ".join(f"{p} {c} {v:.0f}" for (p, c), v in sorted(r["recycled"].items())) or "-"
         rs = ", ".join(f"{x[1]} {'ok' if x[2] == 0 else 'rc ' + str(x[2])} {x[3]:.1f} s" for x in r["resets"]) or "-"
         ws = r["ws"]
-        lines.append(f"| {r['minute']} | {r['rss'] / MIB:.1f} MiB | {r['fds_min']}–{r['fds_max']} | {r['threads']} | "
-                     f"{r['temp']} | {r['rate']:.0f} | {r['non2xx']} | {r['errors']} | {r['crash502']} | "
-                     f"{r['p50']:.1f} ms | {r['p99']:.1f} ms | {ws[0]}/{ws[1]}, {ws[2]:.1f} ms, {r['stalled']} | {r['sse'][0]} | "
+        lines.append(f"| {r['minute']} | {r['rss'] / MIB:.1f} MiB | {r['fds_min']}–{r['fds_max']} | "
+                     f"{r['threads']} | {r['temp']} | {r['rate']:.0f} | {r['non2xx']} | {r['errors']} | "
+                     f"{r['crash502']} | {r['p50']:.1f} ms | {r['p99']:.1f} ms | "
+                     f"{ws[0]}/{ws[1]}, {ws[2]:.1f} ms, {r['stalled']} | {r['sse'][0]} | "
                      f"{r['worker_rss'] / MIB:.0f} MiB | {rec} | {rs} |")
     verdict = []
     ok = alive
@@ -346,7 +357,8 @@ def report(a, rows, tail, after, left_after_exit, alive, saturated, rate, warmup
         ok &= abs(rss_c) <= 5 and abs(fd_c) <= 5
         verdict += [f"- RSS after warm-up ({warmup:g} min): {f0['rss'] / MIB:.1f} MiB in minute {f0['minute']}, "
                     f"{f1['rss'] / MIB:.1f} MiB in minute {f1['minute']} ({rss_c:+.1f} %): "
-                    f"{'within' if abs(rss_c) <= 5 else 'NOT within'} 5 %",
+                    f"{'within' if abs(rss_c) <= 5 else 'NOT within'} 5 % (highest minute after warm-up: "
+                    f"{max(r['rss'] for r in steady) / MIB:.1f} MiB)",
                     f"- descriptors (the minute's floor): {f0['fds_min']} in minute {f0['minute']}, {f1['fds_min']} "
                     f"in minute {f1['minute']} ({fd_c:+.1f} %): {'within' if abs(fd_c) <= 5 else 'NOT within'} 5 %; "
                     f"threads {f0['threads']} then {f1['threads']}"]

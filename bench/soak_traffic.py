@@ -1,6 +1,7 @@
 """The traffic of bench/soak.sh (driven by bench/soak_mixed.py): paced HTTP clients over a mix of routes
 (keep-alive or one connection per request), a crashing route hit now and then, WebSocket chat clients that
-come and go, one stalled WebSocket receiver that never reads, and server-sent events readers. Every client is
+come and go, one stalled WebSocket receiver that never reads (fed by a bulk publisher), and server-sent
+events readers. Every client is
 a thread that ends when `stop` is set; what they see goes into a Stats (per-minute buckets)."""
 import http.client
 import os
@@ -29,7 +30,7 @@ class Stats:
     def _fresh():
         return {"lat": [], "ok": 0, "non2xx": {}, "wrong": 0, "errors": {}, "crash502": 0, "ws_lat": [],
                 "ws_recv": 0, "ws_sent": 0, "ws_conns": 0, "ws_lost": 0, "sse_events": 0, "sse_conns": 0,
-                "sse_lost": 0, "stalled_conns": 0, "stalled_sent": 0}
+                "sse_lost": 0, "stalled_conns": 0, "stalled_sent": 0, "bulk_sent": 0}
 
     def add(self, key, n=1):
         with self.lock:
@@ -56,7 +57,7 @@ def error_name(e):
 # ---------------------------------------------------------------- HTTP
 
 LEAK_SHARE = 0.1  # of the paced requests
-CHAT_PAD = 1000  # bytes of padding per chat message: the stalled receiver's queue fills within minutes
+CHAT_PAD = 1000  # bytes of padding per chat message
 
 
 def http_routes(files, leak_kb):
@@ -223,15 +224,17 @@ def text(data):
     return frame(0x1, data.encode())
 
 
-def chat_client(port, stats, stop, cid, period, life):
-    """Joins topic "chat", publishes "<cid> <seq> <time> <padding>" every `period` s, reads everything (its own
-    messages give the delivery latency), answers pings; leaves with a close after about `life` s and
-    comes back."""
+def chat_client(port, stats, stop, cid, period, life, topic="chat", size=CHAT_PAD):
+    """Joins `topic` and publishes "<cid> <seq> <time> <padding of `size` bytes>" to it every `period` s, reads
+    everything (its own messages give the delivery latency), answers pings; leaves with a close after about
+    `life` s and comes back. topic "bulk": publishes there without joining (only the stalled receiver reads)."""
     rnd = random.Random(cid)
     seq = 0
-    pad = "p" * CHAT_PAD
+    pad = "p" * size
+    target = "/ws" if topic == "bulk" else f"/ws?topics={topic}"
+    sent = "bulk_sent" if topic == "bulk" else "ws_sent"
     while not stop.is_set():
-        ws = opened(stats, stop, "ws", lambda: ws_open(port, "/ws?topics=chat"))
+        ws = opened(stats, stop, "ws", lambda: ws_open(port, target))
         if ws is None:
             continue
         end = time.monotonic() + life * (0.5 + rnd.random())
@@ -241,8 +244,8 @@ def chat_client(port, stats, stop, cid, period, life):
                 now = time.monotonic()
                 if now >= nxt:
                     seq += 1
-                    ws.send(text(f"pub:chat:{cid} {seq} {time.monotonic():.6f} {pad}"))
-                    stats.add("ws_sent")
+                    ws.send(text(f"pub:{topic}:{cid} {seq} {time.monotonic():.6f} {pad}"))
+                    stats.add(sent)
                     nxt = now + period
                 ws.sock.settimeout(max(0.01, nxt - time.monotonic()))
                 try:
@@ -269,11 +272,12 @@ def chat_client(port, stats, stop, cid, period, life):
 
 
 def stalled_receiver(port, stats, stop, period):
-    """A WebSocket client that joins "chat" and never reads (a 4 KiB receive buffer): it only publishes to
-    a topic nobody reads, every `period` s, so the server keeps it (no idle close) while its send queue
-    fills. Reconnects when the server closes it."""
+    """A WebSocket client that joins "chat" and "bulk" and never reads (a 4 KiB receive buffer): it only
+    publishes to a topic nobody reads, every `period` s, so the server keeps it (no idle close) while the
+    kernel's buffers, then its send queue in the server (websockets.max_queue_bytes) fill. Reconnects when
+    the server closes it."""
     while not stop.is_set():
-        ws = opened(stats, stop, "stalled", lambda: ws_open(port, "/ws?topics=chat", rcvbuf=4096))
+        ws = opened(stats, stop, "stalled", lambda: ws_open(port, "/ws?topics=chat,bulk", rcvbuf=4096))
         if ws is None:
             continue
         try:
