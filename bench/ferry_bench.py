@@ -59,16 +59,16 @@ def stop(proc, timeout=30):
         proc.wait()
 
 
-def serve(binary, config, tmp):
+def serve(binary, config, tmp, env=None):
     """Starts `binary serve` with the YAML text `config` (its http and metrics addresses on port 0) in the
-    directory tmp. Returns (process, http port, metrics port or None, stderr log path); raises RuntimeError
-    with the server's stderr if it does not come up."""
+    directory tmp (`env`: its environment, default ours). Returns (process, http port, metrics port or None,
+    stderr log path); raises RuntimeError with the server's stderr if it does not come up."""
     cfg = os.path.join(tmp, "ferry.yaml")
     with open(cfg, "w") as f:
         f.write(config)
     err_path = os.path.join(tmp, "stderr.log")
     err = open(err_path, "w+")
-    proc = subprocess.Popen([binary, "serve", "-c", cfg], stdout=subprocess.PIPE, stderr=err, text=True)
+    proc = subprocess.Popen([binary, "serve", "-c", cfg], stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     port = None
     for line in proc.stdout:
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -104,3 +104,26 @@ def metrics_text(port, timeout=10):
         return c.getresponse().read().decode()
     finally:
         c.close()
+
+
+def rss(pid):
+    """The resident memory of process `pid` in bytes (/proc/PID/statm), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def children(pid):
+    """The pids whose parent is `pid` (one pass over /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out

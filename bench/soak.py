@@ -22,32 +22,11 @@ import tempfile
 import threading
 import time
 
-from ferry_bench import metrics_text, serve
+from ferry_bench import children, metrics_text, rss, serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "php", "supervised.php")
 MIB = 1 << 20
-
-
-def rss(pid):
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return 0
-
-
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
 
 
 def scrape(port):

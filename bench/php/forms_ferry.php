@@ -4,24 +4,13 @@
 //   /form    the urlencoded form the server parsed: "<number of fields> <field20>"
 //   /upload  the uploaded file "file" the server stored: "<error> <size> <size of the temp file>"
 //   else     "Hello, World!" (the readiness check)
+// (bench/php/forms_answer.php)
 declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
+require __DIR__ . '/forms_answer.php';
 
 $worker = Ferry\Worker\Worker::create();
 while (($req = $worker->waitRequest()) !== null) {
-    switch ($req->path) {
-        case '/form':
-            $form = $req->form ?? [];
-            $body = count($form) . ' ' . ($form['field20'] ?? '-');
-            break;
-        case '/upload':
-            $file = $req->uploads['file'] ?? null;
-            $body = $file === null ? 'no file'
-                : $file['error'] . ' ' . $file['size'] . ' ' . (int) @filesize($file['tmpName']);
-            break;
-        default:
-            $body = 'Hello, World!';
-    }
-    $worker->respond(200, ['Content-Type' => 'text/plain'], $body);
+    $worker->respond(200, ['Content-Type' => 'text/plain'], formsAnswer($req));
 }
