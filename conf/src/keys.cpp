@@ -17,6 +17,13 @@ std::optional<schema::Problem> one_of(const schema::Value &value, const std::str
     return schema::Problem{shown + " is not a valid value (expected " + std::string(expected) + ")", {}};
 }
 
+std::optional<schema::Problem> positive_duration(const schema::Value &value, const std::string &shown)
+{
+    if (std::get<Duration>(value).count() > 0)
+        return std::nullopt;
+    return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
+}
+
 namespace {
 
 std::optional<schema::Problem> supported_version(const schema::Value &value, const std::string &shown)

@@ -20,6 +20,10 @@ std::optional<schema::Problem> one_of(const schema::Value &value, const std::str
                                       std::initializer_list<std::string_view> allowed,
                                       std::string_view expected, bool empty_ok = false);
 
+// A duration key's check: longer than 0 (watch_tick 0 would make the supervisor spin; a first-byte timeout
+// of 0 would close every connection). keys.cpp.
+std::optional<schema::Problem> positive_duration(const schema::Value &value, const std::string &shown);
+
 const schema::Table<Config> &config();               // keys.cpp
 const schema::Table<ServerConfig> &server();         // keys_server.cpp
 const schema::Table<HttpConfig> &http();             // keys_http.cpp

@@ -10,6 +10,7 @@ const schema::Table<MetricsConfig> &metrics()
     static const Table<MetricsConfig> table{
         {
             address("address", &MetricsConfig::address),
+            duration("first_byte_timeout", &MetricsConfig::first_byte_timeout).checked(positive_duration),
         },
         {"collect"},
         nullptr,

@@ -22,14 +22,6 @@ void resolve_pool(PoolConfig &pool)
     }
 }
 
-// watch_tick 0 would make the supervisor spin.
-std::optional<schema::Problem> positive_duration(const schema::Value &value, const std::string &shown)
-{
-    if (std::get<Duration>(value).count() > 0)
-        return std::nullopt;
-    return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
-}
-
 constexpr std::string_view fork_expected = "true, false or \"php\"";
 
 std::optional<schema::Problem> fork_mode(const schema::Value &value, const std::string &shown)

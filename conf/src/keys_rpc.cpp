@@ -1,6 +1,6 @@
 // rpc: the control listener (server/src/control/; docs/protocol.md §6). RoadRunner's `listen`, and Ferry's
 // `allow_remote`: whoever reaches the listener controls the workers, so only loopback TCP addresses and unix
-// sockets are taken unless it is set.
+// sockets are taken unless it is set; and `first_byte_timeout`: idle sockets must not lock callers out.
 #include "keys.hpp"
 #include "values.hpp"
 
@@ -40,6 +40,7 @@ const schema::Table<RpcConfig> &rpc()
             string("listen", &RpcConfig::listen, "\"tcp://127.0.0.1:6001\" or \"unix:///path\"")
                 .checked(rpc_address),
             boolean("allow_remote", &RpcConfig::allow_remote),
+            duration("first_byte_timeout", &RpcConfig::first_byte_timeout).checked(positive_duration),
         },
     };
     return table;

@@ -1,5 +1,6 @@
 // status: RoadRunner's health checks (its status plugin): GET /health and /ready on `address`, answered
-// `unavailable_status_code` when the answer is no. The section's presence turns it on.
+// `unavailable_status_code` when the answer is no; Ferry's `first_byte_timeout` closes a silent connection.
+// The section's presence turns it on.
 #include "keys.hpp"
 
 namespace ferry::conf::keys {
@@ -12,6 +13,7 @@ const schema::Table<StatusConfig> &status()
             address("address", &StatusConfig::address),
             integer("unavailable_status_code", &StatusConfig::unavailable_status_code,
                     "an HTTP status code from 400 to 599", 400, 599),
+            duration("first_byte_timeout", &StatusConfig::first_byte_timeout).checked(positive_duration),
         },
         {},
         nullptr,

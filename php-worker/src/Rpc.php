@@ -115,7 +115,9 @@ final class Rpc
     {
         $socket = $this->connect();
         $seq = ++$this->seq;
-        $body = \json_encode($argument, \JSON_THROW_ON_ERROR);
+        // Unicode and slashes as they are: a message's size on the wire stays close to its own (the server's
+        // RPC frame limit follows websockets.max_message_size).
+        $body = \json_encode($argument, \JSON_UNESCAPED_UNICODE | \JSON_UNESCAPED_SLASHES | \JSON_THROW_ON_ERROR);
         $frame = Frame::pack(Frame::JSON, $method . $body, [$seq, \strlen($method)]);
         $relay = new StreamRelay($socket, $socket, $timeout ?? $this->timeout);
         try {

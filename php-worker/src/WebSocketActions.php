@@ -97,14 +97,44 @@ final class WebSocketActions
         return $this->actions === [];
     }
 
-    /** The reply body. */
+    /**
+     * The reply body. An action that cannot be encoded (a topic, id, close reason or data value that is not
+     * valid UTF-8, or a text message that is not) is left out with a line on stderr (the worker's log); the
+     * other actions go on, and the worker keeps serving: bytes a client sent must not end it.
+     */
     public function encode(): string
     {
         if ($this->actions === []) {
             return '';
         }
-        $json = \json_encode($this->actions, \JSON_UNESCAPED_SLASHES | \JSON_UNESCAPED_UNICODE | \JSON_THROW_ON_ERROR);
-        return $this->data === '' ? $json : $json . "\0" . $this->data;
+        $json = [];
+        $data = '';
+        $offset = 0;
+        foreach ($this->actions as $i => $action) {
+            $message = '';
+            if (isset($action['size'])) {
+                $message = \substr($this->data, $offset, $action['size']);
+                $offset += $action['size'];
+            }
+            try {
+                if (isset($action['size']) && empty($action['binary']) && \preg_match('//u', $message) !== 1) {
+                    throw new \JsonException('its text message is not valid UTF-8 (send bytes with binary: true)');
+                }
+                $json[] = \json_encode($action, \JSON_UNESCAPED_SLASHES | \JSON_UNESCAPED_UNICODE | \JSON_THROW_ON_ERROR);
+            } catch (\JsonException $e) {
+                self::log(\sprintf('ferry-worker: dropped WebSocket action #%d ("%s"): %s', $i + 1, $action['do'], $e->getMessage()));
+                continue;
+            }
+            $data .= $message;
+        }
+        $body = '[' . \implode(',', $json) . ']';
+        return $data === '' ? $body : $body . "\0" . $data;
+    }
+
+    private static function log(string $line): void
+    {
+        $stderr = \defined('STDERR') ? \STDERR : \fopen('php://stderr', 'wb');
+        \fwrite($stderr, $line . "\n");
     }
 
     /**

@@ -247,7 +247,7 @@ final class WebSocketTest extends TestCase
 
     public function testMessagesFollowTheNulInOrderWithMatchingSizes(): void
     {
-        $big = \random_bytes(100000);
+        $big = \bin2hex(\random_bytes(50000)); // a text message: valid UTF-8 (binary ones are any bytes)
         $binary = "\x00\xff\x00\x00\xfe\x80NUL\0inside";
         $list = [
             ['send', 'first'],
@@ -256,7 +256,7 @@ final class WebSocketTest extends TestCase
             ['publish', 'héllo wörld ✓'],
             ['send', $big],
             ['send', "\0"],
-            ['publish', "\xff"],
+            ['publish', "\u{ff}"],
         ];
         $a = new WebSocketActions();
         foreach ($list as $i => [$op, $msg]) {
@@ -346,11 +346,55 @@ final class WebSocketTest extends TestCase
         self::assertSame(['one', 'two'], self::parse($a->encode())[1]);
     }
 
-    public function testInvalidUtf8InATextFieldCannotBeEncoded(): void
+    public function testAnActionThatCannotBeEncodedIsDroppedAndLoggedTheRestGoesOn(): void
     {
-        $a = (new WebSocketActions())->data("\xc3\x28");
-        $this->expectException(\JsonException::class);
-        $a->encode();
+        // A client's bytes cut in the middle of a character end up in a data value, a topic, a close reason
+        // or a text message: that action goes, the others stay (encode() once threw and the worker died).
+        [$body, $log] = self::encodeInChild(<<<'PHP'
+            (new Ferry\Worker\WebSocketActions())
+                ->send('first')
+                ->data("\xc3\x28")
+                ->join(['ok', "bad \xff"])
+                ->send("half \xc3", to: '1.2')
+                ->send("\xff\xfe", binary: true)
+                ->close(4000, "\xe2\x82")
+                ->publish('t', 'last')
+            PHP);
+        [$actions, $messages] = self::parse($body);
+        self::assertSame(['send', 'send', 'publish'], \array_column($actions, 'do'));
+        self::assertSame(['first', "\xff\xfe", 'last'], $messages);
+        self::assertSame(4, \substr_count($log, 'ferry-worker: dropped WebSocket action'), $log);
+        self::assertStringContainsString('#2 ("data"): Malformed UTF-8', $log);
+        self::assertStringContainsString('#3 ("join")', $log);
+        self::assertStringContainsString('#4 ("send"): its text message is not valid UTF-8', $log);
+        self::assertStringContainsString('#6 ("close")', $log);
+    }
+
+    public function testOnlyBadActionsEncodeToAnEmptyList(): void
+    {
+        [$body, $log] = self::encodeInChild('(new Ferry\Worker\WebSocketActions())->data("\xff")');
+        self::assertSame('[]', $body);
+        self::assertSame([[], []], self::parse($body));
+        self::assertStringContainsString('dropped WebSocket action #1 ("data")', $log);
+    }
+
+    /**
+     * encode() of the actions the PHP expression builds, in a child PHP (its log goes to the child's stderr).
+     *
+     * @return array{string, string} the body and what was logged
+     */
+    private static function encodeInChild(string $expression): array
+    {
+        $code = 'require ' . \var_export(\dirname(__DIR__) . '/autoload.php', true) . ';'
+            . ' echo (' . $expression . ')->encode();';
+        $proc = \proc_open([\PHP_BINARY, '-r', $code], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        self::assertIsResource($proc);
+        $body = (string) \stream_get_contents($pipes[1]);
+        $log = (string) \stream_get_contents($pipes[2]);
+        \fclose($pipes[1]);
+        \fclose($pipes[2]);
+        self::assertSame(0, \proc_close($proc), $log);
+        return [$body, $log];
     }
 
     // ---------------------------------------------------------------- WebSocketEvent::fromRequest()
@@ -771,7 +815,7 @@ final class WebSocketTest extends TestCase
         self::assertCount(3, $records);
         self::assertCall($records[0], 1, 'websockets.Publish', '{"topics":["chat"],"message":"hello"}');
         self::assertSame('{"topics":["chat"],"message":"hello"}', $records[0]['arg'], 'the exact bytes');
-        self::assertCall($records[1], 2, 'websockets.Publish', \json_encode(['topics' => ['a', 'b'], 'message' => 'héllo "/"'], \JSON_THROW_ON_ERROR));
+        self::assertCall($records[1], 2, 'websockets.Publish', '{"topics":["a","b"],"message":"héllo \\"/\\""}');
         self::assertSame(['topics' => ['a', 'b'], 'message' => 'héllo "/"'], \json_decode($records[1]['arg'], true));
         self::assertCall($records[2], 3, 'websockets.Publish', '{"topics":["t"],"message":""}');
     }

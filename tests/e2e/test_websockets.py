@@ -471,6 +471,22 @@ class Workers(WsTestCase):
         self.assertTrue(self.server.wait_for_log("answered the message event with bad actions"))
 
 
+class UnencodableActions(WsTestCase):
+    """A client's text that makes the PHP handler reply with invalid UTF-8 (half a character) must not end the
+    worker: the action is dropped and logged, the rest of the reply goes on, the same worker serves on."""
+    CONFIG = dict(WS_CONFIG, websockets=dict(WS_CONFIG["websockets"], pool={"num_workers": 1}))
+
+    def test_half_a_character_drops_the_action_not_the_worker(self):
+        self.node.connect(self.url())
+        _, _, pid = self.whoami("a")
+        self.node.send("cut:\u00e9t\u00e9")  # "été": its first byte is half of "é"
+        self.assertEqual(self.node.text(), "after the cut")
+        ident, data, pid_after = self.whoami("a")
+        self.assertEqual((data, pid_after), ("", pid), "no data attached, the same worker")
+        self.assertTrue(self.server.wait_for_log('dropped WebSocket action #1 ("data")'), self.server.stderr())
+        self.assertTrue(self.server.wait_for_log('#2 ("send"): its text message is not valid UTF-8'))
+
+
 class OutOfBand(WsTestCase):
     # A unix socket in the server's directory: the CLI finds it through the same config file.
     CONFIG = dict(WS_CONFIG, rpc={"listen": "unix://ferry-rpc.sock"})

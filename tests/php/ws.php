@@ -10,6 +10,8 @@ declare(strict_types=1);
 //   sleep:<ms>           answers "slept" after it    crash                exit(1) mid-event
 //   bad                  malformed actions           data:<v>             attach <v> to the connection
 //   big:<n>              a text message of n bytes   anything else        echoed (same type)
+//   cut:<text>           the first byte of <text> as data and as a text message (half a character when
+//                        <text> starts with one: both actions dropped by encode()), then "after the cut"
 // open: ?reject=<status> refuses; ?topics=a,b joins them; ?user=<u> attaches it; a "chat" subprotocol offered
 // is chosen; ?greet=1 sends "hello <id>". Every close event is published to topic "closes" as
 // "closed <id> <code> <reason>".
@@ -126,6 +128,9 @@ while ($e = $ws->next()) {
         continue;
     } elseif (str_starts_with($m, 'data:')) {
         $a->data(substr($m, 5))->send('ok');
+    } elseif (str_starts_with($m, 'cut:')) {
+        $half = substr($m, 4, 1);
+        $a->data($half)->send($half)->send('after the cut');
     } elseif (str_starts_with($m, 'big:')) {
         $a->send(str_repeat('x', (int) substr($m, 4)));
     } else {

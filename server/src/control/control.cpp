@@ -128,7 +128,7 @@ Result<void> Control::bind()
             }(std::move(why));
         return self->reset(std::move(why), std::move(plugin));
     };
-    c.rpc = std::make_unique<RpcServer>(c.io, c.cfg.rpc, std::move(target));
+    c.rpc = std::make_unique<RpcServer>(c.io, c.cfg.rpc, std::move(target), rpc_payload_limit(c.cfg));
     return c.rpc->bind();
 }
 

@@ -83,7 +83,7 @@ std::string pool_label(const PoolReport &p)
 } // namespace
 
 std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
-                           double uptime_seconds)
+                           double uptime_seconds, const ControlClosed &control)
 {
     std::string out;
     out.reserve(8192);
@@ -164,6 +164,17 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
            "From a worker's start to its handshake done.");
     for (const auto &p : pools)
         histogram(out, "ferry_pool_worker_boot_seconds", pool_label(p), p.stats.boot_time);
+
+    family(out, "ferry_control_connections_closed_total", "counter",
+           "Connections to the control listeners (rpc, status, metrics) closed by the server: idle (the "
+           "oldest idle one, to make room for a new caller), first_byte_timeout (no byte in time), limit (a "
+           "new one refused: every slot busy).");
+    for (unsigned l = 0; l < control_listeners; ++l)
+        for (unsigned r = 0; r < close_reasons; ++r)
+            sample(out, "ferry_control_connections_closed_total",
+                   std::string("listener=\"") + listener_name(static_cast<ControlListener>(l)) +
+                       "\",reason=\"" + reason_name(static_cast<CloseReason>(r)) + "\"",
+                   static_cast<double>(control.n[l][r]));
     return out;
 }
 
@@ -184,7 +195,7 @@ void format_descriptor_metrics(std::string &out)
 
 struct MetricsServer::Impl {
     Impl(asio::io_context &io, const conf::MetricsConfig &c)
-        : probe(io, c.address, "metrics.address", "metrics")
+        : probe(io, c.address, "metrics.address", "metrics", ControlListener::metrics, c.first_byte_timeout)
     {
     }
     ProbeServer probe;
@@ -222,7 +233,7 @@ struct MetricsServer::Impl {
         Head h;
         h.status = 200;
         h.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        std::string body = format_metrics(totals, pools, uptime);
+        std::string body = format_metrics(totals, pools, uptime, control_closed());
         format_descriptor_metrics(body);
         h.content_length = body.size();
         h.keep_alive = false;

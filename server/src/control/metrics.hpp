@@ -5,6 +5,7 @@
 // summed at the scrape; the worker list is read on each loop (Pool::snapshot()).
 #pragma once
 
+#include "control/conn_slots.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
@@ -64,8 +65,9 @@ struct PoolReport {
 };
 
 // The exposition text (a pure function: unit-tested against the format).
+// `control`: the control listeners' closed connections (control/conn_slots.hpp).
 std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
-                           double uptime_seconds);
+                           double uptime_seconds, const ControlClosed &control = {});
 
 // The process's descriptors: open now, the limit, and the refusals for want of one (descriptors.hpp).
 void format_descriptor_metrics(std::string &out);

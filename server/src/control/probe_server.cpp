@@ -1,5 +1,6 @@
 #include "control/probe_server.hpp"
 
+#include "control/conn_slots.hpp"
 #include "ferry/relay/log.hpp"
 #include "http/response.hpp"
 
@@ -12,30 +13,49 @@ namespace ferry::server::detail {
 using tcp = asio::ip::tcp;
 
 struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, conf::Address a, std::string k, std::string c)
-        : io(io_), addr(std::move(a)), key(std::move(k)), component(std::move(c)), acceptor(io_)
+    Impl(asio::io_context &io_, conf::Address a, std::string k, std::string c, ControlListener which,
+         std::chrono::milliseconds first_byte)
+        : io(io_), addr(std::move(a)), key(std::move(k)), component(std::move(c)), acceptor(io_),
+          first_byte_timeout(first_byte), slots(which, max_connections, component)
     {
     }
+    static constexpr unsigned max_connections = 64;                  // probes and scrapers do not need more
+    static constexpr auto request_timeout = std::chrono::seconds(5); // from the first byte
     asio::io_context &io;
     conf::Address addr;
     std::string key, component;
     tcp::acceptor acceptor;
     Answer answer;
     bool stopped = false;
-    unsigned connections = 0;
+    std::chrono::milliseconds first_byte_timeout;
+    ConnSlots slots;
 
-    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<tcp::socket> sockp)
+    std::string peer_of(const tcp::socket &sock) const
+    {
+        error_code ec;
+        auto ep = sock.remote_endpoint(ec);
+        return ec ? component + " client" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+
+    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<tcp::socket> sockp,
+                                 std::shared_ptr<ConnSlots::Lease> lease)
     {
         tcp::socket &sock = *sockp;
-        ++self->connections;
+        const std::string peer = self->peer_of(sock);
+        // A first byte within first_byte_timeout, then the whole request within request_timeout.
+        auto fired = std::make_shared<bool>(false);
         asio::steady_timer deadline(self->io);
-        deadline.expires_after(std::chrono::seconds(5)); // a client that does not finish its request
-        deadline.async_wait([sockp](const error_code &ec) {
-            if (!ec) {
-                error_code ignored;
-                sockp->close(ignored);
-            }
-        });
+        deadline.expires_after(self->first_byte_timeout);
+        auto arm = [&deadline, sockp, fired] {
+            deadline.async_wait([sockp, fired](const error_code &ec) {
+                if (!ec) {
+                    *fired = true;
+                    error_code ignored;
+                    sockp->close(ignored);
+                }
+            });
+        };
+        arm();
         Limits limits;
         limits.max_header_size = 8 * 1024;
         limits.max_body_size = 0;
@@ -46,13 +66,22 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
             if (ev == HttpParser::Event::need_more) {
                 std::span<char> room = parser.prepare();
                 auto [ec, n] = co_await sock.async_read_some(asio::buffer(room.data(), room.size()), nothrow);
-                if (ec)
+                if (ec) {
+                    if (*fired && !lease->slot().spoke)
+                        self->slots.first_byte_timeout(peer);
                     break;
+                }
+                if (!lease->slot().spoke) {
+                    lease->spoke();
+                    if (deadline.expires_after(request_timeout) > 0) // the old wait ends, aborted
+                        arm();
+                }
                 parser.commit(n);
                 continue;
             }
             if (ev == HttpParser::Event::head)
                 continue;
+            lease->busy(true);
             if (ev == HttpParser::Event::error)
                 append_error(out, parser.error_status(), parser.error_message(), false, false);
             else
@@ -63,7 +92,6 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
             break;
         }
         deadline.cancel();
-        --self->connections;
         co_return;
     }
 
@@ -79,17 +107,28 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
                 co_await t.async_wait(nothrow);
                 continue;
             }
-            if (self->connections >= 64)
-                continue; // probes and scrapers do not need more; `sock` closes
-            asio::co_spawn(self->io, serve(self, std::make_shared<tcp::socket>(std::move(sock))),
+            const std::string peer = self->peer_of(sock);
+            auto sockp = std::make_shared<tcp::socket>(std::move(sock));
+            std::weak_ptr<tcp::socket> weak = sockp;
+            std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
+                if (auto s = weak.lock()) {
+                    error_code ignored;
+                    s->close(ignored);
+                }
+            });
+            if (!lease)
+                continue; // every slot busy answering: counted and logged; `sockp` closes
+            asio::co_spawn(self->io, serve(self, std::move(sockp), std::move(lease)),
                            log_exceptions{self->component.c_str()});
         }
         co_return;
     }
 };
 
-ProbeServer::ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component)
-    : impl_(std::make_shared<Impl>(io, std::move(address), std::move(key), std::move(component)))
+ProbeServer::ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component,
+                         ControlListener which, std::chrono::milliseconds first_byte_timeout)
+    : impl_(std::make_shared<Impl>(io, std::move(address), std::move(key), std::move(component), which,
+                                   first_byte_timeout))
 {
 }
 

@@ -1,14 +1,18 @@
 // A small HTTP listener for probes and scrapers (internal to server/): the status endpoints and /metrics.
 // One request per connection, parsed by the server's own HTTP parser, answered by a coroutine, then the
-// connection closes; a client that does not finish its request within 5 s is dropped, at most 64 at once.
+// connection closes. A client that sends no byte within first_byte_timeout, or does not finish its request
+// within 5 s of its first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a
+// new one (control/conn_slots.hpp).
 // Runs on the loop it is given (loops[0]).
 #pragma once
 
+#include "control/conn_slots.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/conf/result.hpp"
 #include "ferry/relay/io.hpp"
 #include "ferry/server/http_parser.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,7 +25,8 @@ public:
     using Answer = std::function<awaitable<void>(std::string &out, const Request &req)>;
 
     // `key` names the address in errors ("status.address"); `component` is the log's.
-    ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component);
+    ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component,
+                ControlListener which, std::chrono::milliseconds first_byte_timeout);
     ~ProbeServer();
     ProbeServer(const ProbeServer &) = delete;
     ProbeServer &operator=(const ProbeServer &) = delete;

@@ -25,6 +25,10 @@ struct RpcParse {
     std::size_t needed = relay::header_size; // need_more: bytes wanted in all; ok: the frame's size
     RpcMessage message;                      // ok
     std::string error;                       // error: why the bytes are not an RPC frame
+    // error: the frame is well formed but its payload is over `max_payload` ("RPC frame of N bytes is over
+    // the M-byte limit"); `needed` is its whole size, `message` has its sequence and, when it was there, its
+    // method name, so that the caller can be answered and the frame skipped.
+    bool too_large = false;
 };
 
 // One frame from the front of `in`, payload at most `max_payload` bytes.

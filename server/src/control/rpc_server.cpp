@@ -1,5 +1,6 @@
 #include "rpc_server.hpp"
 
+#include "conn_slots.hpp"
 #include "ferry/relay/log.hpp"
 #include "rpc_frame.hpp"
 
@@ -11,6 +12,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -34,9 +36,10 @@ Result<std::string> ok(std::string s)
     return Result<std::string>(boost::system::in_place_value, std::move(s));
 }
 
-constexpr std::size_t max_rpc_payload = 1 << 20;         // an argument is a plugin name; a MiB is plenty
-constexpr auto frame_timeout = std::chrono::seconds(10); // to finish a frame once it began
+constexpr auto frame_timeout = std::chrono::seconds(10); // a frame that began goes on within this
 constexpr unsigned max_connections = 64;
+constexpr const char *too_large_hint =
+    " (the limit follows websockets.max_message_size: twice it and 64 KiB, at least 1 MiB)";
 constexpr const char *methods_known =
     "resetter.List, resetter.Reset, informer.List, informer.Workers, ferry.Stop";
 
@@ -100,6 +103,16 @@ Result<std::string> plugin_arg(std::string_view arg)
 
 } // namespace
 
+std::size_t rpc_payload_limit(const conf::Config &cfg)
+{
+    // websockets.Publish / Send carry a message as JSON text (PHP's json_encode escapes non-ASCII as \uXXXX
+    // unless told not to) or base64: twice the message and room for the rest of the call.
+    std::size_t limit = 1 << 20;
+    if (cfg.websockets.enabled)
+        limit = std::max<std::size_t>(limit, 2 * cfg.websockets.max_message_size + 64 * 1024);
+    return std::min<std::size_t>(limit, 0xFFFFFFFFu); // a Goridge length is 32 bits
+}
+
 awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg)
 {
     if (method == "resetter.List" || method == "informer.List")
@@ -160,8 +173,8 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
 }
 
 struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, const conf::RpcConfig &c, RpcTarget t)
-        : io(io_), cfg(c), target(std::move(t)), tcp_acceptor(io_), unix_acceptor(io_)
+    Impl(asio::io_context &io_, const conf::RpcConfig &c, RpcTarget t, std::size_t max)
+        : io(io_), cfg(c), target(std::move(t)), tcp_acceptor(io_), unix_acceptor(io_), max_payload(max)
     {
     }
     asio::io_context &io;
@@ -170,7 +183,8 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     tcp::acceptor tcp_acceptor;
     unix_socket::acceptor unix_acceptor;
     std::string address, unix_path;
-    unsigned connections = 0;
+    std::size_t max_payload;
+    ConnSlots slots{ControlListener::rpc, max_connections, "rpc"};
     bool stopped = false;
 
     // ---- one connection -----------------------------------------------------------------------
@@ -182,25 +196,38 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     };
 
     template <typename Socket>
-    static awaitable<void> session(std::shared_ptr<Impl> self, std::shared_ptr<Socket> sock, std::string peer)
+    static awaitable<void> session(std::shared_ptr<Impl> self, std::shared_ptr<Socket> sock, std::string peer,
+                                   std::shared_ptr<ConnSlots::Lease> lease)
     {
-        ++self->connections;
-        struct Count {
-            Impl &i;
-            ~Count() { --i.connections; }
-        } count{*self};
         std::string buf;
-        char chunk[4096];
+        std::size_t skip = 0; // bytes of an over-size frame still to read past
         asio::steady_timer watchdog(self->io);
         auto watch = std::make_shared<Watch<Socket>>();
         watch->sock = sock;
         for (;;) {
-            RpcParse p = parse_rpc(buf, max_rpc_payload);
+            RpcParse p;
+            if (skip == 0)
+                p = parse_rpc(buf, self->max_payload);
+            if (p.status == relay::DecodeStatus::error && p.too_large) {
+                // The caller learns why; the connection goes on after the frame.
+                log::warn("rpc", peer + ": " + p.error + "; answered with that error");
+                const std::string reply =
+                    encode_rpc(relay::flag::codec_json | relay::flag::error, p.message.seq,
+                               p.message.method.empty() ? "?" : p.message.method, p.error + too_large_hint);
+                auto [wec, wn] = co_await asio::async_write(*sock, asio::buffer(reply), nothrow);
+                if (wec)
+                    co_return;
+                const std::size_t here = std::min(buf.size(), p.needed);
+                skip = p.needed - here;
+                buf.erase(0, here);
+                continue;
+            }
             if (p.status == relay::DecodeStatus::error) {
                 log::warn("rpc", peer + ": not an RPC frame (" + p.error + "); closing the connection");
                 co_return;
             }
             if (p.status == relay::DecodeStatus::ok) {
+                lease->busy(true); // answering: not a connection to close for a new caller
                 buf.erase(0, p.needed);
                 RpcMessage &m = p.message;
                 std::string reply;
@@ -224,9 +251,21 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
                     co_return;
                 continue;
             }
-            if (!buf.empty()) { // a frame began: it must be whole within frame_timeout
+            // Waiting for bytes, between calls or in a frame: the slot may be taken for a new caller (a
+            // client trickling a frame must not hold it; one that sends its call at once is rarely the
+            // oldest).
+            const bool in_frame = !buf.empty() || skip > 0;
+            if (in_frame)
+                lease->slot().busy = false; // idle since the frame began
+            else
+                lease->busy(false); // idle since now
+            if (!in_frame && buf.capacity() > 64 * 1024)
+                buf = std::string(); // a large call's buffer is not kept while idle
+            const bool silent = !lease->slot().spoke;
+            if (in_frame || silent) { // a frame must go on within frame_timeout; a first byte come in time
                 const std::uint64_t g = ++watch->gen;
-                watchdog.expires_after(frame_timeout);
+                watchdog.expires_after(in_frame ? std::chrono::milliseconds(frame_timeout)
+                                                : self->cfg.first_byte_timeout);
                 watchdog.async_wait([watch, g](error_code ec) {
                     if (!ec && watch->gen == g) {
                         watch->fired = true;
@@ -235,18 +274,32 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
                     }
                 });
             }
-            auto [ec, n] = co_await sock->async_read_some(asio::buffer(chunk), nothrow);
+            // Read into the buffer itself: up to what the frame still needs (a large call in few reads), at
+            // most 1 MiB more at a time (a frame's length alone allocates nothing).
+            const std::size_t old = buf.size();
+            const std::size_t wanted = skip > 0 ? skip : (p.needed > old ? p.needed - old : 0);
+            const std::size_t room = std::clamp<std::size_t>(wanted, 4096, 1 << 20);
+            buf.resize(old + room);
+            auto [ec, n] = co_await sock->async_read_some(asio::buffer(buf.data() + old, room), nothrow);
+            buf.resize(old + (ec ? 0 : n));
             ++watch->gen; // whatever the timer does now is stale
             watchdog.cancel();
             if (ec) {
-                if (watch->fired)
+                if (watch->fired && silent && !in_frame)
+                    self->slots.first_byte_timeout(peer);
+                else if (watch->fired)
                     log::warn("rpc", peer + ": half a frame for " + std::to_string(frame_timeout.count()) +
                                          " s; closing the connection");
-                else if (!buf.empty())
+                else if (in_frame)
                     log::warn("rpc", peer + ": closed in the middle of a frame");
                 co_return;
             }
-            buf.append(chunk, n);
+            lease->spoke();
+            if (skip > 0) {
+                const std::size_t past = std::min(n, skip);
+                skip -= past;
+                buf.erase(old, past);
+            }
         }
     }
 
@@ -267,12 +320,17 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
                 if (!pe)
                     peer = ep.address().to_string() + ":" + std::to_string(ep.port());
             }
-            if (self->connections >= max_connections) {
-                log::warn("rpc", peer + ": " + std::to_string(max_connections) +
-                                     " RPC connections are open already; closing this one");
-                continue;
-            }
-            asio::co_spawn(self->io, session<Socket>(self, sock, peer), log_exceptions{"rpc session"});
+            std::weak_ptr<Socket> weak = sock;
+            std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
+                if (auto s = weak.lock()) {
+                    error_code ignored;
+                    s->close(ignored);
+                }
+            });
+            if (!lease)
+                continue; // counted and logged; `sock` closes
+            asio::co_spawn(self->io, session<Socket>(self, sock, peer, std::move(lease)),
+                           log_exceptions{"rpc session"});
         }
     }
 
@@ -347,8 +405,9 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-RpcServer::RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target)
-    : impl_(std::make_shared<Impl>(io, config, std::move(target)))
+RpcServer::RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target,
+                     std::size_t max_payload)
+    : impl_(std::make_shared<Impl>(io, config, std::move(target), max_payload))
 {
 }
 

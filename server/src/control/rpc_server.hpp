@@ -1,9 +1,11 @@
 // The RPC listener (docs/protocol.md §6; rpc.listen): RoadRunner's methods resetter.List, resetter.Reset,
 // informer.List and informer.Workers with RoadRunner's field names, plus ferry.Stop, JSON-encoded, over
 // tcp://host:port or unix://path. One coroutine per connection, calls answered in order; a frame that is not
-// an RPC frame is logged and its connection closed. Whoever reaches the listener controls the workers: a unix
-// socket is made mode 0600, and a TCP address other than loopback needs rpc.allow_remote (and is warned
-// about).
+// an RPC frame is logged and its connection closed, one over the size limit (rpc_payload_limit) is answered
+// with an error naming both sizes and skipped. At most 64 connections (control/conn_slots.hpp: a silent one
+// is closed after rpc.first_byte_timeout, the oldest idle one makes room for a new caller). Whoever reaches
+// the listener controls the workers: a unix socket is made mode 0600, and a TCP address other than loopback
+// needs rpc.allow_remote (and is warned about).
 #pragma once
 
 #include "ferry/conf/config.hpp"
@@ -32,12 +34,17 @@ struct RpcTarget {
         extension;
 };
 
+// The largest call payload taken: 1 MiB, or with websockets twice websockets.max_message_size and 64 KiB
+// (a publish carries its message as JSON text or base64).
+std::size_t rpc_payload_limit(const conf::Config &cfg);
+
 // One call: the result as JSON, or the error message. Exposed for tests.
 awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg);
 
 class RpcServer {
 public:
-    RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target);
+    RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target,
+              std::size_t max_payload = 1 << 20);
     ~RpcServer();
     RpcServer(const RpcServer &) = delete;
     RpcServer &operator=(const RpcServer &) = delete;

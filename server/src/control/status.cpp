@@ -33,7 +33,8 @@ std::vector<std::string> plugins_of(std::string_view target)
 
 struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
     Impl(asio::io_context &io, const conf::StatusConfig &c)
-        : cfg(c), probe(io, c.address, "status.address", "status")
+        : cfg(c),
+          probe(io, c.address, "status.address", "status", ControlListener::status, c.first_byte_timeout)
     {
     }
     conf::StatusConfig cfg;

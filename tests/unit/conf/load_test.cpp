@@ -108,6 +108,23 @@ TEST(ConfLoad, EmptySectionsKeepDefaults)
     EXPECT_EQ(r.config.http.pool.num_workers, cpus());
 }
 
+TEST(ConfLoad, ControlListenersFirstByteTimeout)
+{
+    // Ferry's own: 5 s by default on the three control listeners, each set on its own.
+    const Config d = load(minimal + "rpc:\n  listen: tcp://127.0.0.1:6001\nstatus: {}\nmetrics: {}\n").config;
+    EXPECT_EQ(d.rpc.first_byte_timeout, 5s);
+    EXPECT_EQ(d.status.first_byte_timeout, 5s);
+    EXPECT_EQ(d.metrics.first_byte_timeout, 5s);
+    const Config c = load(minimal + "rpc:\n  first_byte_timeout: 2s\nstatus:\n  first_byte_timeout: 300ms\n"
+                                    "metrics:\n  first_byte_timeout: 1m\n")
+                         .config;
+    EXPECT_EQ(c.rpc.first_byte_timeout, 2s);
+    EXPECT_EQ(c.status.first_byte_timeout, 300ms);
+    EXPECT_EQ(c.metrics.first_byte_timeout, 60s);
+    // and back through the dump
+    EXPECT_EQ(load(ferry::conf::dump(c)).config.status.first_byte_timeout, 300ms);
+}
+
 TEST(ConfLoad, NumWorkersZeroMeansCpus)
 {
     EXPECT_EQ(load(minimal + "http:\n  pool:\n    num_workers: 0\n").config.http.pool.num_workers, cpus());

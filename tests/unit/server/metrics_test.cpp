@@ -93,7 +93,11 @@ TEST(Metrics, ExpositionFormat)
     p.workers.back().state = "working";
     p.workers.back().rss = 12345678;
     p.workers.back().jobs = 7;
-    const Parsed m = parse(format_metrics(t, {p}, 12.5));
+    ControlClosed closed;
+    closed.n[static_cast<unsigned>(ControlListener::rpc)][static_cast<unsigned>(CloseReason::idle)] = 6;
+    closed.n[static_cast<unsigned>(ControlListener::status)]
+            [static_cast<unsigned>(CloseReason::first_byte_timeout)] = 2;
+    const Parsed m = parse(format_metrics(t, {p}, 12.5, closed));
 
     for (const auto &[name, type] : m.types)
         EXPECT_EQ(m.helps.at(name), 1) << name;
@@ -125,4 +129,12 @@ TEST(Metrics, ExpositionFormat)
         << "the stop is not a restart";
     EXPECT_EQ(m.samples.at("ferry_pool_worker_boot_seconds_count{pool=\"http\"}"), 5);
     EXPECT_EQ(m.samples.at("ferry_uptime_seconds"), 12.5);
+    EXPECT_EQ(m.types.at("ferry_control_connections_closed_total"), "counter");
+    EXPECT_EQ(m.samples.at("ferry_control_connections_closed_total{listener=\"rpc\",reason=\"idle\"}"), 6);
+    EXPECT_EQ(
+        m.samples.at(
+            "ferry_control_connections_closed_total{listener=\"status\",reason=\"first_byte_timeout\"}"),
+        2);
+    EXPECT_EQ(m.samples.at("ferry_control_connections_closed_total{listener=\"metrics\",reason=\"limit\"}"),
+              0);
 }

@@ -1,4 +1,5 @@
 #include "control/rpc_frame.hpp"
+#include "control/rpc_server.hpp"
 
 #include <gtest/gtest.h>
 
@@ -57,4 +58,45 @@ TEST(RpcFrame, MalformedFramesAreErrorsThatSayWhy)
     std::string bad_crc = encode_rpc(relay::flag::codec_json, 1, "m", "1");
     bad_crc[7] ^= 0x55;
     EXPECT_EQ(parse_rpc(bad_crc, 1 << 20).status, relay::DecodeStatus::error);
+}
+
+TEST(RpcFrame, AnOverSizeFrameIsAnRpcFrameThatSaysBothSizes)
+{
+    // An over-size call is still answered: its sequence and method name are read, its length is told.
+    const std::string f =
+        encode_rpc(relay::flag::codec_json, 9, "websockets.Publish", std::string(2000, 'x'));
+    auto p = parse_rpc(std::string_view(f).substr(0, 12 + 8 + 5), 1000);
+    EXPECT_EQ(p.status, relay::DecodeStatus::need_more) << "the method name is waited for";
+    EXPECT_EQ(p.needed, 12u + 8u + 18u);
+    p = parse_rpc(std::string_view(f).substr(0, 12 + 8 + 18), 1000);
+    ASSERT_EQ(p.status, relay::DecodeStatus::error);
+    EXPECT_TRUE(p.too_large);
+    EXPECT_EQ(p.error, "RPC frame of 2018 bytes is over the 1000-byte limit");
+    EXPECT_EQ(p.message.seq, 9u);
+    EXPECT_EQ(p.message.method, "websockets.Publish");
+    EXPECT_EQ(p.needed, f.size()) << "the whole frame, to be skipped";
+    // a method name longer than 256 bytes is not waited for
+    const std::string g =
+        encode_rpc(relay::flag::codec_json, 3, std::string(300, 'm'), std::string(2000, 'x'));
+    p = parse_rpc(std::string_view(g).substr(0, 20), 1000);
+    EXPECT_TRUE(p.too_large);
+    EXPECT_EQ(p.message.seq, 3u);
+    EXPECT_EQ(p.message.method, "");
+    // at the limit it is taken
+    const std::string h = encode_rpc(relay::flag::codec_json, 1, "m", std::string(999, 'x'));
+    EXPECT_EQ(parse_rpc(h, 1000).status, relay::DecodeStatus::ok);
+    // not an RPC frame stays that
+    EXPECT_FALSE(parse_rpc("GET / HTTP/1.1\r\n\r\n", 1000).too_large);
+}
+
+TEST(RpcFrame, PayloadLimitFollowsWebsocketsMaxMessageSize)
+{
+    ferry::conf::Config cfg;
+    EXPECT_EQ(rpc_payload_limit(cfg), 1u << 20) << "no websockets: 1 MiB";
+    cfg.websockets.enabled = true;
+    EXPECT_EQ(rpc_payload_limit(cfg), 2u * (16u << 20) + (64u << 10)) << "16 MiB messages by default";
+    cfg.websockets.max_message_size = 100;
+    EXPECT_EQ(rpc_payload_limit(cfg), 1u << 20) << "at least 1 MiB";
+    cfg.websockets.max_message_size = std::uint64_t(1) << 40;
+    EXPECT_EQ(rpc_payload_limit(cfg), 0xFFFFFFFFu) << "a Goridge length is 32 bits";
 }

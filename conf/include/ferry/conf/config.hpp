@@ -154,6 +154,9 @@ struct HttpConfig {
 struct RpcConfig {
     std::string listen;        // "tcp://127.0.0.1:6001" or "unix:///run/ferry.sock"; "" = none
     bool allow_remote = false; // Ferry's own: listen on an address other than loopback (warned)
+    // Ferry's own: a connection that sends no byte within this is closed (idle sockets must not hold the
+    // listener's 64 slots; when they are all taken, the oldest idle connection is closed for a new one).
+    Duration first_byte_timeout = std::chrono::seconds(5);
 
     friend bool operator==(const RpcConfig &, const RpcConfig &) = default;
 };
@@ -220,6 +223,7 @@ struct StatusConfig {
     bool enabled = false;
     Address address{"127.0.0.1", 2114};
     int unavailable_status_code = 503; // what /health and /ready answer when the answer is no
+    Duration first_byte_timeout = std::chrono::seconds(5); // Ferry's own, as rpc.first_byte_timeout
 
     friend bool operator==(const StatusConfig &, const StatusConfig &) = default;
 };
@@ -243,6 +247,7 @@ struct LogsConfig {
 struct MetricsConfig {
     bool enabled = false;
     Address address{"127.0.0.1", 2112};
+    Duration first_byte_timeout = std::chrono::seconds(5); // Ferry's own, as rpc.first_byte_timeout
 
     friend bool operator==(const MetricsConfig &, const MetricsConfig &) = default;
 };
