@@ -87,8 +87,9 @@ struct Runtime {
     std::vector<std::unique_ptr<LoopRuntime>> &loops;
     detail::Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
     pool::Pool &pool;
-    pool::Pool *ws_pool;    // websockets workers (null: no websockets section)
-    const detail::ws::WsBudgets *ws_budgets = nullptr; // their memory budgets (null: no websockets section)
+    pool::Pool *ws_pool; // websockets workers (null: no websockets section)
+    // Their server-wide memory budgets (null: no websockets section).
+    const detail::ws::WsBudgets *ws_budgets = nullptr;
     tcp::acceptor acceptor; // handoff
     asio::signal_set signals;
     bool stop_requested = false;              // SIGTERM/SIGINT seen
@@ -523,7 +524,8 @@ int run(const conf::Config &cfg)
     detail::ws::WsBudgets ws_budgets(cfg.websockets);
     if (cfg.websockets.enabled && cfg.websockets.max_assembly_memory != 0 &&
         cfg.websockets.max_assembly_memory < cfg.websockets.max_message_size)
-        log::warn("ws", "websockets.max_assembly_memory (" + std::to_string(cfg.websockets.max_assembly_memory) +
+        log::warn("ws", "websockets.max_assembly_memory (" +
+                            std::to_string(cfg.websockets.max_assembly_memory) +
                             " bytes) is below max_message_size (" +
                             std::to_string(cfg.websockets.max_message_size) +
                             "): a message that large arriving in parts can never be received");

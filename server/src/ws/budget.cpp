@@ -12,12 +12,12 @@ void WsBudgets::report(Kind kind, const std::string &line)
         message_timeouts.fetch_add(1, std::memory_order_relaxed);
     else
         refusals[kind].fetch_add(1, std::memory_order_relaxed);
-    const std::int64_t now =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
     std::int64_t next = next_log_ns_[kind].load(std::memory_order_relaxed);
-    if (now < next || !next_log_ns_[kind].compare_exchange_strong(next, now + 1'000'000'000,
-                                                                  std::memory_order_relaxed)) {
+    if (now < next ||
+        !next_log_ns_[kind].compare_exchange_strong(next, now + 1'000'000'000, std::memory_order_relaxed)) {
         unlogged_[kind].fetch_add(1, std::memory_order_relaxed);
         return;
     }

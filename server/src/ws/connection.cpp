@@ -273,11 +273,11 @@ bool WsConn::handle(const Parsed &r)
         if (parser_.refused_by_budget()) {
             const auto &b = loop_.budgets.assembly;
             loop_.budgets.report(WsBudgets::kind_assembly,
-                                 remote_ + ": connection " + format_id(id_) + ": a message received in part (" +
-                                     std::to_string(parser_.memory()) + " bytes held) cannot grow: " +
-                                     std::to_string(b.used()) + " of websockets.max_assembly_memory (" +
-                                     std::to_string(b.limit()) + " bytes) in use; closing with " +
-                                     std::to_string(r.error_code));
+                                 remote_ + ": connection " + format_id(id_) +
+                                     ": a message received in part (" + std::to_string(parser_.memory()) +
+                                     " bytes held) cannot grow: " + std::to_string(b.used()) +
+                                     " of websockets.max_assembly_memory (" + std::to_string(b.limit()) +
+                                     " bytes) in use; closing with " + std::to_string(r.error_code));
             abort_with(r.error_code, r.error);
         } else {
             fail(r.error_code, r.error);
@@ -412,12 +412,13 @@ void WsConn::on_timeout()
     if (cfg.message_timeout.count() > 0 && msg_since_ != steady::time_point{} && !paused_ &&
         now >= msg_since_ + cfg.message_timeout) {
         // Pings and pongs do not help: only the end of the message would.
-        loop_.budgets.report(WsBudgets::kind_message_timeout,
-                             remote_ + ": connection " + format_id(id_) + ": a message begun " +
-                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - msg_since_)
-                                                    .count()) +
-                                 " ms ago is not complete (websockets.message_timeout: " +
-                                 std::to_string(cfg.message_timeout.count()) + " ms); closing with 1008");
+        loop_.budgets.report(
+            WsBudgets::kind_message_timeout,
+            remote_ + ": connection " + format_id(id_) + ": a message begun " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - msg_since_).count()) +
+                " ms ago is not complete (websockets.message_timeout: " +
+                std::to_string(cfg.message_timeout.count()) + " ms); closing with 1008");
         abort_with(close_status::policy, "message timeout");
         return;
     }

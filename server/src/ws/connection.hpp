@@ -140,7 +140,7 @@ private:
     void on_readable(const error_code &ec);
     void on_timeout();
     bool feed(std::span<char> data); // parses what was read; false: stop reading
-    bool handle(const Parsed &r);     // false: stop reading
+    bool handle(const Parsed &r);    // false: stop reading
     void queue_event(Ev e);
     void fail(std::uint16_t code, std::string_view why);
     void abort_with(std::uint16_t code, std::string_view why); // our close frame (if not sent), then end()

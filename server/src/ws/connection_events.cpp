@@ -1,5 +1,5 @@
-// WsConn's events for PHP: queued per connection, run one at a time on a coroutine that exists while there are
-// events; a worker's actions applied (docs/architecture.md, "WebSockets").
+// WsConn's events for PHP: queued per connection, run one at a time on a coroutine that exists while there
+// are events; a worker's actions applied (docs/architecture.md, "WebSockets").
 #include "ws/connection.hpp"
 
 #include "ferry/relay/log.hpp"

@@ -1,5 +1,5 @@
-// WsConn's writing side: the send queue, its limits and overflow policy, the one writer (docs/architecture.md,
-// "WebSockets").
+// WsConn's writing side: the send queue, its limits and overflow policy, the one writer
+// (docs/architecture.md, "WebSockets").
 #include "ws/connection.hpp"
 
 #include "ferry/relay/log.hpp"
@@ -92,7 +92,8 @@ void WsConn::push(Out o)
             return;
         }
         std::size_t dropped = 0;
-        for (std::size_t i = first; i < queue_.size() && (over_queue() || !(taken = budget.try_take(size)));) {
+        for (std::size_t i = first;
+             i < queue_.size() && (over_queue() || !(taken = budget.try_take(size)));) {
             if (queue_[i].control) {
                 ++i;
                 continue;

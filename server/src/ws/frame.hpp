@@ -107,7 +107,7 @@ private:
     // Only while a message or a control frame spans frames or reads (made then, freed by release_memory()).
     struct Partial {
         std::vector<char> msg; // the message so far (a vector: reserve() gives the exact capacity)
-        std::string ctl; // a control frame's payload (<= 125 bytes)
+        std::string ctl;       // a control frame's payload (<= 125 bytes)
     };
     Partial &part();
 

@@ -169,9 +169,11 @@ TEST(ConfLoad, WebsocketBudgetsAndMessageTimeout)
     EXPECT_EQ(c.websockets.max_send_queue_memory, 0u); // no limit
     EXPECT_EQ(c.websockets.message_timeout, std::chrono::milliseconds(1500));
     // A bare number is bytes; a bad value names the key and its line.
-    EXPECT_EQ(load(minimal + "websockets:\n  max_assembly_memory: 4096\n").config.websockets.max_assembly_memory,
-              4096u);
-    const std::string e = error_of("websockets:\n  max_send_queue_memory: lots\n", {"server.command=php w.php"});
+    EXPECT_EQ(
+        load(minimal + "websockets:\n  max_assembly_memory: 4096\n").config.websockets.max_assembly_memory,
+        4096u);
+    const std::string e =
+        error_of("websockets:\n  max_send_queue_memory: lots\n", {"server.command=php w.php"});
     EXPECT_TRUE(contains(e, ".rr.yaml:2:")) << e;
     EXPECT_TRUE(contains(e, "websockets.max_send_queue_memory")) << e;
     const std::string t = error_of("websockets:\n  message_timeout: soon\n", {"server.command=php w.php"});
