@@ -50,12 +50,12 @@ using detail::WheelEntry;
 struct LoopRuntime {
     LoopRuntime(detail::Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, pool::Budget &b,
                 std::unique_ptr<detail::StaticHandler> static_files, pool::Pool *ws_pool,
-                detail::ws::Publisher *publisher)
+                detail::ws::Publisher *publisher, detail::ws::WsBudgets *ws_budgets)
         : io(io_), state(io_, c, b, router), files(std::move(static_files)), php(state, p), ticker(io_)
     {
         state.loop = index;
         if (ws_pool) {
-            ws = std::make_unique<detail::ws::WsLoop>(state, c.websockets, *ws_pool, *publisher);
+            ws = std::make_unique<detail::ws::WsLoop>(state, c.websockets, *ws_pool, *publisher, *ws_budgets);
             if (!c.websockets.sse_path.empty())
                 ws->hub.keep_history(static_cast<std::size_t>(c.websockets.sse_history),
                                      static_cast<std::size_t>(c.websockets.max_queue_bytes));
@@ -88,7 +88,9 @@ struct Runtime {
     std::vector<std::unique_ptr<LoopRuntime>> &loops;
     detail::Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
     pool::Pool &pool;
-    pool::Pool *ws_pool;    // websockets workers (null: no websockets section)
+    pool::Pool *ws_pool; // websockets workers (null: no websockets section)
+    // Their server-wide memory budgets (null: no websockets section).
+    const detail::ws::WsBudgets *ws_budgets = nullptr;
     tcp::acceptor acceptor; // handoff
     asio::signal_set signals;
     bool stop_requested = false;              // SIGTERM/SIGINT seen
@@ -398,7 +400,7 @@ awaitable<void> lifecycle(Runtime *rt)
         std::vector<const detail::HttpStats *> stats;
         for (auto &l : rt->loops)
             stats.push_back(&l->state.http_stats);
-        rt->metrics->run(std::move(stats), rt->pool, rt->ws_pool);
+        rt->metrics->run(std::move(stats), rt->pool, rt->ws_pool, rt->ws_budgets);
     }
     // The log line first: whoever waits for the stdout line (scripts, the tests) finds it logged already.
     log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
@@ -534,6 +536,15 @@ int run(const conf::Config &cfg)
     // websockets: the cross-loop delivery of its topics, which RPC publishes go through too.
     detail::Broadcast<detail::ws::Delivery> ws_broadcast;
     detail::ws::LocalPublisher ws_publisher(ws_broadcast);
+    // websockets: the server-wide memory budgets, shared by every loop (they outlive the connections).
+    detail::ws::WsBudgets ws_budgets(cfg.websockets);
+    if (cfg.websockets.enabled && cfg.websockets.max_assembly_memory != 0 &&
+        cfg.websockets.max_assembly_memory < cfg.websockets.max_message_size)
+        log::warn("ws", "websockets.max_assembly_memory (" +
+                            std::to_string(cfg.websockets.max_assembly_memory) +
+                            " bytes) is below max_message_size (" +
+                            std::to_string(cfg.websockets.max_message_size) +
+                            "): a message that large arriving in parts can never be received");
     if (cfg.websockets.enabled)
         control.set_rpc_extension([&ws_publisher, sse = !cfg.websockets.sse_path.empty()](
                                       std::string_view method, std::string_view arg) {
@@ -609,7 +620,7 @@ int run(const conf::Config &cfg)
             files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime,
                                                             files_per_loop);
         auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files),
-                                                ws_pool.get(), &ws_publisher);
+                                                ws_pool.get(), &ws_publisher, &ws_budgets);
         if (lr->ws)
             ws_broadcast.add_loop(
                 loops[i]->get_executor(),
@@ -622,6 +633,8 @@ int run(const conf::Config &cfg)
         loop_rts.push_back(std::move(lr));
     }
     Runtime rt(loop_rts, pool, ws_pool.get());
+    if (ws_pool)
+        rt.ws_budgets = &ws_budgets;
     rt.control = &control;
     std::optional<detail::StatusServer> status;
     if (cfg.status.enabled) {

@@ -5,6 +5,7 @@
 #include "ferry/relay/log.hpp"
 #include "ferry/version.hpp"
 #include "http/response.hpp"
+#include "ws/budget.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -80,10 +81,51 @@ std::string pool_label(const PoolReport &p)
     return "pool=\"" + p.name + "\"";
 }
 
+void ws_budget_metrics(std::string &out, const WsBudgetReport &ws)
+{
+    family(out, "ferry_websocket_assembly_bytes", "gauge",
+           "Bytes held now by client messages received in part (websockets.max_assembly_memory).");
+    sample(out, "ferry_websocket_assembly_bytes", "", static_cast<double>(ws.assembly_bytes));
+    family(out, "ferry_websocket_send_queue_bytes", "gauge",
+           "Bytes waiting now in send queues, a frame counted in each queue that holds it "
+           "(websockets.max_send_queue_memory).");
+    sample(out, "ferry_websocket_send_queue_bytes", "", static_cast<double>(ws.send_queue_bytes));
+    family(out, "ferry_websocket_budget_limit_bytes", "gauge",
+           "The server-wide WebSocket memory budgets (0: no limit).");
+    sample(out, "ferry_websocket_budget_limit_bytes", "budget=\"assembly\"",
+           static_cast<double>(ws.assembly_limit));
+    sample(out, "ferry_websocket_budget_limit_bytes", "budget=\"send_queue\"",
+           static_cast<double>(ws.send_queue_limit));
+    family(out, "ferry_websocket_budget_refusals_total", "counter",
+           "Times a server-wide WebSocket budget was full: a connection closed (assembly: 1009; send_queue "
+           "with overflow close: 1008) or its oldest queued messages dropped (send_queue, drop_oldest).");
+    sample(out, "ferry_websocket_budget_refusals_total", "budget=\"assembly\"",
+           static_cast<double>(ws.assembly_refusals));
+    sample(out, "ferry_websocket_budget_refusals_total", "budget=\"send_queue\"",
+           static_cast<double>(ws.send_queue_refusals));
+    family(out, "ferry_websocket_message_timeouts_total", "counter",
+           "Connections closed with 1008 because a message begun was not complete within "
+           "websockets.message_timeout.");
+    sample(out, "ferry_websocket_message_timeouts_total", "", static_cast<double>(ws.message_timeouts));
+}
+
 } // namespace
 
+WsBudgetReport read_ws_budgets(const ws::WsBudgets &b)
+{
+    WsBudgetReport r;
+    r.assembly_bytes = b.assembly.used();
+    r.assembly_limit = b.assembly.limit();
+    r.send_queue_bytes = b.send_queue.used();
+    r.send_queue_limit = b.send_queue.limit();
+    r.assembly_refusals = b.refusals[ws::WsBudgets::kind_assembly].load(std::memory_order_relaxed);
+    r.send_queue_refusals = b.refusals[ws::WsBudgets::kind_send_queue].load(std::memory_order_relaxed);
+    r.message_timeouts = b.message_timeouts.load(std::memory_order_relaxed);
+    return r;
+}
+
 std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
-                           double uptime_seconds, const ControlClosed &control)
+                           double uptime_seconds, const ControlClosed &control, const WsBudgetReport *ws)
 {
     std::string out;
     out.reserve(8192);
@@ -175,6 +217,8 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
                    std::string("listener=\"") + listener_name(static_cast<ControlListener>(l)) +
                        "\",reason=\"" + reason_name(static_cast<CloseReason>(r)) + "\"",
                    static_cast<double>(control.n[l][r]));
+    if (ws)
+        ws_budget_metrics(out, *ws);
     return out;
 }
 
@@ -201,6 +245,7 @@ struct MetricsServer::Impl {
     ProbeServer probe;
     std::vector<const HttpStats *> loops;
     pool::Pool *http = nullptr, *ws = nullptr;
+    const ws::WsBudgets *ws_budgets = nullptr;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
     awaitable<void> answer(std::string &out, const Request &req)
@@ -233,7 +278,11 @@ struct MetricsServer::Impl {
         Head h;
         h.status = 200;
         h.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        std::string body = format_metrics(totals, pools, uptime, control_closed());
+        WsBudgetReport budgets;
+        if (ws_budgets)
+            budgets = read_ws_budgets(*ws_budgets);
+        std::string body =
+            format_metrics(totals, pools, uptime, control_closed(), ws_budgets ? &budgets : nullptr);
         format_descriptor_metrics(body);
         h.content_length = body.size();
         h.keep_alive = false;
@@ -255,11 +304,13 @@ Result<void> MetricsServer::bind()
     return impl_->probe.bind();
 }
 
-void MetricsServer::run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws)
+void MetricsServer::run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws,
+                        const ws::WsBudgets *ws_budgets)
 {
     impl_->loops = std::move(loops);
     impl_->http = &http;
     impl_->ws = ws;
+    impl_->ws_budgets = ws_budgets;
     log::info("metrics", "Prometheus metrics on http://" + address() + "/metrics");
     impl_->probe.run(
         [self = impl_.get()](std::string &out, const Request &req) { return self->answer(out, req); });

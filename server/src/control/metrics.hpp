@@ -1,8 +1,9 @@
 // RoadRunner's metrics plugin (metrics.address; internal to server/): GET /metrics in Prometheus text format
 // (version 0.0.4): HTTP requests by status class, their duration and response bytes; per pool the queue
 // (depth now, wait histogram), workers by state, each worker's RSS and jobs, jobs done, worker exits by
-// cause, boot time. Counters are per loop, written by their loop's thread only (no read-modify-write) and
-// summed at the scrape; the worker list is read on each loop (Pool::snapshot()).
+// cause, boot time; with websockets, the server-wide budgets (bytes held, refusals, message timeouts).
+// Counters are per loop, written by their loop's thread only (no read-modify-write) and summed at the
+// scrape (the WebSocket budgets are shared atomics); the worker list is read on each loop (Pool::snapshot()).
 #pragma once
 
 #include "control/conn_slots.hpp"
@@ -19,6 +20,10 @@
 #include <vector>
 
 namespace ferry::server::detail {
+
+namespace ws {
+struct WsBudgets;
+}
 
 // One loop's HTTP requests (SharedState::http_stats).
 class HttpStats {
@@ -64,10 +69,20 @@ struct PoolReport {
     std::vector<pool::WorkerInfo> workers;
 };
 
+// The WebSocket connections' server-wide budgets (ws/budget.hpp), read at the scrape.
+struct WsBudgetReport {
+    std::uint64_t assembly_bytes = 0, assembly_limit = 0;     // limit 0: none
+    std::uint64_t send_queue_bytes = 0, send_queue_limit = 0; // limit 0: none
+    std::uint64_t assembly_refusals = 0, send_queue_refusals = 0, message_timeouts = 0;
+};
+WsBudgetReport read_ws_budgets(const ws::WsBudgets &b);
+
 // The exposition text (a pure function: unit-tested against the format).
-// `control`: the control listeners' closed connections (control/conn_slots.hpp).
+// `control`: the control listeners' closed connections (control/conn_slots.hpp); `ws`: null without
+// websockets.
 std::string format_metrics(const HttpStats::Totals &http, const std::vector<PoolReport> &pools,
-                           double uptime_seconds, const ControlClosed &control = {});
+                           double uptime_seconds, const ControlClosed &control = {},
+                           const WsBudgetReport *ws = nullptr);
 
 // The process's descriptors: open now, the limit, and the refusals for want of one (descriptors.hpp).
 void format_descriptor_metrics(std::string &out);
@@ -81,8 +96,9 @@ public:
 
     // Binds metrics.address; the error names the key.
     Result<void> bind();
-    // Answers until stop(), on loops[0]. `ws` may be null.
-    void run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws);
+    // Answers until stop(), on loops[0]. `ws` and `ws_budgets` may be null.
+    void run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws,
+             const ws::WsBudgets *ws_budgets = nullptr);
     void stop();
     std::string address() const;
 

@@ -1,18 +1,17 @@
+// WsConn: its life (made, read, timed, ended) and what a loop's connections share. Its writing side is in
+// connection_write.cpp, its events for PHP in connection_events.cpp (docs/architecture.md, "WebSockets").
 #include "ws/connection.hpp"
 
 #include "ferry/relay/log.hpp"
 #include "shared_state.hpp"
-#include "ws/actions.hpp"
 
 #include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 namespace ferry::server::detail::ws {
 namespace {
@@ -20,8 +19,6 @@ namespace {
 constexpr std::size_t scratch_size = 64 * 1024;
 constexpr unsigned reads_per_wakeup = 4;             // then the loop's other connections get their turn
 constexpr auto close_wait = std::chrono::seconds(2); // for the client's close frame, or its FIN
-// Events for PHP beyond these stop the reading of this connection until the worker catches up.
-constexpr std::size_t max_events = 64;
 
 } // namespace
 
@@ -74,7 +71,7 @@ void WsLoop::close_all()
 
 WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse)
     : loop_(loop), socket_(std::move(socket)), id_(id), remote_(std::move(remote)),
-      parser_(Limits{loop.cfg.max_message_size, false})
+      parser_(Limits{loop.cfg.max_message_size, false, &loop.budgets.assembly})
 {
     sse_ = sse;
     conn_.self = this;
@@ -88,6 +85,8 @@ WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remo
 
 WsConn::~WsConn()
 {
+    if (busy_)
+        loop_.budgets.send_queue.give(busy_->queued_bytes);
     if (registered_in_hub_)
         loop_.hub.remove(this);
     loop_.st.connections.wheel.remove(conn_);
@@ -126,27 +125,13 @@ void WsConn::release_busy()
         busy_.reset();
 }
 
-void WsConn::drop_queue()
-{
-    if (!busy_)
-        return;
-    std::vector<Out>().swap(busy_->queue);
-    busy_->head = busy_->queued_bytes = 0;
-    release_busy();
-}
-
 void WsConn::start(std::string_view early)
 {
     if (!early.empty()) {
         // Bytes that came with the handshake: parsed from a copy (the parser unmasks in place).
         std::string copy(early);
-        std::span<char> data(copy.data(), copy.size());
-        while (!data.empty() && !dead_) {
-            Parsed r = parser_.parse(data);
-            data = data.subspan(r.consumed);
-            if (r.event == Event::need_more || !handle(r))
-                break;
-        }
+        last_rx_ = steady::now();
+        feed({copy.data(), copy.size()});
     }
     schedule();
     arm_read();
@@ -203,15 +188,7 @@ void WsConn::on_readable(const error_code &ec)
         ping_out_ = false;
         if (ended_)
             continue; // lingering: what the client still sends is dropped
-        std::span<char> data(loop_.scratch.data(), static_cast<std::size_t>(n));
-        bool go_on = true;
-        while (!data.empty() && go_on) {
-            Parsed r = parser_.parse(data);
-            data = data.subspan(r.consumed);
-            if (r.event == Event::need_more)
-                break;
-            go_on = handle(r);
-        }
+        const bool go_on = feed({loop_.scratch.data(), static_cast<std::size_t>(n)});
         if (!go_on || static_cast<std::size_t>(n) < loop_.scratch.size())
             break;
     }
@@ -221,6 +198,28 @@ void WsConn::on_readable(const error_code &ec)
         parser_.release_memory(); // between messages a connection holds no parser buffer
     schedule();
     arm_read();
+}
+
+bool WsConn::feed(std::span<char> data)
+{
+    bool go_on = true;
+    while (!data.empty() && go_on && !ended_) {
+        Parsed r = parser_.parse(data);
+        data = data.subspan(r.consumed);
+        if (r.event == Event::need_more)
+            break;
+        // A message ended, or a control frame came outside a message: what follows is timed anew. A
+        // control frame between the fragments of a message does not restart its time.
+        if (r.event != Event::error && !parser_.in_message())
+            msg_since_ = {};
+        go_on = handle(r);
+    }
+    // websockets.message_timeout counts from the read that left a message (or frame) in part.
+    if (ended_ || parser_.idle())
+        msg_since_ = {};
+    else if (msg_since_ == steady::time_point{})
+        msg_since_ = last_rx_;
+    return go_on && !ended_;
 }
 
 bool WsConn::handle(const Parsed &r)
@@ -271,7 +270,18 @@ bool WsConn::handle(const Parsed &r)
         return false;
     }
     case Event::error:
-        fail(r.error_code, r.error);
+        if (parser_.refused_by_budget()) {
+            const auto &b = loop_.budgets.assembly;
+            loop_.budgets.report(WsBudgets::kind_assembly,
+                                 remote_ + ": connection " + format_id(id_) +
+                                     ": a message received in part (" + std::to_string(parser_.memory()) +
+                                     " bytes held) cannot grow: " + std::to_string(b.used()) +
+                                     " of websockets.max_assembly_memory (" + std::to_string(b.limit()) +
+                                     " bytes) in use; closing with " + std::to_string(r.error_code));
+            abort_with(r.error_code, r.error);
+        } else {
+            fail(r.error_code, r.error);
+        }
         return false;
     }
     return false;
@@ -282,6 +292,11 @@ void WsConn::fail(std::uint16_t code, std::string_view why)
     ++loop_.stats.protocol_errors;
     log::info("ws", remote_ + ": connection " + format_id(id_) + ": " + std::string(why) + ", closing with " +
                         std::to_string(code));
+    abort_with(code, why);
+}
+
+void WsConn::abort_with(std::uint16_t code, std::string_view why)
+{
     if (!close_sent_) {
         close_sent_ = true;
         push(Out{std::make_shared<const std::string>(encode_close(code, why)), 0, true});
@@ -313,6 +328,8 @@ void WsConn::end(std::uint16_t code, std::string_view reason)
         return;
     ended_ = true;
     close_deadline_ = steady::now() + close_wait;
+    parser_.discard(); // a message received in part is given up: its memory goes back at once
+    msg_since_ = {};
     if (registered_in_hub_) {
         // Not now: end() may run inside the Hub's delivery loop over a topic's members. Until then
         // push() takes no message (ended_).
@@ -363,7 +380,7 @@ void WsConn::finish()
     error_code ec;
     socket_.close(ec);
     drop_queue();
-    parser_.release_memory();
+    parser_.discard();
 }
 
 void WsConn::on_timeout()
@@ -390,6 +407,19 @@ void WsConn::on_timeout()
             push(Out{heartbeat, 0, true});
         }
         schedule();
+        return;
+    }
+    if (cfg.message_timeout.count() > 0 && msg_since_ != steady::time_point{} && !paused_ &&
+        now >= msg_since_ + cfg.message_timeout) {
+        // Pings and pongs do not help: only the end of the message would.
+        loop_.budgets.report(
+            WsBudgets::kind_message_timeout,
+            remote_ + ": connection " + format_id(id_) + ": a message begun " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - msg_since_).count()) +
+                " ms ago is not complete (websockets.message_timeout: " +
+                std::to_string(cfg.message_timeout.count()) + " ms); closing with 1008");
+        abort_with(close_status::policy, "message timeout");
         return;
     }
     if (cfg.ping_interval.count() > 0 && !ping_out_ && now >= last_rx_ + cfg.ping_interval) {
@@ -421,157 +451,13 @@ void WsConn::schedule()
             at = last_rx_ + cfg.ping_interval;
         if (cfg.idle_timeout.count() > 0)
             at = std::min(at, last_rx_ + cfg.idle_timeout);
+        if (cfg.message_timeout.count() > 0 && msg_since_ != steady::time_point{} && !paused_)
+            at = std::min(at, msg_since_ + cfg.message_timeout);
     }
     if (at == steady::time_point::max())
         loop_.st.connections.wheel.cancel(conn_);
     else
         loop_.st.connections.wheel.schedule(conn_, at);
-}
-
-void WsConn::send(const std::shared_ptr<const std::string> &frame)
-{
-    push(Out{frame, 0, false});
-}
-
-void WsConn::send_own(const Delivery &d)
-{
-    if (const auto &bytes = sse_ ? d.sse : d.frame)
-        send(bytes);
-}
-
-bool WsConn::sse_enabled() const
-{
-    return !loop_.cfg.sse_path.empty();
-}
-
-void WsConn::push(Out o)
-{
-    if (dead_ || (ended_ && !o.control))
-        return;
-    if (close_sent_ && !o.control)
-        return;
-    const auto &cfg = loop_.cfg;
-    const std::size_t size = o.frame->size();
-    Busy &b = busy();
-    auto &queue_ = b.queue;
-    auto &head_ = b.head;
-    auto &queued_bytes_ = b.queued_bytes;
-    auto pending = [&b] { return b.queue.size() - b.head; };
-    if (!o.control && pending() > 0 &&
-        (pending() >= cfg.max_queue_messages || queued_bytes_ + size > cfg.max_queue_bytes)) {
-        // The first waiting entry may be half written: it stays (a frame is never cut).
-        std::size_t first = head_ + (queue_[head_].offset > 0 ? 1 : 0);
-        if (cfg.overflow == "close") {
-            ++loop_.stats.overflow_closes;
-            log_once("send queue full (" + std::to_string(pending()) + " messages, " +
-                     std::to_string(queued_bytes_) + " bytes): closing with 1008");
-            for (std::size_t i = first; i < queue_.size(); ++i)
-                queued_bytes_ -= queue_[i].frame->size();
-            queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(first), queue_.end());
-            close_sent_ = true;
-            push(Out{
-                std::make_shared<const std::string>(encode_close(close_status::policy, "send queue full")), 0,
-                true});
-            end(close_status::policy, "send queue full");
-            return;
-        }
-        std::size_t dropped = 0;
-        for (std::size_t i = first; i < queue_.size() && (pending() >= cfg.max_queue_messages ||
-                                                          queued_bytes_ + size > cfg.max_queue_bytes);) {
-            if (queue_[i].control) {
-                ++i;
-                continue;
-            }
-            queued_bytes_ -= queue_[i].frame->size();
-            queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
-            ++dropped;
-        }
-        loop_.stats.dropped += dropped;
-        if (dropped > 0)
-            log_once("send queue full: dropping the oldest messages (the client reads too slowly)");
-    }
-    queued_bytes_ += size - o.offset;
-    queue_.push_back(std::move(o));
-    if (!writing_)
-        flush();
-}
-
-void WsConn::flush()
-{
-    if (dead_)
-        return;
-    if (!busy_)
-        return;
-    const int fd = socket_.native_handle();
-    auto &queue_ = busy_->queue;
-    auto &head_ = busy_->head;
-    auto &queued_bytes_ = busy_->queued_bytes;
-    while (queue_.size() > head_) {
-        std::array<iovec, 16> iov;
-        int n = 0;
-        for (std::size_t i = head_; i < queue_.size() && n < static_cast<int>(iov.size()); ++i, ++n) {
-            const Out &o = queue_[i];
-            iov[static_cast<std::size_t>(n)].iov_base = const_cast<char *>(o.frame->data() + o.offset);
-            iov[static_cast<std::size_t>(n)].iov_len = o.frame->size() - o.offset;
-        }
-        ssize_t w = ::writev(fd, iov.data(), n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            arm_write();
-            return;
-        }
-        if (w < 0) {
-            // The client is gone: nothing queued can reach it.
-            lingering_ = true;
-            drop_queue();
-            if (!ended_)
-                end(close_status::abnormal, {});
-            finish();
-            return;
-        }
-        auto left = static_cast<std::size_t>(w);
-        queued_bytes_ -= left;
-        while (left > 0) {
-            Out &o = queue_[head_];
-            std::size_t rest = o.frame->size() - o.offset;
-            if (left >= rest) {
-                left -= rest;
-                o.frame.reset();
-                ++head_;
-            } else {
-                o.offset += left;
-                left = 0;
-            }
-        }
-    }
-    // Drained: the queue's memory goes back (an idle connection holds none).
-    std::vector<Out>().swap(queue_);
-    head_ = 0;
-    queued_bytes_ = 0;
-    release_busy();
-    if (ended_)
-        shutdown_socket();
-}
-
-void WsConn::arm_write()
-{
-    writing_ = true;
-    socket_.async_wait(tcp::socket::wait_write,
-                       asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
-                                            [self = shared_from_this()](const error_code &ec) {
-                                                self->writing_ = false;
-                                                if (self->dead_)
-                                                    return;
-                                                if (ec && ec != asio::error::operation_aborted) {
-                                                    self->lingering_ = true;
-                                                    if (!self->ended_)
-                                                        self->end(close_status::abnormal, {});
-                                                    self->finish();
-                                                    return;
-                                                }
-                                                self->flush();
-                                            }));
 }
 
 void WsConn::drain()
@@ -585,159 +471,6 @@ void WsConn::log_once(std::string_view what)
         return;
     overflow_logged_ = true;
     log::warn("ws", remote_ + ": connection " + format_id(id_) + ": " + std::string(what));
-}
-
-void WsConn::queue_event(Ev e)
-{
-    Busy &b = busy();
-    b.event_bytes += e.payload.size();
-    b.events.push_back(std::move(e));
-    if (b.events.size() >= max_events || b.event_bytes > loop_.cfg.max_message_size)
-        paused_ = true; // the worker is behind: stop reading until it catches up
-    if (!pumping_) {
-        pumping_ = true;
-        asio::co_spawn(socket_.get_executor(), pump(shared_from_this()), log_exceptions{"ws events"});
-    }
-}
-
-awaitable<void> WsConn::pump(std::shared_ptr<WsConn> self)
-{
-    while (self->busy_ && !self->busy_->events.empty()) {
-        Busy &b = *self->busy_;
-        Ev e = std::move(b.events.front());
-        b.events.erase(b.events.begin());
-        b.event_bytes -= e.payload.size();
-        if (self->paused_ && b.events.size() < max_events / 2 &&
-            b.event_bytes <= self->loop_.cfg.max_message_size / 2) {
-            self->paused_ = false;
-            self->arm_read();
-        }
-        co_await self->run_event(e);
-    }
-    if (self->busy_)
-        std::vector<Ev>().swap(self->busy_->events);
-    self->pumping_ = false;
-    self->release_busy();
-    co_return;
-}
-
-awaitable<void> WsConn::run_event(Ev &e)
-{
-    relay::RequestContext ctx;
-    ctx.remote_addr = remote_;
-    ctx.protocol = "HTTP/1.1";
-    ctx.method = "POST";
-    ctx.uri = "http://" + loop_.st.default_host + (sse_ ? loop_.cfg.sse_path : loop_.cfg.path);
-    ctx.attributes.reserve(5);
-    ctx.attributes.emplace_back("ferry.ws.event", e.close ? "close" : "message");
-    ctx.attributes.emplace_back("ferry.ws.id", format_id(id_));
-    ctx.attributes.emplace_back("ferry.ws.data", data_);
-    if (sse_)
-        ctx.attributes.emplace_back("ferry.ws.transport", "sse");
-    if (e.close) {
-        ctx.attributes.emplace_back("ferry.ws.code", std::to_string(e.code));
-        ctx.attributes.emplace_back("ferry.ws.reason", e.payload);
-    } else {
-        ctx.attributes.emplace_back("ferry.ws.type", e.binary ? "binary" : "text");
-    }
-    pool::BodyRef body;
-    if (!e.close) {
-        body.memory = e.payload;
-        body.size = e.payload.size();
-    }
-    std::string out;
-    pool::Reply reply = co_await loop_.pool.exec(ctx, body, out, nullptr, loop_.st.loop);
-    if (reply.outcome != pool::Outcome::ok) {
-        log::warn("ws", "connection " + format_id(id_) + ": the " + (e.close ? "close" : "message") +
-                            " event failed: " + reply.message);
-        if (!e.close)
-            close(close_status::internal, "internal error");
-        co_return;
-    }
-    auto actions = parse_actions(out);
-    if (!actions) {
-        log::error("ws", "connection " + format_id(id_) + ": worker " + std::to_string(reply.worker_pid) +
-                             " answered the " + (e.close ? "close" : "message") +
-                             " event with bad actions: " + actions.error().message);
-        if (!e.close)
-            close(close_status::internal, "internal error");
-        co_return;
-    }
-    apply(*actions);
-    co_return;
-}
-
-void WsConn::apply(const std::vector<Action> &actions)
-{
-    for (const Action &a : actions) {
-        const Opcode op = a.binary ? Opcode::binary : Opcode::text;
-        switch (a.op) {
-        case Op::send: {
-            auto d = std::make_shared<Delivery>();
-            d->kind = Delivery::Kind::send;
-            d->frame = make_frame(op, a.payload);
-            if (sse_enabled())
-                prepare_sse(*d, a.payload, a.binary, false);
-            for (const auto &t : a.targets) {
-                std::uint64_t target = t == "self" ? id_ : parse_id(t);
-                if (target == id_)
-                    send_own(*d);
-                else if (target != 0)
-                    d->ids.push_back(target);
-            }
-            if (a.to_self)
-                send_own(*d);
-            if (!d->ids.empty())
-                loop_.publisher.publish(std::move(d));
-            break;
-        }
-        case Op::publish: {
-            auto d = std::make_shared<Delivery>();
-            d->kind = Delivery::Kind::publish;
-            d->topics = a.targets;
-            d->exclude = a.exclude_self ? id_ : 0;
-            d->frame = make_frame(op, a.payload);
-            if (sse_enabled())
-                prepare_sse(*d, a.payload, a.binary);
-            loop_.publisher.publish(std::move(d));
-            break;
-        }
-        case Op::join:
-            if (registered_in_hub_)
-                for (const auto &t : a.targets)
-                    loop_.hub.join(this, t);
-            break;
-        case Op::leave:
-            if (registered_in_hub_)
-                for (const auto &t : a.targets)
-                    loop_.hub.leave(this, t);
-            break;
-        case Op::close: {
-            std::vector<std::uint64_t> others;
-            for (const auto &t : a.targets) {
-                std::uint64_t target = t == "self" ? id_ : parse_id(t);
-                if (target == id_)
-                    close(a.code, a.reason);
-                else if (target != 0)
-                    others.push_back(target);
-            }
-            if (a.to_self)
-                close(a.code, a.reason);
-            if (!others.empty()) {
-                auto d = std::make_shared<Delivery>();
-                d->kind = Delivery::Kind::close;
-                d->ids = std::move(others);
-                d->code = a.code;
-                d->reason = a.reason;
-                loop_.publisher.publish(std::move(d));
-            }
-            break;
-        }
-        case Op::data:
-            data_ = a.value;
-            break;
-        }
-    }
 }
 
 } // namespace ferry::server::detail::ws

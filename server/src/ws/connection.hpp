@@ -9,6 +9,7 @@
 #include "ferry/conf/config.hpp"
 #include "ferry/pool/pool.hpp"
 #include "transport/transport.hpp"
+#include "ws/budget.hpp"
 #include "ws/frame.hpp"
 #include "ws/hub.hpp"
 #include "ws/slab.hpp"
@@ -41,14 +42,15 @@ struct WsStats {
 
 // What one loop's WebSocket connections share.
 struct WsLoop {
-    WsLoop(SharedState &s, const conf::WebsocketsConfig &c, pool::Pool &p, Publisher &pub)
-        : st(s), cfg(c), pool(p), publisher(pub)
+    WsLoop(SharedState &s, const conf::WebsocketsConfig &c, pool::Pool &p, Publisher &pub, WsBudgets &b)
+        : st(s), cfg(c), pool(p), publisher(pub), budgets(b)
     {
     }
     SharedState &st;
     const conf::WebsocketsConfig &cfg;
     pool::Pool &pool; // the websockets workers
     Publisher &publisher;
+    WsBudgets &budgets; // server-wide: messages received in part, send queues
     Hub hub;
     Slab slab;                 // the connections and their pending waits (slab.hpp says why)
     std::vector<char> scratch; // every connection of the loop reads into it (64 KiB, made at the first read)
@@ -106,6 +108,9 @@ public:
     std::size_t memory() const;
 
 private:
+    // Events for PHP beyond these stop the reading of this connection until the worker catches up.
+    static constexpr std::size_t max_events = 64;
+
     struct Out {
         std::shared_ptr<const std::string> frame;
         std::size_t offset; // bytes of it already written
@@ -129,13 +134,16 @@ private:
     std::size_t pending_out() const;
     void release_busy();
     void drop_queue();
+    void unqueue(std::size_t n); // n bytes left the send queue (and the server-wide budget)
 
     void arm_read();
     void on_readable(const error_code &ec);
     void on_timeout();
-    bool handle(const Parsed &r); // false: stop reading
+    bool feed(std::span<char> data); // parses what was read; false: stop reading
+    bool handle(const Parsed &r);    // false: stop reading
     void queue_event(Ev e);
     void fail(std::uint16_t code, std::string_view why);
+    void abort_with(std::uint16_t code, std::string_view why); // our close frame (if not sent), then end()
     void push(Out o);
     void flush();
     void arm_write();
@@ -162,6 +170,7 @@ private:
     std::vector<Hub::Membership> memberships_;
     std::unique_ptr<Busy> busy_;
     steady::time_point last_rx_, close_deadline_;
+    steady::time_point msg_since_{}; // the read that left a message (or frame) in part; {}: none is
     bool reading_ = false, writing_ = false, pumping_ = false, paused_ = false;
     bool ping_out_ = false, close_sent_ = false, close_received_ = false, dead_ = false, ended_ = false;
     bool overflow_logged_ = false, registered_in_hub_ = false, lingering_ = false, sse_ = false;

@@ -27,6 +27,11 @@ void free_string(std::string &s)
     std::string().swap(s); // clear() keeps the capacity, and shrink_to_fit() is only a request
 }
 
+void free_vector(std::vector<char> &v)
+{
+    std::vector<char>().swap(v);
+}
+
 Parsed need_more(std::size_t consumed)
 {
     Parsed r;
@@ -161,7 +166,7 @@ void FrameParser::drop_delivered()
 {
     if (drop_msg_) {
         if (part_->msg.capacity() > keep_capacity)
-            free_string(part_->msg);
+            free_vector(part_->msg);
         else
             part_->msg.clear();
         drop_msg_ = false;
@@ -170,9 +175,47 @@ void FrameParser::drop_delivered()
         free_string(part_->ctl); // at most 125 bytes, and rare (a control frame split across reads)
         drop_ctl_ = false;
     }
-    if (part_ && part_->msg.empty() && part_->ctl.empty() && heap_bytes(part_->msg) == 0 &&
+    if (part_ && part_->msg.empty() && part_->ctl.empty() && part_->msg.capacity() == 0 &&
         heap_bytes(part_->ctl) == 0)
         part_.reset();
+    settle();
+}
+
+void FrameParser::settle()
+{
+    if (!limits_.budget)
+        return;
+    const std::size_t held = part_ ? part_->msg.capacity() : 0;
+    if (held > charged_)
+        limits_.budget->take(held - charged_);
+    else
+        limits_.budget->give(charged_ - held);
+    charged_ = held;
+}
+
+bool FrameParser::grow(std::size_t n)
+{
+    auto &m = part().msg;
+    const std::size_t need = m.size() + n;
+    if (need <= m.capacity())
+        return true;
+    // Doubling (up to the largest message); when the budget cannot give that, a quarter more; when it
+    // cannot give that either, the message is refused. What the buffer holds is taken before it grows.
+    const std::size_t most = static_cast<std::size_t>(limits_.max_message);
+    const std::size_t cap = m.capacity();
+    const std::size_t tries[2] = {std::max(need, std::min(std::max<std::size_t>(2 * cap, 4096), most)),
+                                  std::max(need, std::min(cap + cap / 4, most))};
+    for (const std::size_t to : tries) {
+        if (limits_.budget && !limits_.budget->try_take(to - charged_))
+            continue;
+        if (limits_.budget)
+            charged_ = to;
+        m.reserve(to);
+        settle(); // reserve() gives exactly `to`; should it give more, that is taken too
+        return true;
+    }
+    budget_refused_ = true;
+    return fail(close_status::too_big, "server message memory full");
 }
 
 FrameParser::Partial &FrameParser::part()
@@ -282,12 +325,14 @@ Parsed FrameParser::parse(std::span<char> input)
         }
         // Grows geometrically with what arrives; never reserved from the declared length (a peer could
         // announce 16 MiB and send nothing).
-        part().msg.append(p, n);
+        if (!grow(n))
+            return failure(pos);
+        part_->msg.insert(part_->msg.end(), p, p + n);
         if (!done)
             return need_more(pos);
         if (fin_) {
             drop_msg_ = true;
-            return message(part_->msg, pos);
+            return message({part_->msg.data(), part_->msg.size()}, pos);
         }
         // A fragment ended: the message goes on in the next frame, perhaps in this same input.
     }
@@ -295,7 +340,19 @@ Parsed FrameParser::parse(std::span<char> input)
 
 std::size_t FrameParser::memory() const
 {
-    return part_ ? sizeof(Partial) + heap_bytes(part_->msg) + heap_bytes(part_->ctl) : 0;
+    return part_ ? sizeof(Partial) + part_->msg.capacity() + heap_bytes(part_->ctl) : 0;
+}
+
+FrameParser::~FrameParser()
+{
+    discard();
+}
+
+void FrameParser::discard()
+{
+    part_.reset();
+    drop_msg_ = drop_ctl_ = false;
+    settle();
 }
 
 void FrameParser::release_memory()
@@ -307,10 +364,12 @@ void FrameParser::release_memory()
         return;
     if (part_->msg.empty() && part_->ctl.empty()) {
         part_.reset(); // an idle connection's parser holds nothing
+        settle();
         return;
     }
     part_->msg.shrink_to_fit();
     part_->ctl.shrink_to_fit();
+    settle();
 }
 
 std::size_t encode_header(std::uint8_t *out, Opcode op, std::uint64_t payload_len, bool fin)

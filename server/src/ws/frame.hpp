@@ -4,6 +4,7 @@
 // buffer, unmasked in place, with no copy.
 #pragma once
 
+#include "ws/budget.hpp"
 #include "ws/utf8.hpp"
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferry::server::detail::ws {
 
@@ -39,6 +41,9 @@ bool valid_close_code(std::uint16_t code);
 struct Limits {
     std::uint64_t max_message = 16u << 20; // a whole message, the sum of its fragments
     bool allow_rsv1 = false;               // permessage-deflate negotiated: RSV1 may mark a message
+    // The server-wide budget the reassembly buffer's capacity is taken from (null: none). A message that
+    // cannot grow its buffer fails with 1009 and refused_by_budget().
+    ByteBudget *budget = nullptr;
 };
 
 enum class Event : std::uint8_t { need_more, message, ping, pong, close, error };
@@ -62,6 +67,9 @@ class FrameParser {
 public:
     FrameParser() = default;
     explicit FrameParser(Limits limits) : limits_(limits) {}
+    ~FrameParser();
+    FrameParser(const FrameParser &) = delete;
+    FrameParser &operator=(const FrameParser &) = delete;
 
     // Parses client frames from the front of `input` until one event: a complete message, a control frame,
     // an error, or the input's end (need_more). The payload bytes of `input` are unmasked in place.
@@ -72,11 +80,17 @@ public:
     bool failed() const { return error_code_ != 0; }
     // A message has begun and not ended (the next frames continue it).
     bool in_message() const { return msg_type_ != Opcode::continuation; }
+    // Nothing begun: no message open, no frame in part.
+    bool idle() const { return !in_message() && hdr_len_ == 0 && !in_payload_; }
+    // The last error was the budget's refusal to hold more of a message.
+    bool refused_by_budget() const { return budget_refused_; }
     // Heap bytes held (the reassembly buffers).
     std::size_t memory() const;
     // Gives the buffers' spare capacity back (an idle connection should hold nothing); the bytes of a
     // message still being received are kept. Invalidates the last result's payload.
     void release_memory();
+    // Frees everything, a message in part too (the connection ends: nothing more is parsed).
+    void discard();
 
 private:
     bool header_byte(std::uint8_t b);
@@ -87,16 +101,19 @@ private:
     Parsed message(std::string_view payload, std::size_t consumed);
     void unmask(char *p, std::size_t n);
     void drop_delivered();
+    bool grow(std::size_t n); // room for n more message bytes, from the budget
+    void settle();            // the budget holds the buffer's capacity, no more, no less
 
     // Only while a message or a control frame spans frames or reads (made then, freed by release_memory()).
     struct Partial {
-        std::string msg; // the message so far
-        std::string ctl; // a control frame's payload (<= 125 bytes)
+        std::vector<char> msg; // the message so far (a vector: reserve() gives the exact capacity)
+        std::string ctl;       // a control frame's payload (<= 125 bytes)
     };
     Partial &part();
 
     Limits limits_;
     std::unique_ptr<Partial> part_;
+    std::size_t charged_ = 0; // taken from limits_.budget for part_->msg's capacity
     std::string_view error_;
     std::uint64_t remaining_ = 0; // header: the length as decoded so far; payload: bytes still to come
     std::uint8_t mask_[4]{};
@@ -111,6 +128,7 @@ private:
     bool started_ = false;    // some of this frame's payload arrived in an earlier chunk
     bool drop_msg_ = false;   // the last result's payload is in msg_ / ctl_: drop it on the next call
     bool drop_ctl_ = false;
+    bool budget_refused_ = false;
     std::uint16_t error_code_ = 0;
     Utf8Validator utf8_; // the open text message, across fragments
 };

@@ -177,6 +177,31 @@ TEST(ConfLoad, Sizes)
     EXPECT_EQ(header("1MB"), 1u << 20);
 }
 
+TEST(ConfLoad, WebsocketBudgetsAndMessageTimeout)
+{
+    const Config d = load(minimal + "websockets: {}\n").config;
+    EXPECT_EQ(d.websockets.max_assembly_memory, 64u << 20);
+    EXPECT_EQ(d.websockets.max_send_queue_memory, 128u << 20);
+    EXPECT_EQ(d.websockets.message_timeout, std::chrono::seconds(30));
+    const Config c = load(minimal + "websockets:\n  max_assembly_memory: 32MB\n  max_send_queue_memory: 0\n"
+                                    "  message_timeout: 1500ms\n")
+                         .config;
+    EXPECT_EQ(c.websockets.max_assembly_memory, 32u << 20);
+    EXPECT_EQ(c.websockets.max_send_queue_memory, 0u); // no limit
+    EXPECT_EQ(c.websockets.message_timeout, std::chrono::milliseconds(1500));
+    // A bare number is bytes; a bad value names the key and its line.
+    EXPECT_EQ(
+        load(minimal + "websockets:\n  max_assembly_memory: 4096\n").config.websockets.max_assembly_memory,
+        4096u);
+    const std::string e =
+        error_of("websockets:\n  max_send_queue_memory: lots\n", {"server.command=php w.php"});
+    EXPECT_TRUE(contains(e, ".rr.yaml:2:")) << e;
+    EXPECT_TRUE(contains(e, "websockets.max_send_queue_memory")) << e;
+    const std::string t = error_of("websockets:\n  message_timeout: soon\n", {"server.command=php w.php"});
+    EXPECT_TRUE(contains(t, ".rr.yaml:2:")) << t;
+    EXPECT_TRUE(contains(t, "websockets.message_timeout")) << t;
+}
+
 // ---- server.command -----------------------------------------------------------------------------
 
 TEST(ConfCommand, StringSplitOnSpaces)

@@ -1,6 +1,7 @@
 // /metrics' text: the Prometheus exposition format (HELP and TYPE once per family, cumulative buckets ending
 // with +Inf equal to _count), and the per-loop HTTP counters.
 #include "control/metrics.hpp"
+#include "ws/budget.hpp"
 
 #include <gtest/gtest.h>
 
@@ -137,4 +138,42 @@ TEST(Metrics, ExpositionFormat)
         2);
     EXPECT_EQ(m.samples.at("ferry_control_connections_closed_total{listener=\"metrics\",reason=\"limit\"}"),
               0);
+}
+
+TEST(Metrics, WebsocketBudgetsOnlyWithWebsockets)
+{
+    HttpStats::Totals t;
+    PoolReport p;
+    p.name = "http";
+    const Parsed without = parse(format_metrics(t, {p}, 1));
+    EXPECT_EQ(without.types.count("ferry_websocket_assembly_bytes"), 0u);
+
+    // The report read from the shared budgets, as the scrape does.
+    ferry::conf::WebsocketsConfig cfg;
+    cfg.max_assembly_memory = 1000;
+    cfg.max_send_queue_memory = 0;
+    ferry::server::detail::ws::WsBudgets b(cfg);
+    ASSERT_TRUE(b.assembly.try_take(600));
+    EXPECT_FALSE(b.assembly.try_take(401));
+    b.send_queue.take(5000); // limit 0: counted, never refused
+    EXPECT_TRUE(b.send_queue.try_take(1u << 30));
+    b.send_queue.give(1u << 30);
+    b.report(ferry::server::detail::ws::WsBudgets::kind_assembly, "test line");
+    b.report(ferry::server::detail::ws::WsBudgets::kind_assembly, "test line"); // counted, not logged
+    b.report(ferry::server::detail::ws::WsBudgets::kind_send_queue, "test line");
+    b.report(ferry::server::detail::ws::WsBudgets::kind_message_timeout, "test line");
+    const WsBudgetReport r = read_ws_budgets(b);
+    const Parsed m = parse(format_metrics(t, {p}, 1, {}, &r));
+    for (const auto &[name, type] : m.types)
+        EXPECT_EQ(m.helps.at(name), 1) << name;
+    EXPECT_EQ(m.types.at("ferry_websocket_assembly_bytes"), "gauge");
+    EXPECT_EQ(m.types.at("ferry_websocket_budget_refusals_total"), "counter");
+    EXPECT_EQ(m.types.at("ferry_websocket_message_timeouts_total"), "counter");
+    EXPECT_EQ(m.samples.at("ferry_websocket_assembly_bytes"), 600);
+    EXPECT_EQ(m.samples.at("ferry_websocket_send_queue_bytes"), 5000);
+    EXPECT_EQ(m.samples.at("ferry_websocket_budget_limit_bytes{budget=\"assembly\"}"), 1000);
+    EXPECT_EQ(m.samples.at("ferry_websocket_budget_limit_bytes{budget=\"send_queue\"}"), 0);
+    EXPECT_EQ(m.samples.at("ferry_websocket_budget_refusals_total{budget=\"assembly\"}"), 2);
+    EXPECT_EQ(m.samples.at("ferry_websocket_budget_refusals_total{budget=\"send_queue\"}"), 1);
+    EXPECT_EQ(m.samples.at("ferry_websocket_message_timeouts_total"), 1);
 }

@@ -752,6 +752,68 @@ TEST(WsFrame, MemoryIsHeldOnlyWhileNeeded)
     EXPECT_EQ(c.memory(), 0u);
 }
 
+TEST(WsFrame, ReassemblyBuffersAreTakenFromTheSharedBudget)
+{
+    // Two connections' parsers share 128 KiB: A holds 60 KiB of a 100 KiB frame, then B's 100 KiB frame
+    // cannot fit beside it and fails with 1009, refused by the budget; the budget never goes past its limit
+    // and has everything back once the parsers let go.
+    ByteBudget budget(128 << 10);
+    const Limits limits{1 << 20, false, &budget};
+    const std::string payload_a = pattern(100 << 10);
+    std::string wire_a = frame(Opcode::binary, payload_a);
+    std::string wire_b = frame(Opcode::binary, std::string(100 << 10, 'b'));
+    FrameParser a(limits);
+    FrameParser b(limits);
+    std::span<char> in_a(wire_a), in_b(wire_b);
+    std::size_t at_a = 0;
+    for (; at_a < (60u << 10); at_a += 10 << 10) {
+        ASSERT_EQ(a.parse(in_a.subspan(at_a, 10 << 10)).event, Event::need_more);
+        EXPECT_LE(budget.used(), budget.limit());
+    }
+    EXPECT_GE(a.memory(), budget.used());
+    EXPECT_LT(a.memory() - budget.used(), 256u) << "the budget holds the buffer's capacity";
+    EXPECT_GE(budget.used(), 60u << 10) << "what A holds is taken";
+    Parsed r;
+    std::size_t at_b = 0;
+    for (; at_b < in_b.size(); at_b += r.consumed) {
+        r = b.parse(in_b.subspan(at_b, std::min<std::size_t>(10 << 10, in_b.size() - at_b)));
+        EXPECT_LE(budget.used(), budget.limit());
+        if (r.event != Event::need_more)
+            break;
+    }
+    ASSERT_EQ(r.event, Event::error);
+    EXPECT_EQ(r.error_code, close_status::too_big);
+    EXPECT_TRUE(b.refused_by_budget());
+    EXPECT_FALSE(a.refused_by_budget());
+    b.discard();
+    const std::uint64_t held_by_a = budget.used();
+    EXPECT_GE(held_by_a, 60u << 10);
+    // A finishes (its buffer may grow now), and gives everything back after its message.
+    r = a.parse(in_a.subspan(at_a));
+    ASSERT_EQ(r.event, Event::message);
+    EXPECT_TRUE(r.payload == payload_a);
+    EXPECT_LE(budget.used(), budget.limit());
+    a.release_memory();
+    EXPECT_EQ(budget.used(), 0u);
+
+    // A message that ends inside one read needs no buffer, whatever the budget says.
+    ByteBudget none(1);
+    FrameParser c(Limits{1 << 20, false, &none});
+    auto seen = feed(c, frame(Opcode::text, std::string(50000, 't')));
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].event, Event::message);
+    EXPECT_EQ(none.used(), 0u);
+
+    // Limit 0 counts without refusing; a parser destroyed mid-message gives its bytes back.
+    ByteBudget counting(0);
+    {
+        FrameParser d(Limits{1 << 20, false, &counting});
+        EXPECT_TRUE(feed(d, frame(Opcode::text, std::string(300000, 'u')).substr(0, 200000)).empty());
+        EXPECT_GE(counting.used(), 190000u);
+    }
+    EXPECT_EQ(counting.used(), 0u);
+}
+
 TEST(WsFrame, RandomBytesNeverCrashAndFailWithADefinedCode)
 {
     std::mt19937 rng(20240611);

@@ -33,7 +33,8 @@ struct Fixture {
     SharedState st{io, cfg, budget, router};
     ferry::pool::Pool pool{io, ferry::pool::Options{}};
     NoPublisher publisher;
-    ws::WsLoop loop{st, cfg.websockets, pool, publisher};
+    ws::WsBudgets budgets{cfg.websockets};
+    ws::WsLoop loop{st, cfg.websockets, pool, publisher, budgets};
     tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
     std::vector<tcp::socket> peers; // the client ends, kept open
 

@@ -206,6 +206,14 @@ struct WebsocketsConfig {
     std::uint64_t max_queue_messages = 1024;
     std::uint64_t max_queue_bytes = 4 * 1024 * 1024;
     std::string overflow = "drop_oldest"; // "drop_oldest" (non-control messages) or "close" (1008)
+    // Server-wide, over every connection of every loop (0 = no limit): the buffers of client messages
+    // received in part (past it the connection whose message needs more closes with 1009), and the bytes
+    // waiting in send queues (past it `overflow` applies to the connection being sent to).
+    std::uint64_t max_assembly_memory = 64 * 1024 * 1024;
+    std::uint64_t max_send_queue_memory = 128 * 1024 * 1024;
+    // A client message (all its frames) begun must end within this (0 = no limit), else 1008; control
+    // frames in between do not extend it.
+    Duration message_timeout = std::chrono::seconds(30);
     bool relay = false; // a client's messages are published to its topics by the core, without PHP
     // Server-sent events: the same topics over text/event-stream on this path ("" = off), authorized by the
     // same open event; the last sse_history text messages of each topic are kept for Last-Event-ID.

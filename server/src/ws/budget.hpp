@@ -1,0 +1,69 @@
+// The server-wide memory budgets of WebSocket connections (internal to server/; docs/architecture.md,
+// "WebSockets"): the bytes of client messages being assembled (websockets.max_assembly_memory) and the bytes
+// waiting in send queues (websockets.max_send_queue_memory), each one counter shared by every loop, with
+// what /metrics shows of them and the rate-limited log line of a refusal.
+#pragma once
+
+#include "ferry/conf/config.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace ferry::server::detail::ws {
+
+// Bytes held against a limit by all loops (lock-free). A limit of 0 counts without refusing.
+class ByteBudget {
+public:
+    explicit ByteBudget(std::uint64_t limit) : limit_(limit) {}
+    ByteBudget(const ByteBudget &) = delete;
+    ByteBudget &operator=(const ByteBudget &) = delete;
+
+    // Takes n bytes if they fit; false (nothing taken) if they do not.
+    bool try_take(std::uint64_t n)
+    {
+        if (limit_ == 0) {
+            used_.fetch_add(n, std::memory_order_relaxed);
+            return true;
+        }
+        std::uint64_t used = used_.load(std::memory_order_relaxed);
+        do {
+            if (n > limit_ || used > limit_ - n)
+                return false;
+        } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+        return true;
+    }
+    // Takes n bytes even past the limit (a frame already begun, a control frame): callers bound it.
+    void take(std::uint64_t n) { used_.fetch_add(n, std::memory_order_relaxed); }
+    void give(std::uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+    std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+    std::uint64_t limit() const { return limit_; }
+
+private:
+    const std::uint64_t limit_;
+    std::atomic<std::uint64_t> used_{0};
+};
+
+// What every loop's connections share: the budgets and their counters (read by /metrics).
+struct WsBudgets {
+    explicit WsBudgets(const conf::WebsocketsConfig &c)
+        : assembly(c.max_assembly_memory), send_queue(c.max_send_queue_memory)
+    {
+    }
+    enum Kind : unsigned { kind_assembly = 0, kind_send_queue = 1, kind_message_timeout = 2 };
+
+    ByteBudget assembly;   // capacity of the buffers of messages (or frames) received in part
+    ByteBudget send_queue; // bytes waiting in send queues (a frame shared by several queues counts in each)
+    std::atomic<std::uint64_t> refusals[2] = {}; // by Kind: messages dropped or connections closed
+    std::atomic<std::uint64_t> message_timeouts{0};
+
+    // Counts the event, and logs `line` at warn unless a line of the same kind was logged less than a
+    // second ago (the next line says how many were not logged).
+    void report(Kind kind, const std::string &line);
+
+private:
+    std::atomic<std::int64_t> next_log_ns_[3] = {};
+    std::atomic<std::uint64_t> unlogged_[3] = {};
+};
+
+} // namespace ferry::server::detail::ws

@@ -1,0 +1,170 @@
+// WsConn's events for PHP: queued per connection, run one at a time on a coroutine that exists while there
+// are events; a worker's actions applied (docs/architecture.md, "WebSockets").
+#include "ws/connection.hpp"
+
+#include "ferry/relay/log.hpp"
+#include "shared_state.hpp"
+#include "ws/actions.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+
+namespace ferry::server::detail::ws {
+
+void WsConn::queue_event(Ev e)
+{
+    Busy &b = busy();
+    b.event_bytes += e.payload.size();
+    b.events.push_back(std::move(e));
+    if (b.events.size() >= max_events || b.event_bytes > loop_.cfg.max_message_size)
+        paused_ = true; // the worker is behind: stop reading until it catches up
+    if (!pumping_) {
+        pumping_ = true;
+        asio::co_spawn(socket_.get_executor(), pump(shared_from_this()), log_exceptions{"ws events"});
+    }
+}
+
+awaitable<void> WsConn::pump(std::shared_ptr<WsConn> self)
+{
+    while (self->busy_ && !self->busy_->events.empty()) {
+        Busy &b = *self->busy_;
+        Ev e = std::move(b.events.front());
+        b.events.erase(b.events.begin());
+        b.event_bytes -= e.payload.size();
+        if (self->paused_ && b.events.size() < max_events / 2 &&
+            b.event_bytes <= self->loop_.cfg.max_message_size / 2) {
+            self->paused_ = false;
+            // The time a message in part had while we did not read is not the client's: it starts again.
+            if (self->msg_since_ != steady::time_point{})
+                self->msg_since_ = steady::now();
+            self->arm_read();
+            self->schedule();
+        }
+        co_await self->run_event(e);
+    }
+    if (self->busy_)
+        std::vector<Ev>().swap(self->busy_->events);
+    self->pumping_ = false;
+    self->release_busy();
+    co_return;
+}
+
+awaitable<void> WsConn::run_event(Ev &e)
+{
+    relay::RequestContext ctx;
+    ctx.remote_addr = remote_;
+    ctx.protocol = "HTTP/1.1";
+    ctx.method = "POST";
+    ctx.uri = "http://" + loop_.st.default_host + (sse_ ? loop_.cfg.sse_path : loop_.cfg.path);
+    ctx.attributes.reserve(5);
+    ctx.attributes.emplace_back("ferry.ws.event", e.close ? "close" : "message");
+    ctx.attributes.emplace_back("ferry.ws.id", format_id(id_));
+    ctx.attributes.emplace_back("ferry.ws.data", data_);
+    if (sse_)
+        ctx.attributes.emplace_back("ferry.ws.transport", "sse");
+    if (e.close) {
+        ctx.attributes.emplace_back("ferry.ws.code", std::to_string(e.code));
+        ctx.attributes.emplace_back("ferry.ws.reason", e.payload);
+    } else {
+        ctx.attributes.emplace_back("ferry.ws.type", e.binary ? "binary" : "text");
+    }
+    pool::BodyRef body;
+    if (!e.close) {
+        body.memory = e.payload;
+        body.size = e.payload.size();
+    }
+    std::string out;
+    pool::Reply reply = co_await loop_.pool.exec(ctx, body, out, nullptr, loop_.st.loop);
+    if (reply.outcome != pool::Outcome::ok) {
+        log::warn("ws", "connection " + format_id(id_) + ": the " + (e.close ? "close" : "message") +
+                            " event failed: " + reply.message);
+        if (!e.close)
+            close(close_status::internal, "internal error");
+        co_return;
+    }
+    auto actions = parse_actions(out);
+    if (!actions) {
+        log::error("ws", "connection " + format_id(id_) + ": worker " + std::to_string(reply.worker_pid) +
+                             " answered the " + (e.close ? "close" : "message") +
+                             " event with bad actions: " + actions.error().message);
+        if (!e.close)
+            close(close_status::internal, "internal error");
+        co_return;
+    }
+    apply(*actions);
+    co_return;
+}
+
+void WsConn::apply(const std::vector<Action> &actions)
+{
+    for (const Action &a : actions) {
+        const Opcode op = a.binary ? Opcode::binary : Opcode::text;
+        switch (a.op) {
+        case Op::send: {
+            auto d = std::make_shared<Delivery>();
+            d->kind = Delivery::Kind::send;
+            d->frame = make_frame(op, a.payload);
+            if (sse_enabled())
+                prepare_sse(*d, a.payload, a.binary, false);
+            for (const auto &t : a.targets) {
+                std::uint64_t target = t == "self" ? id_ : parse_id(t);
+                if (target == id_)
+                    send_own(*d);
+                else if (target != 0)
+                    d->ids.push_back(target);
+            }
+            if (a.to_self)
+                send_own(*d);
+            if (!d->ids.empty())
+                loop_.publisher.publish(std::move(d));
+            break;
+        }
+        case Op::publish: {
+            auto d = std::make_shared<Delivery>();
+            d->kind = Delivery::Kind::publish;
+            d->topics = a.targets;
+            d->exclude = a.exclude_self ? id_ : 0;
+            d->frame = make_frame(op, a.payload);
+            if (sse_enabled())
+                prepare_sse(*d, a.payload, a.binary);
+            loop_.publisher.publish(std::move(d));
+            break;
+        }
+        case Op::join:
+            if (registered_in_hub_)
+                for (const auto &t : a.targets)
+                    loop_.hub.join(this, t);
+            break;
+        case Op::leave:
+            if (registered_in_hub_)
+                for (const auto &t : a.targets)
+                    loop_.hub.leave(this, t);
+            break;
+        case Op::close: {
+            std::vector<std::uint64_t> others;
+            for (const auto &t : a.targets) {
+                std::uint64_t target = t == "self" ? id_ : parse_id(t);
+                if (target == id_)
+                    close(a.code, a.reason);
+                else if (target != 0)
+                    others.push_back(target);
+            }
+            if (a.to_self)
+                close(a.code, a.reason);
+            if (!others.empty()) {
+                auto d = std::make_shared<Delivery>();
+                d->kind = Delivery::Kind::close;
+                d->ids = std::move(others);
+                d->code = a.code;
+                d->reason = a.reason;
+                loop_.publisher.publish(std::move(d));
+            }
+            break;
+        }
+        case Op::data:
+            data_ = a.value;
+            break;
+        }
+    }
+}
+
+} // namespace ferry::server::detail::ws
