@@ -300,6 +300,7 @@ public:
             if (!multipart_) {
                 UploadRules rules;
                 rules.dir = st_.temp_dir;
+                rules.prefix = st_.upload_prefix;
                 rules.forbid = http.uploads_forbid;
                 rules.allow = http.uploads_allow;
                 rules.max_file_size = http.uploads_max_file_size;

@@ -1,8 +1,9 @@
 // The body budget's rules for request bodies (issue 41): a connection's share, the reserve for small bodies;
-// forms (urlencoded, multipart text fields) held within it.
+// forms (urlencoded, multipart text fields) held within it; upload files a dead server left behind.
 #include "forms/form_body.hpp"
 
 #include "forms/multipart_body.hpp"
+#include "forms/upload_files.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <sys/file.h>
 #include <unistd.h>
 
 using ferry::pool::Budget;
@@ -101,6 +103,44 @@ TEST(MultipartBody, TextFieldsCountAgainstTheBudget)
     EXPECT_LE(b.used(), 14 * MiB);
     held.clear();
     EXPECT_EQ(b.used(), 0u) << "given back when the connection ends";
+}
+
+TEST(UploadsDir, RemovesTheFilesOfServersNoLongerRunning)
+{
+    char tmpl[] = "/tmp/ferry-uploads-test-XXXXXX";
+    std::string dir = ::mkdtemp(tmpl);
+    auto touch = [&](const std::string &name, std::size_t size) {
+        int fd = ::open((dir + "/" + name).c_str(), O_CREAT | O_WRONLY, 0600);
+        EXPECT_EQ(::write(fd, std::string(size, 'z').data(), size), static_cast<ssize_t>(size));
+        return fd;
+    };
+    ::close(touch("ferry-upload-111-0000abcd-x1", 1000)); // no lock file: its server is gone
+    ::close(touch("ferry-upload-111-0000abcd-x2", 500));
+    ::close(touch("ferry-upload-222-0000beef.lock", 0)); // a lock nobody holds
+    ::close(touch("ferry-upload-222-0000beef-y1", 100));
+    int live = touch("ferry-upload-333-0000cafe.lock", 0); // a running server's
+    ASSERT_EQ(::flock(live, LOCK_EX | LOCK_NB), 0);
+    ::close(touch("ferry-upload-333-0000cafe-z1", 10));
+    ::close(touch("ferry-upload-abcdef", 10)); // an older server's name: left alone
+    // flock is per open file: the scan's own open of 333's lock cannot take it, as another server's could
+    // not.
+    std::optional<UploadsDir> mine(std::in_place);
+    StaleUploads removed;
+    ASSERT_TRUE(mine->claim(dir, removed));
+    EXPECT_EQ(removed.files, 3u);
+    EXPECT_EQ(removed.bytes, 1600u);
+    EXPECT_EQ(describe(removed), "removed 3 stale upload file(s), 0.0 MB, left by pids 111, 222");
+    EXPECT_EQ(::access((dir + "/ferry-upload-222-0000beef.lock").c_str(), F_OK), -1);
+    EXPECT_EQ(::access((dir + "/ferry-upload-333-0000cafe-z1").c_str(), F_OK), 0);
+    EXPECT_EQ(::access((dir + "/ferry-upload-abcdef").c_str(), F_OK), 0);
+    EXPECT_EQ(mine->prefix().rfind("ferry-upload-" + std::to_string(::getpid()) + "-", 0), 0u)
+        << mine->prefix();
+    ::close(live);
+    ::unlink((dir + "/ferry-upload-333-0000cafe.lock").c_str());
+    ::unlink((dir + "/ferry-upload-333-0000cafe-z1").c_str());
+    ::unlink((dir + "/ferry-upload-abcdef").c_str());
+    mine.reset();
+    EXPECT_EQ(::rmdir(dir.c_str()), 0) << "the lock file goes with its owner";
 }
 
 } // namespace
