@@ -8,6 +8,7 @@
 #include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
+#include "forms/upload_files.hpp"
 #include "handlers/handler.hpp"
 #include "handlers/php.hpp"
 #include "handlers/request_body.hpp"
@@ -611,6 +612,16 @@ int run(const conf::Config &cfg)
                                "\": " + std::strerror(errno) + " (large request bodies go there)");
         return 1;
     }
+    // Upload files that a server killed with -9 left there are removed now (forms/upload_files.hpp).
+    detail::UploadsDir uploads_dir;
+    detail::StaleUploads stale;
+    if (!uploads_dir.claim(temp_dir, stale)) {
+        log::error("core", "http.uploads.dir: cannot create the uploads lock file in \"" + temp_dir +
+                               "\": " + std::strerror(errno));
+        return 1;
+    }
+    if (stale.files > 0)
+        log::warn("core", "uploads: " + detail::describe(stale) + " (in \"" + temp_dir + "\")");
     std::vector<std::unique_ptr<LoopRuntime>> loop_rts;
     const std::size_t files_per_loop =
         mime ? detail::static_cache_capacity(fd_limit, n_loops, cfg.http.static_files.max_open_files) : 0;
@@ -626,6 +637,7 @@ int run(const conf::Config &cfg)
                 loops[i]->get_executor(),
                 [w = lr->ws.get()](const detail::ws::SharedDelivery &d) { w->hub.deliver(*d); });
         lr->state.temp_dir = temp_dir;
+        lr->state.upload_prefix = uploads_dir.prefix();
         lr->state.observe = cfg.metrics.enabled || cfg.http.access_logs;
         lr->state.limits.max_request_line = cfg.http.max_request_line;
         lr->state.limits.max_header_size = cfg.http.max_header_size;

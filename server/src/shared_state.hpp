@@ -29,6 +29,7 @@ struct SharedState {
     pool::Budget &budget; // request and response bodies in memory, all connections together
     const Router &router; // which handler serves a request
     std::string temp_dir; // where request bodies too large for memory go
+    std::string upload_prefix = "ferry-upload-"; // upload file names there (UploadsDir::prefix)
     Limits limits;
     std::string default_host; // for HTTP/1.0 requests without Host
     Connections connections;

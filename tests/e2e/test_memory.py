@@ -171,7 +171,7 @@ class UploadsDirTest(unittest.TestCase):
         srv.start()
         self.addCleanup(srv.close)
         self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
-        os.rmdir(d)  # the directory goes away after startup
+        shutil.rmtree(d)  # the directory (and the server's uploads lock file in it) goes away after startup
         status, _, body = srv.request("POST", "/ctx", body=b"b" * 200000)
         self.assertEqual(status, 500)
         self.assertNotIn(d.encode(), body, "the client learns nothing of the server's paths")

@@ -48,7 +48,16 @@ class UploadsTest(unittest.TestCase):
         return path
 
     def leftovers(self):
-        return [n for n in os.listdir(self.dir)]
+        """Upload files in the directory (not the lock file each running server keeps there)."""
+        return [n for n in os.listdir(self.dir) if not n.endswith(".lock")]
+
+    def start_unfinished_upload(self, srv):
+        s = socket.create_connection((HOST, srv.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(b"POST /ctx HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
+                  b"Content-Length: 10000000\r\n\r\n"
+                  b"--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\n\r\n" + b"z" * 300000)
+        return s
 
     def test_fields_and_files_reach_php_and_the_temp_files_go(self):
         srv = self.server()
@@ -163,6 +172,38 @@ class UploadsTest(unittest.TestCase):
         srv.stop()
         s.close()
         self.assertEqual(self.leftovers(), [])
+
+    def test_upload_files_of_a_killed_server_are_removed_at_the_next_start(self):
+        # Issue 41 item 7: a server killed with -9 cannot delete its upload files; the next one does.
+        first = self.server()
+        self.start_unfinished_upload(first)
+        self.assertTrue(wait_until(lambda: len(self.leftovers()) == 1, 5), self.leftovers())
+        left = self.leftovers()[0]
+        self.assertTrue(left.startswith(f"ferry-upload-{first.proc.pid}-"), left)
+        self.assertTrue(wait_until(lambda: os.path.getsize(os.path.join(self.dir, left)) >= 290000, 5))
+        dead_pid = first.proc.pid
+        first.kill()  # SIGKILL
+        self.assertEqual(self.leftovers(), [left], "a killed server cannot remove its files")
+        second = self.server()
+        self.assertEqual(self.leftovers(), [], "the next start removes them")
+        self.assertTrue(second.wait_for_log(f"uploads: removed 1 stale upload file(s), 0.3 MB, left by pid "
+                                            f"{dead_pid}"), second.stderr())
+        # The lock file of the killed server went too: only the running server's is left.
+        locks = [n for n in os.listdir(self.dir) if n.endswith(".lock")]
+        self.assertEqual(len(locks), 1, locks)
+        self.assertTrue(locks[0].startswith(f"ferry-upload-{second.proc.pid}-"), locks)
+
+    def test_servers_sharing_the_directory_keep_each_others_live_files(self):
+        first = self.server()
+        self.start_unfinished_upload(first)
+        self.assertTrue(wait_until(lambda: len(self.leftovers()) == 1, 5), self.leftovers())
+        second = self.server()  # starts while the first one's upload is in flight
+        self.assertEqual(len(self.leftovers()), 1, "the live upload of another server stays")
+        self.assertNotIn("stale upload", second.stderr())
+        self.assertEqual(len([n for n in os.listdir(self.dir) if n.endswith(".lock")]), 2)
+        second.stop()
+        first.stop()
+        self.assertEqual(os.listdir(self.dir), [], "a stopped server removes its lock file")
 
     def test_psr7_bridge_gets_uploaded_files(self):
         srv = self.server(script="psr7_echo.php")

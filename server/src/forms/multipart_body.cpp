@@ -1,5 +1,7 @@
 #include "multipart_body.hpp"
 
+#include "form_body.hpp"
+
 #include "ferry/server/http_grammar.hpp"
 
 #include <cerrno>
@@ -94,8 +96,10 @@ void MultipartBody::clear()
     files_.clear();
     value_.clear();
     fields_size_ = 0;
+    fields_done_ = 0;
     if (value_.capacity() > 4096)
         std::string().swap(value_);
+    reserved_.reset();
 }
 
 bool MultipartBody::forbidden(std::string_view filename) const
@@ -138,7 +142,7 @@ HttpResult<void> MultipartBody::part_begin(const PartHeaders &h)
         drop_file(8);
         return {};
     }
-    std::string path = rules_.dir + "/ferry-upload-XXXXXX";
+    std::string path = rules_.dir + "/" + rules_.prefix + "XXXXXX";
     fd_ = ::mkostemp(path.data(), O_CLOEXEC);
     if (fd_ < 0) {
         drop_file(6); // UPLOAD_ERR_NO_TMP_DIR
@@ -158,6 +162,15 @@ HttpResult<void> MultipartBody::part_data(std::string_view bytes)
         if (fields_size_ > rules_.max_fields_size)
             return HttpError{413, "form fields larger than http.limits.max_form_size (" +
                                       std::to_string(rules_.max_fields_size) + " bytes)"};
+        const std::uint64_t need = value_.size() + bytes.size();
+        if (need > value_.capacity()) {
+            std::uint64_t cap = next_capacity(value_.capacity(), need, rules_.max_fields_size - fields_done_);
+            if (rules_.budget) {
+                if (auto r = reserve_form_memory(reserved_, *rules_.budget, fields_done_ + cap); !r)
+                    return r;
+            }
+            value_.reserve(static_cast<std::size_t>(cap));
+        }
         value_.append(bytes.data(), bytes.size());
         return {};
     }
@@ -182,6 +195,7 @@ HttpResult<void> MultipartBody::part_data(std::string_view bytes)
 HttpResult<void> MultipartBody::part_end()
 {
     if (!is_file_) {
+        fields_done_ += value_.size();
         if (auto r = fields_.add(name_, value_); !r)
             return HttpError{400, r.error().message};
         return {};

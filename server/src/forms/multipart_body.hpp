@@ -1,9 +1,11 @@
 // The body sink of a multipart/form-data request (internal to server/): fields into a form tree (in memory,
-// within http.limits.max_form_size), file parts streamed to temp files in http.uploads.dir as they arrive
-// and described in an uploads tree (docs/protocol.md §3). The temp files are deleted by clear() — after the
-// response, or when the connection ends for any reason (the destructor).
+// within http.limits.max_form_size and the body budget, like a urlencoded form), file parts streamed to temp
+// files in http.uploads.dir as they arrive and described in an uploads tree (docs/protocol.md §3). The temp
+// files are deleted by clear() — after the response, or when the connection ends for any reason (the
+// destructor).
 #pragma once
 
+#include "ferry/pool/budget.hpp"
 #include "ferry/relay/form.hpp"
 #include "multipart.hpp"
 
@@ -15,12 +17,16 @@
 namespace ferry::server::detail {
 
 struct UploadRules {
-    std::string dir;                 // where temp files go
-    std::vector<std::string> forbid; // extensions (".php"), case-insensitive: error 8
-    std::vector<std::string> allow;  // when not empty, only these extensions: error 8 for others
-    std::uint64_t max_file_size = 0; // per file, 0 = none: error 1 beyond
+    std::string dir;                      // where temp files go
+    std::string prefix = "ferry-upload-"; // their names' start (UploadsDir::prefix)
+    std::vector<std::string> forbid;      // extensions (".php"), case-insensitive: error 8
+    std::vector<std::string> allow;       // when not empty, only these extensions: error 8 for others
+    std::uint64_t max_file_size = 0;      // per file, 0 = none: error 1 beyond
     std::uint64_t max_fields_size = 8 * 1024 * 1024; // all non-file fields together: 413 beyond
     relay::FormLimits limits;
+    // Field text in memory counts against it (reserve_form_memory: 413 past the connection's share, 503
+    // when spent); null: not counted (tests).
+    pool::Budget *budget = nullptr;
 };
 
 class MultipartBody final : public BodySink, private MultipartHandler {
@@ -59,6 +65,8 @@ private:
     bool is_file_ = false, discard_ = false;
     std::string value_;
     std::uint64_t fields_size_ = 0;
+    std::uint64_t fields_done_ = 0; // bytes of the fields already in fields_
+    pool::Reservation reserved_;    // fields_done_ + value_'s capacity
     relay::UploadedFile file_;
     int fd_ = -1;
 };

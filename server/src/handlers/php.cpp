@@ -13,8 +13,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <optional>
+#include <unistd.h>
 
 namespace ferry::server::detail {
 namespace {
@@ -149,6 +152,61 @@ public:
     std::optional<std::string_view> prepare_whole(const relay::ResponseContext &rc, std::string_view body,
                                                   int worker_pid, bool may_batch)
     {
+        if (!append_whole_head(rc, body.size(), worker_pid))
+            body = {};
+        if (may_batch && body.size() <= inline_body_max) {
+            ex_.out.append(body.data(), body.size());
+            return std::nullopt;
+        }
+        return body;
+    }
+
+    // A large single-frame response the body budget cannot hold: it goes to an unnamed temp file (disk, not
+    // the server's memory) and the worker is free at once; send_spilled() sends it from there. Writing it to
+    // the client here would hold the worker for as long as a slow reader takes (every worker pinned that
+    // way, a plain GET waited for one). Only if no temp file can be had is it written to the client now.
+    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
+    {
+        if (spill(body))
+            co_return true;
+        std::string_view rest = *prepare_whole(head, body, 0, false);
+        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out), asio::buffer(rest.data(), rest.size())};
+        bool ok = co_await ex_.transport.write(bufs);
+        ex_.out.clear();
+        failed_ = failed_ || !ok;
+        co_return ok;
+    }
+
+    bool spilled() const { return spill_fd_ >= 0; }
+
+    // Sends the head and the spilled body (after the worker was released): false when the connection must
+    // close.
+    awaitable<bool> send_spilled(const relay::ResponseContext &rc, int worker_pid)
+    {
+        if (!append_whole_head(rc, spill_size_, worker_pid))
+            co_return true;
+        if (!co_await ex_.transport.flush(ex_.out, true))
+            co_return false;
+        auto sent = co_await ex_.transport.send_file(spill_fd_, 0, spill_size_);
+        co_return sent == Transport::Sent::all;
+    }
+
+    ~ResponseSink() override
+    {
+        if (spill_fd_ >= 0)
+            ::close(spill_fd_);
+    }
+    ResponseSink(const ResponseSink &) = delete;
+    ResponseSink &operator=(const ResponseSink &) = delete;
+
+    bool client_gone() override { return ex_.transport.client_gone(); }
+    bool client_left() override { return ex_.transport.client_left(); }
+
+private:
+    // The head of a whole response (Content-Length: `size`) into `out`; false when no body follows (HEAD,
+    // 1xx, 204, 304, an empty body).
+    bool append_whole_head(const relay::ResponseContext &rc, std::size_t size, int worker_pid)
+    {
         Head h;
         h.status = final_status(rc.status, worker_pid);
         ex_.status = h.status;
@@ -159,8 +217,8 @@ public:
         h.http10 = ex_.request.version_minor == 0;
         bool no_body = no_body_status(h.status);
         h.framing = no_body ? Framing::none : Framing::length;
-        h.content_length = body.size();
-        if (head_request_ && body.empty())
+        h.content_length = size;
+        if (head_request_ && size == 0)
             h.content_length = head_content_length(rc, 0);
         int dropped = 0;
         append_head(ex_.out, h, &dropped);
@@ -168,34 +226,39 @@ public:
             log::warn("http", "worker " + std::to_string(worker_pid) + ": dropped " +
                                   std::to_string(dropped) +
                                   " response header(s) with an invalid name or a CR/LF/NUL in the value");
-        if (head_request_ || no_body || body.empty())
-            body = {};
-        if (may_batch && body.size() <= inline_body_max) {
-            ex_.out.append(body.data(), body.size());
-            return std::nullopt;
-        }
-        return body;
+        return !(head_request_ || no_body || size == 0);
     }
 
-    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
+    bool spill(std::string_view body)
     {
-        std::string_view rest = *prepare_whole(head, body, 0, false);
-        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out), asio::buffer(rest.data(), rest.size())};
-        bool ok = co_await ex_.transport.write(bufs);
-        ex_.out.clear();
-        failed_ = failed_ || !ok;
-        co_return ok;
+        int fd = open_temp_file(st_.temp_dir);
+        if (fd < 0)
+            return false;
+        while (!body.empty()) {
+            ssize_t n = ::write(fd, body.data(), body.size());
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                log::warn("http", "cannot write a response body to a temp file in " + st_.temp_dir + ": " +
+                                      std::strerror(n < 0 ? errno : ENOSPC) +
+                                      "; sending it while the worker waits");
+                ::close(fd);
+                return false;
+            }
+            spill_size_ += static_cast<std::size_t>(n);
+            body.remove_prefix(static_cast<std::size_t>(n));
+        }
+        spill_fd_ = fd;
+        return true;
     }
 
-    bool client_gone() override { return ex_.transport.client_gone(); }
-    bool client_left() override { return ex_.transport.client_left(); }
-
-private:
     const SharedState &st_;
     Exchange &ex_;
     BodyStream stream_;
     bool head_request_, keep_alive_;
     bool failed_ = false;
+    int spill_fd_ = -1;
+    std::size_t spill_size_ = 0;
 };
 
 relay::FormLimits form_limits(const conf::HttpConfig &http)
@@ -238,11 +301,13 @@ public:
             if (!multipart_) {
                 UploadRules rules;
                 rules.dir = st_.temp_dir;
+                rules.prefix = st_.upload_prefix;
                 rules.forbid = http.uploads_forbid;
                 rules.allow = http.uploads_allow;
                 rules.max_file_size = http.uploads_max_file_size;
                 rules.max_fields_size = http.max_form_size;
                 rules.limits = form_limits(http);
+                rules.budget = &st_.budget;
                 multipart_ = std::make_unique<MultipartBody>(std::move(rules));
             }
             multipart_->start(type);
@@ -270,10 +335,11 @@ public:
         pool::BodyRef body = body_.ref();
         if (is_form_) {
             auto parsed = parse_urlencoded(form_body_.text(), form_);
-            form_body_.clear();
+            form_body_.drop_text(); // its reservation stays for the tree until the answer
             if (!parsed) {
                 log::info("http", describe(ex) + ": 400 " + parsed.error().message);
                 form_.clear();
+                form_body_.clear();
                 ex.status = 400;
                 append_error(ex.out, 400, parsed.error().message, ex.keep_alive, false);
                 co_return ex.keep_alive ? After::keep_alive : After::close;
@@ -300,8 +366,10 @@ public:
         pool::Reply res = co_await pool_.exec(ctx_, body, body_out_, &sink, st_.loop);
         ex.worker_pid = res.worker_pid;
         body_.clear();
-        if (is_form_)
+        if (is_form_) {
             form_.clear();
+            form_body_.clear();
+        }
         if (is_multipart_)
             multipart_->clear(); // the temp files go, whatever PHP did with them
         ctx_.uploads = nullptr;
@@ -310,7 +378,10 @@ public:
         const bool head_request = req.method == "HEAD";
         switch (res.outcome) {
         case pool::Outcome::ok:
-            if (!res.streamed && !res.written) {
+            if (sink.spilled()) {
+                if (!co_await sink.send_spilled(res.response, res.worker_pid))
+                    keep_alive = false;
+            } else if (!res.streamed && !res.written) {
                 std::string_view answer =
                     res.body_frame.data ? res.taken_body() : std::string_view(body_out_);
                 if (auto rest = sink.prepare_whole(res.response, answer, res.worker_pid, ex.may_batch)) {

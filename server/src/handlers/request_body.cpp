@@ -49,7 +49,7 @@ void RequestBody::begin(std::uint64_t expected)
     // A body announced larger than memory_max goes to a file from its first byte (no copy of what was kept).
     if (expected > memory_max_) {
         (void)spill(); // on failure write() tries again and reports it
-    } else if (expected > 0 && reserved_.grow(budget_, expected)) {
+    } else if (expected > 0 && reserved_.grow_request(budget_, expected) == pool::Budget::Take::ok) {
         mem_.reserve(static_cast<std::size_t>(expected));
     }
 }
@@ -88,7 +88,8 @@ HttpResult<void> RequestBody::write(std::string_view bytes)
     if (fd_ < 0) {
         std::uint64_t after = size_ + bytes.size();
         std::uint64_t need = after > reserved_.bytes() ? after - reserved_.bytes() : 0;
-        if (after <= memory_max_ && (need == 0 || reserved_.grow(budget_, need))) {
+        if (after <= memory_max_ &&
+            (need == 0 || reserved_.grow_request(budget_, need) == pool::Budget::Take::ok)) {
             mem_.append(bytes.data(), bytes.size());
             size_ = after;
             return {};

@@ -1,6 +1,7 @@
 // A request body as it arrives (internal to server/): kept in memory while it is small and the shared body
-// budget has room, otherwise spilled to an unnamed temp file, so a client can make the server hold at most
-// `memory_max` bytes of body and all clients together at most the budget.
+// budget has room (Budget::take_request: the connection's share, the reserve for small bodies), otherwise
+// spilled to an unnamed temp file, so a client can make the server hold at most `memory_max` bytes of body
+// and all clients together at most the budget. It never waits for memory.
 #pragma once
 
 #include "ferry/pool/budget.hpp"

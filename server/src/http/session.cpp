@@ -85,6 +85,10 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     unsigned batched = 0;
     bool linger = false; // the client may still be sending: drain before closing so it reads our answer
     std::optional<steady::time_point> header_deadline;
+    // The body being read: when its first read was awaited and the bytes read since (min_body_rate).
+    std::optional<steady::time_point> body_started;
+    std::uint64_t body_read = 0;
+    bool slow_body = false;     // the read that timed out was cut by min_body_rate, not by read_body
     steady::time_point started; // this request's head (observe)
     std::uint64_t mark = 0;     // bytes written or queued before its answer (observe)
 
@@ -98,14 +102,32 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                 break;
             conn.idle = parser.idle();
             // read_header covers the whole header from its first byte (no slowloris trickle);
-            // idle and read_body restart at every read.
+            // idle and read_body restart at every read; a body must also average min_body_rate once
+            // read_body has passed since its first read (a trickle of a byte a second would otherwise hold
+            // its memory, its temp file and its connection for as long as it likes).
+            slow_body = false;
             if (conn.idle) {
                 header_deadline.reset();
+                body_started.reset();
                 tr.arm(http.idle_timeout);
                 release_idle_memory(out, parser, handlers);
             } else if (parser.in_body()) {
                 header_deadline.reset();
-                tr.arm(http.read_body_timeout);
+                const auto now = steady::now();
+                if (!body_started) {
+                    body_started = now;
+                    body_read = 0;
+                }
+                auto deadline = now + http.read_body_timeout;
+                if (http.min_body_rate > 0) {
+                    auto by_rate = *body_started + http.read_body_timeout +
+                                   std::chrono::milliseconds(body_read * 1000 / http.min_body_rate);
+                    if (by_rate < deadline) {
+                        deadline = by_rate;
+                        slow_body = true;
+                    }
+                }
+                tr.arm_at(deadline);
             } else {
                 if (!header_deadline)
                     header_deadline = steady::now() + http.read_header_timeout;
@@ -115,7 +137,13 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             tr.disarm();
             if (rec) {
                 if (conn.timed_out && !parser.idle()) {
-                    log::info("http", tr.remote() + ": timed out reading the request, sending 408");
+                    if (slow_body)
+                        log::info("http", tr.remote() +
+                                              ": request body slower than http.limits.min_body_rate (" +
+                                              std::to_string(http.min_body_rate) + " bytes/s, " +
+                                              std::to_string(body_read) + " bytes read), sending 408");
+                    else
+                        log::info("http", tr.remote() + ": timed out reading the request, sending 408");
                     conn.timed_out = false;
                     append_error(out, 408, "timed out reading the request", false, false);
                     if (st.observe)
@@ -125,6 +153,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
                 break;
             }
             parser.commit(n);
+            if (body_started)
+                body_read += n;
             conn.idle = false;
             continue;
         }
@@ -177,6 +207,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         if (st.observe)
             observed(st, tr, req, status, worker_pid, started, tr.sent() + out.size() - mark);
         header_deadline.reset();
+        body_started.reset();
         if (after == After::ended)
             co_return;
         parser.done();

@@ -66,6 +66,8 @@ TEST(ConfErrors, EachKindNamesFileLineKeyAndValue)
         {h + "  limits:\n    max_header_size: 0\n", {":6:22:", "http.limits.max_header_size", "\"0\""}},
         {h + "  limits:\n    max_pipelined: 0\n",
          {":6:20:", "http.limits.max_pipelined", "\"0\"", "positive"}},
+        {h + "  limits:\n    min_body_rate: slow\n",
+         {":6:20:", "http.limits.min_body_rate", "\"slow\"", "bytes per second"}},
         {h + "  timeouts:\n    idle: 10 sec\n", {":6:11:", "http.timeouts.idle", "\"10 sec\""}},
         {h + "  timeouts:\n    write: \n", {":6:", "http.timeouts.write: no value given"}},
         {h + "  pool:\n    - num_workers: 1\n",

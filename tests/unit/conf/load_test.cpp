@@ -175,6 +175,13 @@ TEST(ConfLoad, Sizes)
     EXPECT_EQ(header("8192"), 8192u);
     EXPECT_EQ(header("64KB"), 65536u);
     EXPECT_EQ(header("1MB"), 1u << 20);
+    const auto rate = [](const std::string &value) {
+        return load(minimal + "http:\n  limits:\n    min_body_rate: " + value + "\n")
+            .config.http.min_body_rate;
+    };
+    EXPECT_EQ(load(minimal).config.http.min_body_rate, 1024u);
+    EXPECT_EQ(rate("2KB"), 2048u);
+    EXPECT_EQ(rate("0"), 0u); // no minimum
 }
 
 TEST(ConfLoad, WebsocketBudgetsAndMessageTimeout)

@@ -140,8 +140,11 @@ struct HttpConfig {
     unsigned max_form_depth = 64;    // http.limits.max_form_depth (400 beyond), as max_input_nesting_level
     Duration read_header_timeout = std::chrono::seconds(10); // http.timeouts.read_header
     Duration read_body_timeout = std::chrono::seconds(60);   // http.timeouts.read_body (between body reads)
-    Duration write_timeout = std::chrono::seconds(60);       // http.timeouts.write
-    Duration idle_timeout = std::chrono::seconds(75);        // http.timeouts.idle (keep-alive)
+    // http.limits.min_body_rate: bytes per second a request body must average once read_body has passed
+    // since its first byte was awaited (a trickling client gets 408 at read_body + received / rate; 0 = off).
+    std::uint64_t min_body_rate = 1024;
+    Duration write_timeout = std::chrono::seconds(60); // http.timeouts.write
+    Duration idle_timeout = std::chrono::seconds(75);  // http.timeouts.idle (keep-alive)
     std::vector<std::string> middleware; // http.middleware: "static" turns static files on; others are logged
     bool access_logs = false;            // http.access_logs: a log line per request (logger "http.access")
     StaticConfig static_files;           // http.static

@@ -1,5 +1,11 @@
-// A byte budget shared by every connection (and, later, every event loop): how much request and response
-// body memory may be in flight at once. Thread-safe; a Reservation gives its bytes back when destroyed.
+// A byte budget shared by every connection of every event loop: how much request and response body memory
+// may be in flight at once (http.limits.max_body_memory). Thread-safe; a Reservation gives its bytes back
+// when destroyed.
+//
+// Request bodies take from it under two more rules (take_request), so that a few clients cannot take it all
+// (docs/architecture.md, "Budgets"): a connection holds at most share() bytes (1/8 of the budget, at least
+// small_body); and past its first small_body bytes a body takes only from the first 7/8 of the budget, so
+// the last 1/8 stays for small bodies (a form, a JSON request) of other clients.
 #pragma once
 
 #include <atomic>
@@ -23,6 +29,24 @@ public:
                 return false;
         } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
         return true;
+    }
+    enum class Take { ok, over_share, spent };
+    static constexpr std::uint64_t small_body = 64 * 1024;
+    std::uint64_t share() const { return limit_ / 8 > small_body ? limit_ / 8 : small_body; }
+    // Takes n more bytes for a request body that holds `held` already (see above).
+    Take take_request(std::uint64_t n, std::uint64_t held)
+    {
+        if (held + n <= small_body)
+            return try_take(n) ? Take::ok : Take::spent;
+        if (held + n > share())
+            return Take::over_share;
+        const std::uint64_t cap = limit_ - limit_ / 8;
+        std::uint64_t used = used_.load(std::memory_order_relaxed);
+        do {
+            if (n > cap || used > cap - n)
+                return Take::spent;
+        } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+        return Take::ok;
     }
     void give(std::uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
     std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
@@ -63,6 +87,18 @@ public:
         budget_ = &b;
         bytes_ += n;
         return true;
+    }
+    // The same for a request body (Budget::take_request: the connection's share, the reserve for small ones).
+    Budget::Take grow_request(Budget &b, std::uint64_t n)
+    {
+        if (budget_ && budget_ != &b)
+            return Budget::Take::spent;
+        auto t = b.take_request(n, bytes_);
+        if (t != Budget::Take::ok)
+            return t;
+        budget_ = &b;
+        bytes_ += n;
+        return t;
     }
     void reset()
     {
