@@ -281,6 +281,10 @@ unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus);
 using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;
 EnvLookup process_env();
 
+// The largest configuration file load_file() reads; a larger one is refused, as is anything but a regular
+// file (a device such as /dev/zero, a FIFO, a directory), each with a message naming the file and why.
+inline constexpr std::uint64_t max_config_file_size = 4ull << 20;
+
 // `overrides` are "key.path=value" strings (ferry -o), applied before validation. A config error is a
 // value: its message names file, line, key path, the bad value and what was expected, e.g.
 // `.rr.yaml:6:18: http.pool.num_workers: "many" is not a valid value (expected a non-negative integer)`.
