@@ -105,12 +105,8 @@ void emit(YAML::Emitter &out, const Key &key, const Value &value)
         out << std::get<std::uint64_t>(value);
         return;
     case Kind::size:
-        // A bare number in another unit (MB for max_request_size, as in RoadRunner): spell out the bytes.
-        if (key.unit == 1) {
-            out << std::get<std::uint64_t>(value);
-        } else {
-            out << std::to_string(std::get<std::uint64_t>(value)) + "B";
-        }
+        // A bare number would be megabytes: spell out the bytes.
+        out << std::to_string(std::get<std::uint64_t>(value)) + "B";
         return;
     case Kind::duration:
         out << detail::format_duration(std::get<Duration>(value));
@@ -223,7 +219,7 @@ Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, cons
         return Value(*n);
     }
     case Kind::size: {
-        const detail::Parsed<std::uint64_t> bytes = detail::parse_size(t.value, key.unit);
+        const detail::Parsed<std::uint64_t> bytes = detail::parse_size(t.value, schema::size_bare_unit);
         if (!bytes) {
             return reject(node, path, t, key, bytes.error());
         }

@@ -39,7 +39,7 @@ namespace ferry::conf::schema {
 enum class Kind {
     boolean,  // true or false
     integer,  // a decimal number within [min, max]
-    size,     // bytes, "64KB", "1MB"; a bare number counts in `unit`; never 0
+    size,     // "64KB", "1MB", "512B"; a bare number is megabytes (size_bare_unit) in every size key
     duration, // "60s", "500ms", "1m30s"; a bare number is seconds
     string,   // any text
     list,     // a list of strings, or one string split on blanks; at least `min` items
@@ -69,6 +69,10 @@ struct Problem {
 // scalar: quoted, with what it was expanded from). nullopt: valid.
 using Check = std::optional<Problem> (*)(const Value &value, const std::string &shown);
 
+// What a bare number means in a size key, any of them: megabytes, as in RoadRunner's max_request_size
+// (http.uploads.max_file_size: 1 is 1 MB like http.max_request_size: 1). A size is dumped as "<n>B".
+inline constexpr std::uint64_t size_bare_unit = 1ull << 20;
+
 inline constexpr std::string_view duration_expected =
     "a duration such as \"60s\", \"500ms\" or \"1m30s\"; a bare number is seconds";
 inline constexpr std::string_view address_expected = "host:port, e.g. \"127.0.0.1:8080\" or \":8080\"";
@@ -83,7 +87,6 @@ struct Key {
     Kind kind = Kind::string;
     std::string_view expected;      // what a valid value is: "... (expected <this>)"
     std::uint64_t min = 0, max = 0; // integer: the bounds; size: the least; list: the fewest items
-    std::uint64_t unit = 1;         // size: what a bare number counts; other than bytes: dumped as "<n>B"
     IfMissing if_missing = IfMissing::keep_default;
     std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
     std::string_view example;  // IfMissing::fail: a value to show, e.g. "\"php worker.php\""
@@ -199,11 +202,10 @@ Field<S> integer(std::string_view name, T S::*member, std::string_view expected,
 }
 
 template <typename S>
-Field<S> size(std::string_view name, std::uint64_t S::*member, std::uint64_t bare_unit,
-              std::string_view expected, std::uint64_t min = 1)
+Field<S> size(std::string_view name, std::uint64_t S::*member, std::string_view expected,
+              std::uint64_t min = 1)
 {
     Field<S> f = detail::plain_key(name, Kind::size, member, expected);
-    f.unit = bare_unit;
     f.min = min;
     return f;
 }

@@ -151,7 +151,8 @@ TEST(ConfLoad, Sizes)
         return load(minimal + "http:\n  limits:\n    max_header_size: " + value + "\n")
             .config.http.max_header_size;
     };
-    EXPECT_EQ(header("8192"), 8192u);
+    EXPECT_EQ(header("8192B"), 8192u);
+    EXPECT_EQ(header("2"), 2u << 20); // a bare number is megabytes in every size key
     EXPECT_EQ(header("64KB"), 65536u);
     EXPECT_EQ(header("1MB"), 1u << 20);
 }
