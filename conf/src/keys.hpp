@@ -20,6 +20,10 @@ std::optional<schema::Problem> one_of(const schema::Value &value, const std::str
                                       std::initializer_list<std::string_view> allowed,
                                       std::string_view expected, bool empty_ok = false);
 
+// An address key's warning when it listens on every interface (0.0.0.0 or ::, as ":2114" does), for the
+// listeners meant for the local machine (status, metrics). keys.cpp.
+std::optional<std::string> every_interface(const schema::Value &value, const std::string &shown);
+
 const schema::Table<Config> &config();               // keys.cpp
 const schema::Table<ServerConfig> &server();         // keys_server.cpp
 const schema::Table<HttpConfig> &http();             // keys_http.cpp

@@ -368,6 +368,11 @@ Result<> Walk::key(const YAML::Node &node, const std::string &path, const Key &k
             return doc_.error(node, path, problem->message);
         }
     }
+    if (key.warning != nullptr) {
+        if (const std::optional<std::string> message = key.warning(*value, shown)) {
+            doc_.warn(node.Mark(), path, path + " " + *message);
+        }
+    }
     key.store(object, std::move(*value));
     return {};
 }

@@ -68,6 +68,9 @@ struct Problem {
 // A check beyond the kind's own (e.g. one of a few strings). `shown` is the value as messages show it (a
 // scalar: quoted, with what it was expanded from). nullopt: valid.
 using Check = std::optional<Problem> (*)(const Value &value, const std::string &shown);
+// A valid value worth a warning (e.g. a listener on every interface): what follows the key path in it,
+// `<where>: <key.path> <message>`. nullopt: nothing to say.
+using Warning = std::optional<std::string> (*)(const Value &value, const std::string &shown);
 
 // What a bare number means in a size key, any of them: megabytes, as in RoadRunner's max_request_size
 // (http.uploads.max_file_size: 1 is 1 MB like http.max_request_size: 1). A size is dumped as "<n>B".
@@ -91,6 +94,7 @@ struct Key {
     std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
     std::string_view example;  // IfMissing::fail: a value to show, e.g. "\"php worker.php\""
     Check check = nullptr;
+    Warning warning = nullptr;
     const Section *section = nullptr;            // Kind::section: the nested keys
     std::function<void(void *, Value &&)> store; // sets the member in the object the table fills
     std::function<Value(const void *)> fetch;    // reads it back, for the dump
@@ -125,6 +129,11 @@ template <typename S> struct Field : Key {
     Field checked(Check c) &&
     {
         check = c;
+        return std::move(*this);
+    }
+    Field warned(Warning w) &&
+    {
+        warning = w;
         return std::move(*this);
     }
 };

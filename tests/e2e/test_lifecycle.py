@@ -198,6 +198,26 @@ class ConfigTest(unittest.TestCase):
                     self.assertEqual(p.stderr.strip(),
                                      f"ferry: config error: {path}: cannot read the configuration file: {why}")
 
+    def test_status_and_metrics_on_every_interface_are_warned(self):
+        # ":2114" listened on 0.0.0.0 without a word; the RPC listener refuses that without rpc.allow_remote.
+        path = self.tmpfile("any.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                        'status:\n  address: ":2114"\nmetrics:\n  address: "127.0.0.1:2112"\n')
+        for command in (["config"], ["serve", "--dry-run"]):
+            p = run_ferry(*command, "-c", path, "-o", 'metrics.address="[::]:2112"')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            warnings = [l for l in p.stderr.splitlines() if "listens on every interface" in l]
+            self.assertEqual(len(warnings), 2, p.stderr)
+            self.assertIn(f'{path}:5:12: status.address ":2114" listens on every interface (0.0.0.0), reachable '
+                          'from other machines; write "127.0.0.1:2114" to keep it local', warnings[0])
+            self.assertIn('(from -o): metrics.address "[::]:2112" listens on every interface (::), reachable from '
+                          'other machines; write "[::1]:2112" to keep it local', warnings[1])
+            self.assertIn("warn", warnings[0].lower())
+        local = self.tmpfile("local.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                           'status:\n  address: "127.0.0.1:2114"\n')
+        p = run_ferry("config", "-c", local)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("every interface", p.stderr)
+
     def test_unknown_option_usage_error(self):
         p = run_ferry("serve", "--no-such-option")
         self.assertEqual(p.returncode, 2)
