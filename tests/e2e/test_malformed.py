@@ -478,6 +478,13 @@ CASES = {
     "chunk_size_missing": (chunked_post(b"/ch", b"\r\nhello\r\n" + CHUNKED_SMUG), 400),
     "chunk_extension_ok": (chunked_post(b"/ch", b'5;foo=bar;baz="q"\r\nhello\r\n0\r\n\r\n', b""), 200, ["POST /ch"],
                            {"check": body_is(b"hello")}),
+    # chunk-size = 1*HEXDIG (RFC 9112 §7.1); whitespace only before an extension's ";" (issue 41).
+    "chunk_size_trailing_space": (chunked_post(b"/ch", b"5 \r\nhello\r\n" + CHUNKED_SMUG), 400),
+    "chunk_size_trailing_tab": (chunked_post(b"/ch", b"5\t\r\nhello\r\n" + CHUNKED_SMUG), 400),
+    "chunk_last_size_trailing_space": (chunked_post(b"/ch", b"5\r\nhello\r\n0 \r\n\r\n" + SMUG), 400),
+    "chunk_extension_trailing_space": (chunked_post(b"/ch", b"5;a=b \r\nhello\r\n" + CHUNKED_SMUG), 400),
+    "chunk_extension_bws_before_semicolon_ok": (chunked_post(b"/ch", b"5 ;a=b\r\nhello\r\n0\r\n\r\n", b""), 200,
+                                                ["POST /ch"], {"check": body_is(b"hello")}),
     "chunk_missing_crlf_after_data": (chunked_post(b"/ch", b"5\r\nhello0\r\n\r\n" + SMUG), 400),
     "chunk_data_longer_than_size": (chunked_post(b"/ch", b"3\r\nhello\r\n" + CHUNKED_SMUG), 400),
     "chunk_trailers_dropped_ok": (chunked_post(b"/ch", b"5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", b""), 200, ["POST /ch"],
