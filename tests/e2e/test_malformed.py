@@ -390,6 +390,10 @@ CASES = {
     "host_unclosed_ipv6": (with_host(b"[::1"), 400),
     "host_with_userinfo": (with_host(b"user@a"), 400),
     "host_bad_percent_escape": (with_host(b"a%zzb"), 400),
+    # A port without a host reached PHP as "http://:80/" (issue 41).
+    "host_port_without_name": (with_host(b":80"), 400),
+    "host_colon_alone": (with_host(b":"), 400),
+    "absolute_form_port_without_name": (b"GET http://:80/h HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     "host_name_and_port_ok": (with_host(b"a.example:8080"), 200, ["GET /h"],
                               {"check": uri_is("http://a.example:8080/h?x=1")}),
     "host_ipv6_ok": (with_host(b"[::1]:80"), 200, ["GET /h"], {"check": uri_is("http://[::1]:80/h?x=1")}),

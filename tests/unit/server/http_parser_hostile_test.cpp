@@ -131,6 +131,10 @@ TEST(HttpParser, TargetsAndHost)
         {"Host IPv6", "GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 0},
         {"Host reg-name chars", "GET / HTTP/1.1\r\nHost: a_b~c-d.example:8080\r\n\r\n", 0},
         {"empty Host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 0},
+        // A port without a host reached PHP as "http://:80/" (issue 41).
+        {"Host with a port and no host", "GET / HTTP/1.1\r\nHost: :80\r\n\r\n", 400},
+        {"Host of a colon alone", "GET / HTTP/1.1\r\nHost: :\r\n\r\n", 400},
+        {"absolute form with a port and no host", "GET http://:80/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
     });
     auto o = feed("GET http://example.com/p?q=1 HTTP/1.1\r\nHost: other\r\n\r\n", 5);
     ASSERT_EQ(o.requests.size(), 1u);
@@ -209,6 +213,6 @@ TEST(HttpGrammar, Hosts)
                            "[2001:db8::1]", "a%41b", "x!$&'()*+,;=y", "a_b~c"})
         EXPECT_TRUE(valid_host(ok)) << ok;
     for (const char *bad : {"a/b", "a?b", "a#", "a b", "u@a", "a:xyz", "a:123456", "a:1:2", "[::1", "[::1]x",
-                            "[zz]", "a%4", "a%zz", "a\\b", "a\"b"})
+                            "[zz]", "a%4", "a%zz", "a\\b", "a\"b", ":80", ":", "[]:80"})
         EXPECT_FALSE(valid_host(bad)) << bad;
 }
