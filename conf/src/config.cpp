@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ferry::conf {

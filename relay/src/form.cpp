@@ -28,8 +28,8 @@ FormNode *find(FormNode &parent, std::string_view name)
     return nullptr;
 }
 
-// The entry `key` of `parent` (made an array), created when new; "[]" (key.data() == nullptr) appends. nullptr:
-// no key is left to append with (INT64_MAX is taken), and PHP drops the field.
+// The entry `key` of `parent` (made an array), created when new; "[]" (key.data() == nullptr) appends.
+// nullptr: no key is left to append with (INT64_MAX is taken), and PHP drops the field.
 FormNode *child(FormNode &parent, std::string_view key)
 {
     if (!parent.array) { // a leaf (or nothing) where an array is needed: PHP replaces it
@@ -128,7 +128,7 @@ Result<FormNode *> FormTree::leaf(std::string_view name)
     }
     if (base.empty())
         return static_cast<FormNode *>(nullptr); // ignored, as PHP does
-    FormNode *node = child(root_, base); // a named key: never dropped
+    FormNode *node = child(root_, base);         // a named key: never dropped
     std::size_t depth = 0;
     while (!rest.empty() && rest.front() == '[') {
         std::size_t close = rest.find(']');

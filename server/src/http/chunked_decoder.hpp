@@ -2,8 +2,9 @@
 //
 // Why not llhttp's: Debian's llhttp 8.1.0 predates the bare-CR fix (CVE-2023-30589) and rejects valid
 // quoted-string chunk extensions (`5;a="q"`). This decoder requires CRLF everywhere, accepts the full
-// chunk-ext grammar (whitespace only before a ";" or "=" that follows it: "5 \r\n" is a 400), refuses a chunk larger than the body limit as soon as its size line ends (413, before
-// its data arrives), and validates and drops trailers.
+// chunk-ext grammar (whitespace only before a ";" or "=" that follows it: "5 \r\n" is a 400), refuses a chunk
+// larger than the body limit as soon as its size line ends (413, before its data arrives), and validates and
+// drops trailers.
 #pragma once
 
 #include <cstddef>

@@ -180,7 +180,8 @@ TEST(ConfWarnings, StatusAndMetricsOnEveryInterface)
     ASSERT_EQ(o.warnings.size(), 2u);
     EXPECT_EQ(o.warnings[0], "(from -o): status.address \"0.0.0.0:9\" listens on every interface (0.0.0.0), "
                              "reachable from other machines; write \"127.0.0.1:9\" to keep it local");
-    EXPECT_TRUE(contains(o.warnings[1], "metrics.address \"0.0.0.0:9\" (expanded from \"${HOST}:9\") listens"))
+    EXPECT_TRUE(
+        contains(o.warnings[1], "metrics.address \"0.0.0.0:9\" (expanded from \"${HOST}:9\") listens"))
         << o.warnings[1];
 
     for (const std::string address : {"127.0.0.1:2114", "localhost:2114", "[::1]:2114", "10.1.2.3:2114"}) {
