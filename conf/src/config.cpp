@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ferry::conf {
@@ -70,17 +71,57 @@ Result<LoadResult> load_string(const std::string &yaml, const std::string &name,
     return result;
 }
 
+namespace {
+
+// What a file that is not a regular one is, for the message.
+const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "a special file";
+}
+
+} // namespace
+
 Result<LoadResult> load_file(const std::string &path, const std::vector<std::string> &overrides,
                              const EnvLookup &env)
 {
-    const auto cannot_read = [&](int error) {
-        return fail(path + ": cannot read the configuration file: " + std::strerror(error));
+    const std::string prefix = path + ": cannot read the configuration file: ";
+    const auto cannot_read = [&](int error) { return fail(prefix + std::strerror(error)); };
+    const auto too_large = [&](const std::string &size) {
+        return fail(prefix + "it is " + size + ", more than the " +
+                    std::to_string(max_config_file_size >> 20) + " MiB a configuration file may have");
     };
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO does not wait for a writer (fstat then refuses it); a regular file reads
+    // as without it.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         return cannot_read(errno);
     }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int error = errno;
+        ::close(fd);
+        return cannot_read(error);
+    }
+    if (!S_ISREG(st.st_mode)) { // /dev/zero would fill memory, a FIFO block, a directory fail to read
+        ::close(fd);
+        return fail(prefix + "it is " + file_kind(st.st_mode) + ", not a regular file");
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max_config_file_size) {
+        ::close(fd);
+        return too_large(std::to_string(st.st_size) + " bytes");
+    }
     std::string content;
+    content.reserve(static_cast<std::size_t>(st.st_size));
     char buffer[16384];
     while (true) {
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -96,6 +137,10 @@ Result<LoadResult> load_file(const std::string &path, const std::vector<std::str
             break;
         }
         content.append(buffer, static_cast<std::size_t>(n));
+        if (content.size() > max_config_file_size) { // grown since fstat
+            ::close(fd);
+            return too_large("more than " + std::to_string(max_config_file_size) + " bytes");
+        }
     }
     ::close(fd);
     return load_string(content, path, overrides, env);

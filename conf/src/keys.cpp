@@ -2,6 +2,11 @@
 // feature for yet.
 #include "keys.hpp"
 
+#include "ferry/conf/text.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 namespace ferry::conf::keys {
 
 std::optional<schema::Problem> one_of(const schema::Value &value, const std::string &shown,
@@ -22,6 +27,20 @@ std::optional<schema::Problem> positive_duration(const schema::Value &value, con
     if (std::get<Duration>(value).count() > 0)
         return std::nullopt;
     return schema::Problem{shown + " must be longer than 0 (expected a duration such as \"1s\")", {}};
+}
+
+std::optional<std::string> every_interface(const schema::Value &value, const std::string &shown)
+{
+    const Address &a = std::get<Address>(value);
+    in6_addr v6{};
+    in_addr v4{};
+    const bool any4 = ::inet_pton(AF_INET, a.host.c_str(), &v4) == 1 && v4.s_addr == INADDR_ANY;
+    const bool any6 = ::inet_pton(AF_INET6, a.host.c_str(), &v6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&v6);
+    if (!any4 && !any6)
+        return std::nullopt;
+    const std::string local = Address{any4 ? "127.0.0.1" : "::1", a.port}.to_string();
+    return shown + " listens on every interface (" + (any4 ? "0.0.0.0" : "::") + "), reachable from other " +
+           "machines; write " + quote(local) + " to keep it local";
 }
 
 namespace {

@@ -23,6 +23,9 @@ std::optional<schema::Problem> one_of(const schema::Value &value, const std::str
 // A duration key's check: longer than 0 (watch_tick 0 would make the supervisor spin; a first-byte timeout
 // of 0 would close every connection). keys.cpp.
 std::optional<schema::Problem> positive_duration(const schema::Value &value, const std::string &shown);
+// An address key's warning when it listens on every interface (0.0.0.0 or ::, as ":2114" does), for the
+// listeners meant for the local machine (status, metrics). keys.cpp.
+std::optional<std::string> every_interface(const schema::Value &value, const std::string &shown);
 
 const schema::Table<Config> &config();               // keys.cpp
 const schema::Table<ServerConfig> &server();         // keys_server.cpp

@@ -12,8 +12,6 @@ namespace ferry::conf::keys {
 
 namespace {
 
-constexpr std::uint64_t megabyte = 1ull << 20;
-
 // "10.0.0.0/8", "fd00::/8", or one address (all of its bits).
 std::optional<schema::Problem> subnets(const schema::Value &value, const std::string &)
 {
@@ -54,8 +52,8 @@ const schema::Table<HttpConfig> &uploads()
             string("dir", &HttpConfig::uploads_dir, "a directory for temp files"),
             list("forbid", &HttpConfig::uploads_forbid, "a list of file extensions such as \".php\""),
             list("allow", &HttpConfig::uploads_allow, "a list of file extensions such as \".jpg\""),
-            size("max_file_size", &HttpConfig::uploads_max_file_size, 1,
-                 "a number of bytes, or a size such as \"20MB\" (0 = no limit)", 0),
+            size("max_file_size", &HttpConfig::uploads_max_file_size,
+                 "a number of megabytes, or a size such as \"512KB\" (0 = no limit)", 0),
         },
     };
     return table;
@@ -65,17 +63,17 @@ const schema::Table<HttpConfig> &limits()
 {
     using namespace schema;
     static const Table<HttpConfig> table{{
-        size("max_request_line", &HttpConfig::max_request_line, 1,
-             "a positive number of bytes, or a size such as \"8KB\""),
-        size("max_header_size", &HttpConfig::max_header_size, 1,
-             "a positive number of bytes, or a size such as \"64KB\""),
-        size("body_buffer_size", &HttpConfig::body_buffer_size, 1,
-             "a positive number of bytes, or a size such as \"1MB\""),
-        size("max_body_memory", &HttpConfig::max_body_memory, 1,
-             "a positive number of bytes, or a size such as \"256MB\""),
+        size("max_request_line", &HttpConfig::max_request_line,
+             "a positive number of megabytes, or a size such as \"8KB\""),
+        size("max_header_size", &HttpConfig::max_header_size,
+             "a positive number of megabytes, or a size such as \"64KB\""),
+        size("body_buffer_size", &HttpConfig::body_buffer_size,
+             "a positive number of megabytes, or a size such as \"1MB\""),
+        size("max_body_memory", &HttpConfig::max_body_memory,
+             "a positive number of megabytes, or a size such as \"256MB\""),
         integer("max_pipelined", &HttpConfig::max_pipelined, "a positive integer", 1),
-        size("max_form_size", &HttpConfig::max_form_size, 1,
-             "a positive number of bytes, or a size such as \"8MB\""),
+        size("max_form_size", &HttpConfig::max_form_size,
+             "a positive number of megabytes, or a size such as \"8MB\""),
         integer("max_form_fields", &HttpConfig::max_form_fields, "a positive integer", 1),
         integer("max_form_depth", &HttpConfig::max_form_depth, "a positive integer", 1),
         size("min_body_rate", &HttpConfig::min_body_rate, 1,
@@ -107,7 +105,7 @@ const schema::Table<HttpConfig> &http()
             integer("io_threads", &HttpConfig::io_threads,
                     "a number of event loops from 0 (one per two CPUs) to 1024", 0, 1024),
             string("accept", &HttpConfig::accept, "\"handoff\" or \"reuseport\"").checked(accept_mode),
-            size("max_request_size", &HttpConfig::max_request_size, megabyte,
+            size("max_request_size", &HttpConfig::max_request_size,
                  "a positive number of megabytes, or a size such as \"10MB\""),
             integer("internal_error_code", &HttpConfig::internal_error_code,
                     "an HTTP status code from 400 to 599", 400, 599),

@@ -9,7 +9,7 @@ const schema::Table<MetricsConfig> &metrics()
     using namespace schema;
     static const Table<MetricsConfig> table{
         {
-            address("address", &MetricsConfig::address),
+            address("address", &MetricsConfig::address).warned(every_interface),
             duration("first_byte_timeout", &MetricsConfig::first_byte_timeout).checked(positive_duration),
         },
         {"collect"},

@@ -57,7 +57,7 @@ const schema::Table<PoolConfig> &supervisor()
             duration("watch_tick", &PoolConfig::watch_tick).checked(positive_duration),
             duration("ttl", &PoolConfig::ttl),
             duration("idle_ttl", &PoolConfig::idle_ttl),
-            size("max_worker_memory", &PoolConfig::max_worker_memory, 1ull << 20,
+            size("max_worker_memory", &PoolConfig::max_worker_memory,
                  "a number of megabytes, or a size such as \"256MB\"; 0 = unlimited", 0),
         },
         {},

@@ -10,7 +10,7 @@ const schema::Table<StatusConfig> &status()
     using namespace schema;
     static const Table<StatusConfig> table{
         {
-            address("address", &StatusConfig::address),
+            address("address", &StatusConfig::address).warned(every_interface),
             integer("unavailable_status_code", &StatusConfig::unavailable_status_code,
                     "an HTTP status code from 400 to 599", 400, 599),
             duration("first_byte_timeout", &StatusConfig::first_byte_timeout).checked(positive_duration),

@@ -39,7 +39,7 @@ namespace ferry::conf::schema {
 enum class Kind {
     boolean,  // true or false
     integer,  // a decimal number within [min, max]
-    size,     // bytes, "64KB", "1MB"; a bare number counts in `unit`; never 0
+    size,     // "64KB", "1MB", "512B"; a bare number is megabytes (size_bare_unit) in every size key
     duration, // "60s", "500ms", "1m30s"; a bare number is seconds
     string,   // any text
     list,     // a list of strings, or one string split on blanks; at least `min` items
@@ -68,6 +68,13 @@ struct Problem {
 // A check beyond the kind's own (e.g. one of a few strings). `shown` is the value as messages show it (a
 // scalar: quoted, with what it was expanded from). nullopt: valid.
 using Check = std::optional<Problem> (*)(const Value &value, const std::string &shown);
+// A valid value worth a warning (e.g. a listener on every interface): what follows the key path in it,
+// `<where>: <key.path> <message>`. nullopt: nothing to say.
+using Warning = std::optional<std::string> (*)(const Value &value, const std::string &shown);
+
+// What a bare number means in a size key, any of them: megabytes, as in RoadRunner's max_request_size
+// (http.uploads.max_file_size: 1 is 1 MB like http.max_request_size: 1). A size is dumped as "<n>B".
+inline constexpr std::uint64_t size_bare_unit = 1ull << 20;
 
 inline constexpr std::string_view duration_expected =
     "a duration such as \"60s\", \"500ms\" or \"1m30s\"; a bare number is seconds";
@@ -83,11 +90,11 @@ struct Key {
     Kind kind = Kind::string;
     std::string_view expected;      // what a valid value is: "... (expected <this>)"
     std::uint64_t min = 0, max = 0; // integer: the bounds; size: the least; list: the fewest items
-    std::uint64_t unit = 1;         // size: what a bare number counts; other than bytes: dumped as "<n>B"
     IfMissing if_missing = IfMissing::keep_default;
     std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
     std::string_view example;  // IfMissing::fail: a value to show, e.g. "\"php worker.php\""
     Check check = nullptr;
+    Warning warning = nullptr;
     const Section *section = nullptr;            // Kind::section: the nested keys
     std::function<void(void *, Value &&)> store; // sets the member in the object the table fills
     std::function<Value(const void *)> fetch;    // reads it back, for the dump
@@ -122,6 +129,11 @@ template <typename S> struct Field : Key {
     Field checked(Check c) &&
     {
         check = c;
+        return std::move(*this);
+    }
+    Field warned(Warning w) &&
+    {
+        warning = w;
         return std::move(*this);
     }
 };
@@ -199,11 +211,10 @@ Field<S> integer(std::string_view name, T S::*member, std::string_view expected,
 }
 
 template <typename S>
-Field<S> size(std::string_view name, std::uint64_t S::*member, std::uint64_t bare_unit,
-              std::string_view expected, std::uint64_t min = 1)
+Field<S> size(std::string_view name, std::uint64_t S::*member, std::string_view expected,
+              std::uint64_t min = 1)
 {
     Field<S> f = detail::plain_key(name, Kind::size, member, expected);
-    f.unit = bare_unit;
     f.min = min;
     return f;
 }

@@ -3,6 +3,7 @@
 #include "context_codec.hpp"
 
 #include <charconv>
+#include <optional>
 
 namespace ferry::relay {
 namespace {
@@ -19,26 +20,40 @@ bool integer_key(std::string_view k, std::int64_t &n)
     return ec == std::errc() && p == k.data() + k.size();
 }
 
-FormNode &child(FormNode &parent, std::string_view key)
+FormNode *find(FormNode &parent, std::string_view name)
+{
+    for (auto &[k, node] : parent.items)
+        if (k == name)
+            return &node;
+    return nullptr;
+}
+
+// The entry `key` of `parent` (made an array), created when new; "[]" (key.data() == nullptr) appends.
+// nullptr: no key is left to append with (INT64_MAX is taken), and PHP drops the field.
+FormNode *child(FormNode &parent, std::string_view key)
 {
     if (!parent.array) { // a leaf (or nothing) where an array is needed: PHP replaces it
         parent = FormNode{};
         parent.array = true;
     }
     std::string name;
-    if (key.data() == nullptr) { // "[]": the next integer key
-        name = std::to_string(parent.next_index++);
+    std::optional<std::int64_t> index; // an integer key
+    if (key.data() == nullptr) {       // "[]": the next integer key (zend_hash_next_index_insert)
+        index = parent.next_index == INT64_MIN ? 0 : parent.next_index;
+        name = std::to_string(*index);
+        if (*index == INT64_MAX && find(parent, name) != nullptr)
+            return nullptr;
     } else {
-        std::int64_t n = 0;
-        if (integer_key(key, n) && n >= parent.next_index)
-            parent.next_index = n == INT64_MAX ? n : n + 1;
         name.assign(key);
-        for (auto &[k, node] : parent.items)
-            if (k == name)
-                return node;
+        if (std::int64_t n = 0; integer_key(key, n))
+            index = n;
+        if (FormNode *existing = find(parent, name))
+            return existing;
     }
+    if (index && *index >= parent.next_index)
+        parent.next_index = *index == INT64_MAX ? *index : *index + 1;
     parent.items.emplace_back(std::move(name), FormNode{});
-    return parent.items.back().second;
+    return &parent.items.back().second;
 }
 
 } // namespace
@@ -113,7 +128,7 @@ Result<FormNode *> FormTree::leaf(std::string_view name)
     }
     if (base.empty())
         return static_cast<FormNode *>(nullptr); // ignored, as PHP does
-    FormNode *node = &child(root_, base);
+    FormNode *node = child(root_, base);         // a named key: never dropped
     std::size_t depth = 0;
     while (!rest.empty() && rest.front() == '[') {
         std::size_t close = rest.find(']');
@@ -126,7 +141,9 @@ Result<FormNode *> FormTree::leaf(std::string_view name)
         std::string_view key = rest.substr(1, close - 1);
         if (key.find_first_not_of(" \t\r\n") == std::string_view::npos)
             key = std::string_view();
-        node = &child(*node, key);
+        node = child(*node, key);
+        if (node == nullptr)
+            return node; // "[]" past INT64_MAX: dropped, as PHP does
         rest = rest.substr(close + 1);
     }
     *node = FormNode{};

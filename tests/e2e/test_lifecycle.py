@@ -175,6 +175,49 @@ class ConfigTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("/nonexistent/ferry-e2e.yaml", p.stderr)
 
+    def test_config_file_not_regular_or_too_large_is_refused_at_once(self):
+        # /dev/zero was read until std::bad_alloc (2 GB in), a FIFO blocked forever, 100 MB took 6.8 s.
+        d = tempfile.TemporaryDirectory(prefix="ferry-e2e-conf-")
+        self.addCleanup(d.cleanup)
+        fifo = os.path.join(d.name, "fifo.yaml")
+        os.mkfifo(fifo)
+        big = self.tmpfile("big.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                       "# " + "x" * (5 << 20) + "\n")
+        cases = [("/dev/zero", "it is a character device, not a regular file"),
+                 (fifo, "it is a FIFO, not a regular file"),
+                 (d.name, "it is a directory, not a regular file"),
+                 (big, f"it is {os.path.getsize(big)} bytes, more than the 4 MiB a configuration file may have")]
+        for path, why in cases:
+            for command in (["config"], ["serve", "--dry-run"], ["serve"]):
+                with self.subTest(path=path, command=command):
+                    start = time.monotonic()
+                    p = run_ferry(*command, "-c", path, timeout=5)
+                    self.assertLess(time.monotonic() - start, 2.0)
+                    self.assertEqual(p.returncode, 1, p.stderr)
+                    self.assertEqual(p.stdout, "")
+                    self.assertEqual(p.stderr.strip(),
+                                     f"ferry: config error: {path}: cannot read the configuration file: {why}")
+
+    def test_status_and_metrics_on_every_interface_are_warned(self):
+        # ":2114" listened on 0.0.0.0 without a word; the RPC listener refuses that without rpc.allow_remote.
+        path = self.tmpfile("any.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                        'status:\n  address: ":2114"\nmetrics:\n  address: "127.0.0.1:2112"\n')
+        for command in (["config"], ["serve", "--dry-run"]):
+            p = run_ferry(*command, "-c", path, "-o", 'metrics.address="[::]:2112"')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            warnings = [l for l in p.stderr.splitlines() if "listens on every interface" in l]
+            self.assertEqual(len(warnings), 2, p.stderr)
+            self.assertIn(f'{path}:5:12: status.address ":2114" listens on every interface (0.0.0.0), reachable '
+                          'from other machines; write "127.0.0.1:2114" to keep it local', warnings[0])
+            self.assertIn('(from -o): metrics.address "[::]:2112" listens on every interface (::), reachable from '
+                          'other machines; write "[::1]:2112" to keep it local', warnings[1])
+            self.assertIn("warn", warnings[0].lower())
+        local = self.tmpfile("local.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                           'status:\n  address: "127.0.0.1:2114"\n')
+        p = run_ferry("config", "-c", local)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("every interface", p.stderr)
+
     def test_unknown_option_usage_error(self):
         p = run_ferry("serve", "--no-such-option")
         self.assertEqual(p.returncode, 2)

@@ -16,7 +16,7 @@ MiB = 1 << 20
 class LimitsTest(ServerTestCase):
     CONFIG = {"http": {
         "max_request_size": 1,  # MB
-        "limits": {"max_header_size": 8192},
+        "limits": {"max_header_size": "8KB"},
         "timeouts": {"read_header": "1s", "read_body": "1s", "idle": "1s"},
         "pool": {"num_workers": 2},
     }}

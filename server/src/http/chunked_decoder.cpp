@@ -61,15 +61,19 @@ bool ChunkedDecoder::size_line_char(unsigned char c)
     if (c == '\r') {
         switch (state_) {
         case State::size:
-        case State::size_bws:
         case State::ext_name:
-        case State::ext_post_name:
         case State::ext_token:
-        case State::ext_post_value:
+        case State::ext_quoted_end:
             if (!end_size_line())
                 return false;
             state_ = State::size_lf;
             return true;
+        case State::size_bws:
+        case State::ext_post_name:
+        case State::ext_post_value:
+            // RFC 9112 §7.1: chunk-size = 1*HEXDIG, chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ):
+            // whitespace only before a ";" or "=" that follows, never at the end ("5 \r\n" is no size).
+            return fail(400, "whitespace at the end of a chunk size line");
         default:
             return fail(400, "incomplete chunk extension");
         }
@@ -99,8 +103,12 @@ bool ChunkedDecoder::size_line_char(unsigned char c)
     case State::size_bws:
     case State::ext_post_name:
     case State::ext_post_value:
-        if (is_ws(c))
+    case State::ext_quoted_end:
+        if (is_ws(c)) {
+            if (state_ == State::ext_quoted_end)
+                state_ = State::ext_post_value;
             return true;
+        }
         if (c == ';') {
             state_ = State::ext_pre_name;
             return true;
@@ -160,7 +168,7 @@ bool ChunkedDecoder::size_line_char(unsigned char c)
         return fail(400, "invalid chunk extension value");
     case State::ext_quoted:
         if (c == '"') {
-            state_ = State::ext_post_value;
+            state_ = State::ext_quoted_end;
             return true;
         }
         if (c == '\\') {

@@ -2,8 +2,9 @@
 //
 // Why not llhttp's: Debian's llhttp 8.1.0 predates the bare-CR fix (CVE-2023-30589) and rejects valid
 // quoted-string chunk extensions (`5;a="q"`). This decoder requires CRLF everywhere, accepts the full
-// chunk-ext grammar, refuses a chunk larger than the body limit as soon as its size line ends (413, before
-// its data arrives), and validates and drops trailers.
+// chunk-ext grammar (whitespace only before a ";" or "=" that follows it: "5 \r\n" is a 400), refuses a chunk
+// larger than the body limit as soon as its size line ends (413, before its data arrives), and validates and
+// drops trailers.
 #pragma once
 
 #include <cstddef>
@@ -42,15 +43,16 @@ public:
 private:
     enum class State {
         size,         // hex digits
-        size_bws,     // BWS after the size, before ";" or CR
+        size_bws,     // BWS after the size: a ";" must follow
         ext_pre_name, // after ";": BWS then a token
         ext_name,
-        ext_post_name, // BWS, then "=", ";" or CR
+        ext_post_name, // BWS, then "=" or ";"
         ext_pre_value, // after "=": BWS then token or quoted-string
         ext_token,
         ext_quoted,
         ext_escape,
-        ext_post_value, // BWS, then ";" or CR
+        ext_quoted_end, // right after the closing quote: CR, ";" or BWS
+        ext_post_value, // BWS, then ";"
         size_lf,        // after the CR of the size line
         data,
         data_cr,

@@ -134,7 +134,8 @@ bool valid_host(std::string_view host)
     auto colon = host.find(':');
     if (colon == std::string_view::npos)
         return valid_reg_name(host);
-    return valid_reg_name(host.substr(0, colon)) && valid_port(host.substr(colon + 1));
+    // ":80": a port without a host, which PHP would see as "http://:80/"; an empty Host has no ":".
+    return colon > 0 && valid_reg_name(host.substr(0, colon)) && valid_port(host.substr(colon + 1));
 }
 
 Target classify_target(std::string_view t)

@@ -170,3 +170,31 @@ http:
     EXPECT_TRUE(r.config.http.static_files.enabled);
     EXPECT_EQ(r.config.http.static_files.dir, "public");
 }
+
+// status and metrics answer anyone who reaches them: ":2114" (0.0.0.0) is said, as the RPC listener refuses
+// a non-loopback address without rpc.allow_remote.
+TEST(ConfWarnings, StatusAndMetricsOnEveryInterface)
+{
+    const LoadResult r = load(minimal + "status:\n  address: \":2114\"\nmetrics:\n  address: '[::]:2112'\n");
+    ASSERT_EQ(r.warnings.size(), 2u);
+    EXPECT_EQ(r.warnings[0], ".rr.yaml:5:12: status.address \":2114\" listens on every interface (0.0.0.0), "
+                             "reachable from other machines; write \"127.0.0.1:2114\" to keep it local");
+    EXPECT_EQ(r.warnings[1], ".rr.yaml:7:12: metrics.address \"[::]:2112\" listens on every interface (::), "
+                             "reachable from other machines; write \"[::1]:2112\" to keep it local");
+    EXPECT_EQ(r.config.status.address, (ferry::conf::Address{"0.0.0.0", 2114})); // still listened on
+
+    const LoadResult o = load(minimal, {"status.address=0.0.0.0:9", "metrics.address=${HOST}:9"},
+                              fake_env({{"HOST", "0.0.0.0"}}));
+    ASSERT_EQ(o.warnings.size(), 2u);
+    EXPECT_EQ(o.warnings[0], "(from -o): status.address \"0.0.0.0:9\" listens on every interface (0.0.0.0), "
+                             "reachable from other machines; write \"127.0.0.1:9\" to keep it local");
+    EXPECT_TRUE(
+        contains(o.warnings[1], "metrics.address \"0.0.0.0:9\" (expanded from \"${HOST}:9\") listens"))
+        << o.warnings[1];
+
+    for (const std::string address : {"127.0.0.1:2114", "localhost:2114", "[::1]:2114", "10.1.2.3:2114"}) {
+        EXPECT_TRUE(load(minimal + "status:\n  address: '" + address + "'\n").warnings.empty()) << address;
+    }
+    // http.address on every interface is what a server is for: nothing said.
+    EXPECT_TRUE(load(minimal + "http:\n  address: ':8080'\n").warnings.empty());
+}

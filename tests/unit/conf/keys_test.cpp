@@ -215,6 +215,67 @@ TEST(ConfKeys, MisspeltKeyWarnsWithTheRightSuggestion)
     }
 }
 
+TEST(ConfKeys, EverySizeKeyReadsABareNumberAsMegabytes)
+{
+    // One rule for every size key, RoadRunner's for max_request_size: a bare number is megabytes, a unit
+    // says otherwise. http.uploads.max_file_size: 1 was one byte, http.limits.max_header_size: 8192 8 KB.
+    using Member = std::uint64_t (*)(const Config &);
+    const std::vector<std::pair<std::string, Member>> sizes{
+        {"http.max_request_size", [](const Config &c) { return c.http.max_request_size; }},
+        {"http.uploads.max_file_size", [](const Config &c) { return c.http.uploads_max_file_size; }},
+        {"http.limits.max_request_line", [](const Config &c) { return c.http.max_request_line; }},
+        {"http.limits.max_header_size", [](const Config &c) { return c.http.max_header_size; }},
+        {"http.limits.body_buffer_size", [](const Config &c) { return c.http.body_buffer_size; }},
+        {"http.limits.max_body_memory", [](const Config &c) { return c.http.max_body_memory; }},
+        {"http.limits.max_form_size", [](const Config &c) { return c.http.max_form_size; }},
+        {"http.pool.supervisor.max_worker_memory",
+         [](const Config &c) { return c.http.pool.max_worker_memory; }},
+        {"websockets.max_message_size", [](const Config &c) { return c.websockets.max_message_size; }},
+        {"websockets.max_queue_bytes", [](const Config &c) { return c.websockets.max_queue_bytes; }},
+        {"websockets.pool.supervisor.max_worker_memory",
+         [](const Config &c) { return c.websockets.pool.max_worker_memory; }},
+    };
+    std::vector<std::string> size_leaves;
+    for (const Leaf &leaf : leaves()) {
+        if (leaf.kind == schema::Kind::size) {
+            size_leaves.push_back(leaf.dotted());
+        }
+    }
+    std::vector<std::string> listed;
+    for (const auto &[key, member] : sizes) {
+        listed.push_back(key);
+    }
+    std::sort(listed.begin(), listed.end());
+    std::sort(size_leaves.begin(), size_leaves.end());
+    EXPECT_EQ(listed, size_leaves) << "a size key added or moved: list it here";
+    for (const auto &[key, member] : sizes) {
+        std::vector<std::string> path;
+        for (std::size_t start = 0, dot = 0; dot != std::string::npos; start = dot + 1) {
+            dot = key.find('.', start);
+            path.push_back(key.substr(start, dot == std::string::npos ? dot : dot - start));
+        }
+        const Leaf leaf{path, schema::Kind::size};
+        for (const auto &[value, bytes] :
+             std::vector<std::pair<std::string, std::uint64_t>>{{"1", 1ull << 20},
+                                                                {"3", 3ull << 20},
+                                                                {"3MB", 3ull << 20},
+                                                                {"3M", 3ull << 20},
+                                                                {"3KB", 3ull << 10},
+                                                                {"3k", 3ull << 10},
+                                                                {"1GB", 1ull << 30},
+                                                                {"1G", 1ull << 30},
+                                                                {"512B", 512},
+                                                                {"\"2 MB\"", 2ull << 20}}) {
+            const LoadResult r = load(nested(path, value), command_unless(leaf));
+            EXPECT_EQ(member(r.config), bytes) << key << ": " << value;
+            // The dump spells out the bytes, so that it loads back to the same.
+            EXPECT_TRUE(
+                contains(ferry::conf::dump(r.config), path.back() + ": " + std::to_string(bytes) + "B\n"))
+                << key << ": " << value;
+        }
+    }
+}
+
 TEST(ConfKeys, NumWorkersIsResolvedOnceInConf)
 {
     // 0, absent, from -o: the config holds the number of CPUs, and so does the dump.

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -126,7 +128,53 @@ TEST_F(ConfFile, DirectoryIsAnError)
 {
     const auto r = load_file(dir_.string(), {}, fake_env());
     ASSERT_FALSE(r) << "no error";
-    EXPECT_TRUE(contains(r.error().message, std::strerror(EISDIR))) << r.error().message;
+    EXPECT_EQ(r.error().message,
+              dir_.string() + ": cannot read the configuration file: it is a directory, not a regular file");
+}
+
+// /dev/zero used to be read until std::bad_alloc (2 GB in), a FIFO without a writer to block forever.
+TEST_F(ConfFile, DeviceIsRefusedBeforeReading)
+{
+    const auto r = load_file("/dev/zero", {}, fake_env());
+    ASSERT_FALSE(r) << "no error";
+    EXPECT_EQ(r.error().message,
+              "/dev/zero: cannot read the configuration file: it is a character device, not a regular file");
+}
+
+TEST_F(ConfFile, FifoIsRefusedWithoutBlocking)
+{
+    const std::string path = (dir_ / "fifo.yaml").string();
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = load_file(path, {}, fake_env()); // no writer: a blocking open would never return
+    ASSERT_FALSE(r) << "no error";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    EXPECT_EQ(r.error().message,
+              path + ": cannot read the configuration file: it is a FIFO, not a regular file");
+}
+
+TEST_F(ConfFile, LargerThanFourMiBIsRefused)
+{
+    const std::string path = (dir_ / "big.yaml").string();
+    {
+        std::ofstream out(path);
+        out << minimal << "# " << std::string(ferry::conf::max_config_file_size, 'x') << "\n";
+    }
+    const auto r = load_file(path, {}, fake_env());
+    ASSERT_FALSE(r) << "no error";
+    EXPECT_EQ(r.error().message, path + ": cannot read the configuration file: it is " +
+                                     std::to_string(std::filesystem::file_size(path)) +
+                                     " bytes, more than the 4 MiB a configuration file may have");
+}
+
+TEST_F(ConfFile, FourMiBIsRead)
+{
+    std::string content = minimal + "# ";
+    content += std::string(ferry::conf::max_config_file_size - content.size() - 1, 'x') + "\n";
+    ASSERT_EQ(content.size(), ferry::conf::max_config_file_size);
+    const std::string path = write("limit.yaml", content);
+    const auto r = load_file(path, {}, fake_env());
+    EXPECT_TRUE(r) << r.error().message;
 }
 
 TEST_F(ConfFile, SyntaxErrorNamesFileAndLine)

@@ -29,7 +29,7 @@ struct Demo {
     std::string name;
     int workers = 2;
     Duration timeout = 5s;
-    std::uint64_t limit = 1 << 20; // a bare number is KB
+    std::uint64_t limit = 1 << 20; // a bare number is MB, as in every size key
     std::vector<std::string> tags;
     Address listen;
     std::vector<std::pair<std::string, std::string>> vars;
@@ -53,7 +53,7 @@ const schema::Table<Inner> &inner_keys()
 {
     using namespace schema;
     static const Table<Inner> table{
-        {boolean("verbose", &Inner::verbose), size("buffer", &Inner::buffer, 1, "a size in bytes")},
+        {boolean("verbose", &Inner::verbose), size("buffer", &Inner::buffer, "a size")},
         {"legacy"},
         [](Inner &inner) { inner.resolved = true; },
     };
@@ -74,7 +74,7 @@ const schema::Table<Demo> &demo_keys()
             string("name", &Demo::name, "a name").required_as("a name", "\"demo\""),
             integer("workers", &Demo::workers, "an integer from 1 to 8", 1, 8),
             duration("timeout", &Demo::timeout),
-            size("limit", &Demo::limit, 1024, "a number of kilobytes"),
+            size("limit", &Demo::limit, "a number of megabytes"),
             list("tags", &Demo::tags, "a list of tags"),
             address("listen", &Demo::listen),
             env("vars", &Demo::vars),
@@ -128,7 +128,7 @@ TEST(Schema, ReadsEveryKindIntoItsMember)
     EXPECT_EQ(d.name, "me");
     EXPECT_EQ(d.workers, 8);
     EXPECT_EQ(d.timeout, 90s);
-    EXPECT_EQ(d.limit, 2048u);
+    EXPECT_EQ(d.limit, 2u << 20);
     EXPECT_EQ(d.tags, (std::vector<std::string>{"a", "b", "c"}));
     EXPECT_EQ(d.listen, (Address{"::1", 81}));
     EXPECT_EQ(d.vars, (std::vector<std::pair<std::string, std::string>>{{"PATH", "/bin"}}));
@@ -162,7 +162,7 @@ TEST(Schema, ErrorsNameFileLineKeyValueAndWhatIsExpected)
         {"name: x\ninner:\n  verbose: yes please\n",
          "demo.yaml:3:12: inner.verbose: \"yes please\" is not a valid value (expected true or false)"},
         {"name: x\nlimit: 0\n",
-         "demo.yaml:2:8: limit: \"0\" is out of range (expected a number of kilobytes)"},
+         "demo.yaml:2:8: limit: \"0\" is out of range (expected a number of megabytes)"},
         {"name: x\nlimit: 1XB\n",
          "demo.yaml:2:8: limit: \"1XB\" is not a valid value: unknown size unit \"XB\""},
         {"name: x\ntimeout: soon\n", "demo.yaml:2:10: timeout: \"soon\" is not a valid value: "},
@@ -258,7 +258,7 @@ TEST(Schema, DumpsInTableOrderAndLoadsBack)
                     "listen: \"[::]:0\"\n"
                     "vars:\n  \"A\": \"1\"\n"
                     "mode: \"fast\"\n"
-                    "inner:\n  verbose: true\n  buffer: 4096\n"
+                    "inner:\n  verbose: true\n  buffer: 4096B\n"
                     "extra:\n  grace: 1s\n");
     const Loaded again = load(text);
     ASSERT_EQ(again.error, "") << text;

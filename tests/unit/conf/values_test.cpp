@@ -133,7 +133,7 @@ TEST(ConfDump, ShowsEveryKey)
     for (const std::string key :
          {"version: \"3\"", "command:", "\"memory_limit=256M\"", "APP_ENV", "relay: \"pipes\"",
           "address: \"0.0.0.0:9000\"", "max_request_size: 16777216B", "internal_error_code: 502",
-          "max_header_size: 32768", "max_pipelined: 4", "read_header: 5s", "read_body: 90s", "write: 120s",
+          "max_header_size: 32768B", "max_pipelined: 4", "read_header: 5s", "read_body: 90s", "write: 120s",
           "idle: 500ms", "num_workers: 3", "max_jobs: 1000", "allocate_timeout: 1500ms",
           "destroy_timeout: 3600s"}) {
         EXPECT_TRUE(contains(text, key)) << "missing " << key << " in\n" << text;

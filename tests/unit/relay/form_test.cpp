@@ -55,6 +55,30 @@ TEST(Form, PhpNamingRules)
     EXPECT_EQ(json(form({{"q", "\"\\\n\xff"}})), R"({"q":"\"\\\n\ufffd"})") << "JSON-escaped";
 }
 
+// The append index at the ends of int64 (issue 41: `next_index++` past INT64_MAX was signed overflow). Each
+// expected tree is what PHP 8.2 prints for the same query:
+//     php -r 'parse_str($argv[1], $r); echo json_encode($r), "\n";' 'a[9223372036854775807]=x&a[]=y'
+TEST(Form, AppendIndexAtTheEndsOfInt64AsPhp)
+{
+    // INT64_MAX taken: an append has no key left and is dropped, the rest of the form kept.
+    EXPECT_EQ(json(form({{"a[9223372036854775807]", "x"}, {"a[]", "y"}})),
+              R"({"a":{"9223372036854775807":"x"}})");
+    EXPECT_EQ(json(form({{"a[9223372036854775806]", "x"}, {"a[]", "y"}, {"a[]", "z"}})),
+              R"({"a":{"9223372036854775806":"x","9223372036854775807":"y"}})");
+    EXPECT_EQ(json(form({{"a[9223372036854775807]", "x"}, {"a[][k]", "y"}, {"b", "1"}})),
+              R"({"a":{"9223372036854775807":"x"},"b":"1"})");
+    EXPECT_EQ(json(form({{"a[9223372036854775807]", "x"}, {"a[]", "y"}, {"a[3]", "z"}, {"a[]", "w"}})),
+              R"({"a":{"9223372036854775807":"x","3":"z"}})");
+    // Beyond int64 the key is a string and leaves the index alone.
+    EXPECT_EQ(json(form({{"a[9223372036854775808]", "x"}, {"a[]", "y"}})),
+              R"({"a":{"9223372036854775808":"x","0":"y"}})");
+    // Negative keys: the next append is one past the largest, as PHP's nNextFreeElement.
+    EXPECT_EQ(json(form({{"a[-5]", "x"}, {"a[]", "y"}})), R"({"a":{"-5":"x","-4":"y"}})");
+    EXPECT_EQ(json(form({{"a[-9223372036854775808]", "x"}, {"a[]", "y"}})),
+              R"({"a":{"-9223372036854775808":"x","-9223372036854775807":"y"}})");
+    EXPECT_EQ(json(form({{"a[x]", "1"}, {"a[]", "2"}})), R"({"a":{"x":"1","0":"2"}})");
+}
+
 TEST(Form, LimitsAreErrorsNamingTheLimit)
 {
     FormLimits l;

@@ -131,6 +131,10 @@ TEST(HttpParser, TargetsAndHost)
         {"Host IPv6", "GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 0},
         {"Host reg-name chars", "GET / HTTP/1.1\r\nHost: a_b~c-d.example:8080\r\n\r\n", 0},
         {"empty Host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 0},
+        // A port without a host reached PHP as "http://:80/" (issue 41).
+        {"Host with a port and no host", "GET / HTTP/1.1\r\nHost: :80\r\n\r\n", 400},
+        {"Host of a colon alone", "GET / HTTP/1.1\r\nHost: :\r\n\r\n", 400},
+        {"absolute form with a port and no host", "GET http://:80/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
     });
     auto o = feed("GET http://example.com/p?q=1 HTTP/1.1\r\nHost: other\r\n\r\n", 5);
     ASSERT_EQ(o.requests.size(), 1u);
@@ -180,6 +184,14 @@ TEST(HttpParser, ContentLengthAndTransferEncoding)
              chunked_head() + "3e8\r\n" + std::string(1000, 'x') + "\r\n1\r\n", 413},
             {"non-hex chunk size", chunked_head() + "zz\r\nhello\r\n0\r\n\r\n", 400},
             {"chunk extension", chunked_head() + "5;foo=bar;baz=\"q\"\r\nhello\r\n0\r\n\r\n", 0},
+            // chunk-size = 1*HEXDIG; BWS only before the ";" or "=" of an extension (issue 41).
+            {"space after chunk size", chunked_head() + "5 \r\nhello\r\n0\r\n\r\n", 400},
+            {"tab after chunk size", chunked_head() + "5\t\r\nhello\r\n0\r\n\r\n", 400},
+            {"space after the last chunk size", chunked_head() + "5\r\nhello\r\n0 \r\n\r\n", 400},
+            {"space after an extension name", chunked_head() + "5;a \r\nhello\r\n0\r\n\r\n", 400},
+            {"space after an extension value", chunked_head() + "5;a=b \r\nhello\r\n0\r\n\r\n", 400},
+            {"space after a quoted value", chunked_head() + "5;a=\"b\" \r\nhello\r\n0\r\n\r\n", 400},
+            {"BWS around ; and =", chunked_head() + "5 ; a = b ;c\r\nhello\r\n0\r\n\r\n", 0},
             {"missing CRLF after data", chunked_head() + "5\r\nhelloX\r\n0\r\n\r\n", 400},
             {"trailers", chunked_head() + "5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 0},
         },
@@ -201,6 +213,6 @@ TEST(HttpGrammar, Hosts)
                            "[2001:db8::1]", "a%41b", "x!$&'()*+,;=y", "a_b~c"})
         EXPECT_TRUE(valid_host(ok)) << ok;
     for (const char *bad : {"a/b", "a?b", "a#", "a b", "u@a", "a:xyz", "a:123456", "a:1:2", "[::1", "[::1]x",
-                            "[zz]", "a%4", "a%zz", "a\\b", "a\"b"})
+                            "[zz]", "a%4", "a%zz", "a\\b", "a\"b", ":80", ":", "[]:80"})
         EXPECT_FALSE(valid_host(bad)) << bad;
 }

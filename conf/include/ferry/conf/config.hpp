@@ -118,9 +118,10 @@ struct HttpConfig {
     std::string accept = "handoff";
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
-    // Ferry's own limits (documented in README):
+    // Ferry's own limits (documented in README). Every size key reads a bare number as megabytes, as
+    // max_request_size (schema::size_bare_unit); the members hold bytes.
     std::uint64_t max_request_line = 8 * 1024;    // http.limits.max_request_line (414 beyond)
-    std::uint64_t max_header_size = 64 * 1024;    // http.limits.max_header_size (bytes or "64KB")
+    std::uint64_t max_header_size = 64 * 1024;    // http.limits.max_header_size ("64KB"; a bare number: MB)
     std::uint64_t body_buffer_size = 1024 * 1024; // http.limits.body_buffer_size: per request in memory
     std::uint64_t max_body_memory = 256ull * 1024 * 1024; // http.limits.max_body_memory: all bodies in memory
     std::string uploads_dir; // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
@@ -301,6 +302,10 @@ unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus);
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.
 using EnvLookup = std::function<std::optional<std::string>(const std::string &)>;
 EnvLookup process_env();
+
+// The largest configuration file load_file() reads; a larger one is refused, as is anything but a regular
+// file (a device such as /dev/zero, a FIFO, a directory), each with a message naming the file and why.
+inline constexpr std::uint64_t max_config_file_size = 4ull << 20;
 
 // `overrides` are "key.path=value" strings (ferry -o), applied before validation. A config error is a
 // value: its message names file, line, key path, the bad value and what was expected, e.g.

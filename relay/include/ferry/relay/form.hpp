@@ -29,7 +29,9 @@ struct FormNode {
     int file = -1;                                       // a file leaf: index in FormTree::files()
     std::string value;                                   // a leaf's value
     std::vector<std::pair<std::string, FormNode>> items; // an array's entries, in insertion order
-    std::int64_t next_index = 0;                         // the key `name[]` appends with
+    // The key `name[]` appends with, as PHP's nNextFreeElement: INT64_MIN until a key is set (then 0), one
+    // past the largest integer key, and held at INT64_MAX: once that key is taken, an append is dropped.
+    std::int64_t next_index = INT64_MIN;
 
     // An array whose keys are exactly 0, 1, 2... in order: a JSON array / msgpack array.
     bool is_list() const;

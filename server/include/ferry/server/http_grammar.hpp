@@ -49,7 +49,7 @@ void parse_cookies(std::string_view header, std::vector<std::pair<std::string, s
 
 // RFC 9110 §7.2 Host = uri-host [ ":" port ], uri-host = IP-literal / IPv4address / reg-name. Accepts the
 // empty value (a request without authority); rejects anything that would change the URI PHP parses:
-// "/", "?", "#", "@", spaces, a non-numeric or too long port, an unclosed "[".
+// "/", "?", "#", "@", spaces, a non-numeric or too long port, an unclosed "[", a port without a host (":80").
 bool valid_host(std::string_view host);
 
 // The request-target forms of RFC 9112 §3.2.
