@@ -31,6 +31,10 @@ struct FormNode {
     std::vector<std::pair<std::string, FormNode>> items; // an array's entries, in insertion order
     std::int64_t next_index = 0;                         // the key `name[]` appends with
 
+    // Declared here, defaulted in form.cpp: clang 14 with libstdc++ 12 cannot define the implicit default
+    // constructor inline (it checks std::pair<std::string, FormNode> while FormNode is still incomplete).
+    FormNode();
+
     // An array whose keys are exactly 0, 1, 2... in order: a JSON array / msgpack array.
     bool is_list() const;
 };
