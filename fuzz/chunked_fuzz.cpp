@@ -31,7 +31,8 @@ Outcome decode(std::string_view in, std::size_t step, ChunkedDecoder::Limits lim
             FUZZ_CHECK(s.used > 0 || d.done() || d.failed());
             FUZZ_CHECK(s.data.size() <= s.used);
             if (!s.data.empty()) // the data is a part of the input
-                FUZZ_CHECK(s.data.data() >= piece.data() && s.data.data() + s.data.size() <= piece.data() + s.used);
+                FUZZ_CHECK(s.data.data() >= piece.data() &&
+                           s.data.data() + s.data.size() <= piece.data() + s.used);
             o.body.append(s.data);
             piece.remove_prefix(s.used);
             pos += s.used;

@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     std::string dumped = conf::dump(r->config);
     auto back = conf::load_string(dumped, ".rr.yaml", {}, env);
     if (!back)
-        std::fprintf(stderr, "the dump does not load back: %s\n---\n%s\n", back.error().message.c_str(), dumped.c_str());
+        std::fprintf(stderr, "the dump does not load back: %s\n---\n%s\n", back.error().message.c_str(),
+                     dumped.c_str());
     FUZZ_CHECK(back);
     if (!(back->config == r->config))
         std::fprintf(stderr, "the dump loads back different:\n%s\n---\n%s\n", dumped.c_str(),

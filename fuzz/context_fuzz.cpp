@@ -98,7 +98,8 @@ void request(std::string_view in)
     std::vector<std::string> f;
     for (std::size_t start = 0;;) {
         auto end = in.find('\0', start);
-        f.emplace_back(in.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        f.emplace_back(
+            in.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
         if (end == std::string_view::npos || f.size() == 12)
             break;
         start = end + 1;

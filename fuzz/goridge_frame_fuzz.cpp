@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         if (avail.size() < r.needed)
             break; // the payload is still to come
         std::string_view payload = avail.substr(h.size(), h.payload_size);
-        std::string again = relay::encode_frame(h.flags, h.stream, std::span(h.options.data(), h.option_count), payload);
+        std::string again =
+            relay::encode_frame(h.flags, h.stream, std::span(h.options.data(), h.option_count), payload);
         FUZZ_CHECK(again.size() == r.needed);
         FUZZ_CHECK(std::memcmp(again.data(), avail.data(), 11) == 0); // version, size, flags, CRC, stream
         FUZZ_CHECK(again.substr(12) == avail.substr(12, r.needed - 12));

@@ -46,9 +46,11 @@ struct Recorder final : ferry::server::detail::MultipartHandler {
 struct Outcome {
     std::vector<Part> parts;
     int error = 0;
+    std::string message;
 };
 
-Outcome parse(std::string_view boundary, std::string_view body, std::size_t step, MultipartParser::Limits limits)
+Outcome parse(std::string_view boundary, std::string_view body, std::size_t step,
+              MultipartParser::Limits limits)
 {
     Recorder rec;
     MultipartParser p(boundary, limits, rec);
@@ -63,6 +65,7 @@ Outcome parse(std::string_view boundary, std::string_view body, std::size_t step
         r = p.finish();
     if (!r) {
         o.error = r.error().status;
+        o.message = r.error().message;
         FUZZ_CHECK(o.error >= 400 && o.error <= 599 && !r.error().message.empty());
     } else {
         FUZZ_CHECK(!rec.open);
@@ -96,6 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 
     Outcome whole = parse(b, body, 0, limits);
     Outcome parts = parse(b, body, step == 0 ? 1 : step, limits);
+    if (whole.error != parts.error)
+        std::fprintf(stderr, "whole: %d %s; in pieces of %zu: %d %s\n", whole.error, whole.message.c_str(),
+                     step == 0 ? 1 : step, parts.error, parts.message.c_str());
     FUZZ_CHECK(whole.error == parts.error);
     // After an error, what was reported before it may differ by a held-back tail: compare complete bodies.
     FUZZ_CHECK(whole.error != 0 || whole.parts.size() == parts.parts.size());

@@ -13,7 +13,10 @@ std::size_t sequence(std::string_view s, std::size_t i)
     unsigned c = b(i);
     if (c < 0x80)
         return 1;
-    std::size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    std::size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+                      : c >= 0xE0 && c <= 0xEF ? 3
+                      : c >= 0xF0 && c <= 0xF4 ? 4
+                                               : 0;
     if (len == 0 || i + len > s.size())
         return 0;
     std::uint32_t cp = c & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
@@ -22,7 +25,8 @@ std::size_t sequence(std::string_view s, std::size_t i)
             return 0;
         cp = (cp << 6) | (b(i + k) & 0x3F);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     return len;
 }
