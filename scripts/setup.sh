@@ -5,6 +5,8 @@
 #   scripts/setup.sh            build + tests
 #   scripts/setup.sh --bench    also the benchmark-only packages (nginx, php8.2-fpm, wrk); bench/run.sh
 #                               calls this itself
+#   scripts/setup.sh --fuzz     also the fuzzing-only packages (clang-14, libfuzzer-14-dev); bench/fuzz.sh
+#                               calls this itself (the normal test run replays the corpora with GCC)
 #
 # It never stops or kills a process: packages are installed with a policy-rc.d that forbids starting
 # services, so installing nginx or php-fpm starts nothing (bench/run.sh runs its own as child processes).
@@ -15,12 +17,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: scripts/setup.sh [--bench]   (--bench: also nginx, php8.2-fpm, wrk for bench/run.sh)"
+  echo "usage: scripts/setup.sh [--bench] [--fuzz]   (--bench: also nginx, php8.2-fpm, wrk for bench/run.sh;"
+  echo "       --fuzz: also clang-14, libfuzzer-14-dev for bench/fuzz.sh)"
 }
 BENCH=0
+FUZZ=0
 for arg in "$@"; do
   case "$arg" in
     --bench) BENCH=1 ;;
+    --fuzz) FUZZ=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "setup: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
   esac
@@ -38,6 +43,8 @@ PKGS=(
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 BENCH_PKGS=(nginx php8.2-fpm wrk)
 [ "$BENCH" -eq 1 ] && PKGS+=("${BENCH_PKGS[@]}")
+FUZZ_PKGS=(clang-14 libfuzzer-14-dev)
+[ "$FUZZ" -eq 1 ] && PKGS+=("${FUZZ_PKGS[@]}")
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

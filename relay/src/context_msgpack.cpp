@@ -210,7 +210,12 @@ Result<void> decode_msgpack(std::string_view in, ResponseContext &out)
     msgpack::object root;
     std::size_t off = 0;
     try {
-        root = msgpack::unpack(zone, in.data(), in.size(), off);
+        // msgpack-cxx allocates an array's or a map's elements as soon as it reads their count: without a
+        // limit, a 5-byte map32 header claiming 2^32 entries made it allocate 128 GiB (fuzz/context). Every
+        // element takes at least one byte of the input, so no count may be larger than the input; nesting
+        // deeper than a context ever needs is refused too.
+        const msgpack::unpack_limit limit(in.size(), in.size() / 2, in.size(), in.size(), in.size(), 32);
+        root = msgpack::unpack(zone, in.data(), in.size(), off, nullptr, nullptr, limit);
     } catch (const std::exception &e) {
         return fail(std::string("response context is not valid msgpack (") + e.what() + "): \"" +
                     printable(in) + '"');

@@ -6,6 +6,8 @@
 #include <optional>
 
 namespace ferry::relay {
+
+FormNode::FormNode() = default;
 namespace {
 
 // PHP's integer-like array keys: "0", "-3", "42", not "05", "+1", "1.0", " 1" or beyond int64.

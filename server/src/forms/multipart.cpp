@@ -198,7 +198,9 @@ HttpResult<void> MultipartParser::step(bool &progress)
     case State::headers: {
         std::size_t end = buf_.compare(0, 2, "\r\n") == 0 ? 0 : buf_.find("\r\n\r\n");
         if (end == std::string::npos) {
-            if (buf_.size() > limits_.max_part_header)
+            // Up to 3 bytes may begin the CRLFCRLF that ends the block: beyond that, the block is too large
+            // whenever it ends (the status must not depend on where a read splits the body).
+            if (buf_.size() > limits_.max_part_header + 3)
                 return HttpError{400, "a multipart part header larger than " +
                                           std::to_string(limits_.max_part_header) + " bytes"};
             return {};

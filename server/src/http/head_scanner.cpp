@@ -101,18 +101,20 @@ HttpResult<void> HeadScanner::scan(const char *buf, std::size_t end, const Limit
                 break;
         }
         unsigned char c = b[i];
+        // A request line over the limit is a 414 whatever byte comes next, as it is when the bytes arrive
+        // one read at a time (the check after the loop): the status must not depend on how reads split.
+        const std::size_t line_end = cr_ ? i - 1 : i; // the CR, or this byte
+        if (!request_line_seen_ && line_end - line_start_ > limits.max_request_line)
+            return request_line_too_long(limits);
         if (cr_) {
             cr_ = false;
             if (c != '\n')
                 return error(400, "bare CR in the request head (lines must end with CRLF)");
-            std::size_t line_end = i - 1; // the CR
             if (!request_line_seen_) {
                 if (line_end == line_start_) {
                     line_start_ = i + 1; // empty lines before the request line are ignored (RFC 9112 §2.2)
                     continue;
                 }
-                if (line_end - line_start_ > limits.max_request_line)
-                    return request_line_too_long(limits);
                 if (auto r = check_request_line(std::string_view(buf + line_start_, line_end - line_start_));
                     !r)
                     return r;
@@ -136,7 +138,8 @@ HttpResult<void> HeadScanner::scan(const char *buf, std::size_t end, const Limit
             return error(400, "control byte " + byte_name(c) + " in the request head");
     }
     pos_ = i;
-    if (!request_line_seen_ && pos_ - line_start_ > limits.max_request_line)
+    // A CR read last is not part of the line (its LF may be in the next read).
+    if (!request_line_seen_ && pos_ - line_start_ - (cr_ ? 1 : 0) > limits.max_request_line)
         return request_line_too_long(limits);
     return {};
 }

@@ -338,3 +338,24 @@ TEST(ResponseBoth, RoundTripOfWhatPhpSends)
     EXPECT_EQ(flat(r), want);
     EXPECT_EQ(r.status, 200);
 }
+
+// Found by fuzz/context_fuzz.cpp: msgpack-cxx allocated an array's or a map's elements from the count in
+// its header, so a few bytes claiming 2^32 entries asked for 128 GiB (under ASan: out of memory). A count
+// can be no larger than the input; the error now says so, before anything is allocated.
+TEST(ResponseMsgpack, HugeCountsAreRefusedBeforeAllocating)
+{
+    for (std::string in : {std::string("\xdf\xff\xff\xff\xff", 5), std::string("\xdd\xff\xff\xff\xff", 5),
+                           std::string("\x81\xa7headers\xdf\x00\x10\x00\x00", 14)}) {
+        ResponseContext r;
+        auto decoded = relay::decode_response(in, Codec::msgpack, r);
+        ASSERT_FALSE(decoded.has_value());
+        EXPECT_NE(decoded.error().message.find("size overflow"), std::string::npos)
+            << decoded.error().message;
+    }
+    std::string deep(40, '\x91'); // 40 nested one-element arrays: deeper than a context ever is
+    deep += '\x01';
+    ResponseContext r;
+    auto decoded = relay::decode_response(deep, Codec::msgpack, r);
+    ASSERT_FALSE(decoded.has_value());
+    EXPECT_NE(decoded.error().message.find("depth"), std::string::npos) << decoded.error().message;
+}

@@ -102,6 +102,14 @@ TEST(HttpParser, RequestLineAndVersions)
             {"bad method byte", "G@T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
             {"long request line", "GET /" + std::string(100, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n", 414},
             {"long unfinished request line", "GET /" + std::string(100, 'a'), 414},
+            // Found by fuzz/http_request_fuzz.cpp: fed whole, these gave 400 (the bad byte was seen before
+            // the length), byte by byte 414; and a line of exactly the limit split between its CR and LF was
+            // a 414 byte by byte only.
+            {"long request line, then a bare CR", "GET /" + std::string(100, 'a') + "\rX", 414},
+            {"long request line, then a control byte", "GET /" + std::string(100, 'a') + "\x01", 414},
+            {"long request line, then a bare LF", "GET /" + std::string(100, 'a') + "\n", 414},
+            {"request line of exactly the limit",
+             "GET /" + std::string(50, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n", 0},
             {"leading empty line is ignored", "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
             {"HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n", 0},
         },

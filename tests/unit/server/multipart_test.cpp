@@ -129,6 +129,16 @@ TEST(Multipart, MalformedBodiesAre400)
     EXPECT_EQ(status("--XyZ\r\nContent-Disposition: form-data; name=\"" + std::string(100000, 'n'), small),
               400)
         << "an endless part header is cut off without waiting for its end";
+    // A header block of exactly the limit, its CRLFCRLF arriving in another read: found by
+    // fuzz/multipart_fuzz.cpp (byte by byte, the terminator's first bytes were counted as header: 400).
+    const std::string exact =
+        "--XyZ\r\nContent-Disposition: form-data; name=\"" + std::string(25, 'k') + "\"\r\n\r\nv\r\n--XyZ--";
+    for (std::size_t step : {std::size_t(1), std::size_t(2), std::size_t(3), exact.size()}) {
+        Recorder rec;
+        auto r = run(exact, rec, 0, step, small);
+        EXPECT_TRUE(r.has_value()) << "step " << step << ": " << (r ? "" : r.error().message);
+        EXPECT_EQ(rec.parts, std::vector<std::string>{"kkkkkkkkkkkkkkkkkkkkkkkkk|-|=v"}) << "step " << step;
+    }
     MultipartParser::Limits few;
     few.max_parts = 3;
     std::string many;

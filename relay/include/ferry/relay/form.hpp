@@ -33,6 +33,10 @@ struct FormNode {
     // past the largest integer key, and held at INT64_MAX: once that key is taken, an append is dropped.
     std::int64_t next_index = INT64_MIN;
 
+    // Declared here, defaulted in form.cpp: clang 14 with libstdc++ 12 cannot define the implicit default
+    // constructor inline (it checks std::pair<std::string, FormNode> while FormNode is still incomplete).
+    FormNode();
+
     // An array whose keys are exactly 0, 1, 2... in order: a JSON array / msgpack array.
     bool is_list() const;
 };
