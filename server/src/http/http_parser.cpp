@@ -136,6 +136,7 @@ struct HttpParser::Callbacks {
         r.upgrade = p->upgrade != 0;
         if (r.upgrade)
             r.keep_alive = false; // after the answer, unless a handler takes the connection over
+        s.last_closes_ = !r.keep_alive;
         r.chunked = (p->flags & F_CHUNKED) != 0;
         if (auto checked = detail::check_head(r, s.valid_host_); !checked)
             return s.fail(checked.error().status, std::move(checked.error().message));
@@ -203,6 +204,7 @@ void HttpParser::reset_message()
     head_bytes_ = 0;
     last_was_value_ = false;
     headers_done_ = false;
+    last_closes_ = false;
     complete_ = false;
     head_reported_ = false;
     body_begun_ = false;
@@ -372,6 +374,13 @@ HttpParser::Event HttpParser::next()
 {
     if (err_status_ != 0)
         return Event::error;
+    if (closed_) {
+        // After a request that closes the connection nothing is parsed (RFC 9112 §9.6): llhttp would
+        // swallow what follows, and the head scanner must not judge it either, or the outcome would
+        // depend on how the reads split.
+        parsed_ = end_ = msg_start_ = 0;
+        return Event::need_more;
+    }
     if (!headers_done_ && parsed_ < end_ && parse_head() == Event::error)
         return Event::error;
     if (headers_done_ && !head_reported_) {
@@ -416,6 +425,7 @@ void HttpParser::done()
         paused_ = false;
     }
     in_message_ = false;
+    closed_ = last_closes_;
     reset_message();
     if (req_.body.capacity() > 4096)
         std::string().swap(req_.body);

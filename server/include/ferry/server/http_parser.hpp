@@ -95,6 +95,10 @@ public:
     bool has_buffered() const; // unparsed bytes remain (a pipelined request, maybe)
     bool in_body() const { return headers_done_ && !complete_; }
     std::size_t buffer_capacity() const { return buf_.size(); }
+    // After done() on a request that does not keep the connection alive (request().keep_alive false), the
+    // parser reads no further request: later bytes are dropped by next() (has_buffered() still tells the
+    // caller they came, to drain them before closing), so no pipelined bytes are ever judged.
+    bool closed() const { return closed_; }
     // Between requests: gives back what a large request made it hold (header strings, buffer growth).
     void release_memory();
     std::size_t last_head_size() const { return last_head_size_; } // bytes of the last request's head
@@ -142,6 +146,9 @@ private:
     std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
     bool in_message_ = false, headers_done_ = false, complete_ = false, head_reported_ = false;
     bool body_begun_ = false, last_was_value_ = false, paused_ = false;
+    // The last request does not keep the connection (HTTP/1.0 without keep-alive, Connection: close, an
+    // upgrade): once it is done(), the parser is closed and drops whatever bytes come after it.
+    bool last_closes_ = false, closed_ = false;
     std::size_t head_bytes_ = 0, last_head_size_ = 0;
     // Body framing of the current request.
     enum class BodyKind { none, length, chunked } body_kind_ = BodyKind::none;
