@@ -2,6 +2,7 @@
 
 #include "ferry/conf/text.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -64,17 +65,22 @@ HttpError request_line_too_long(const Limits &limits)
     return error(414, "request line longer than " + std::to_string(limits.max_request_line) + " bytes");
 }
 
+HttpError head_too_large(const Limits &limits)
+{
+    return error(431, "request header larger than " + std::to_string(limits.max_header_size) + " bytes");
+}
+
 } // namespace
 
 void HeadScanner::start(std::size_t at)
 {
-    pos_ = line_start_ = head_end_ = at;
+    pos_ = line_start_ = head_start_ = head_end_ = at;
     cr_ = done_ = request_line_seen_ = false;
 }
 
 void HeadScanner::shift(std::size_t by)
 {
-    for (std::size_t *off : {&pos_, &line_start_, &head_end_})
+    for (std::size_t *off : {&pos_, &line_start_, &head_start_, &head_end_})
         *off = *off >= by ? *off - by : 0;
 }
 
@@ -83,10 +89,14 @@ HttpResult<void> HeadScanner::scan(const char *buf, std::size_t end, const Limit
     const auto *b = reinterpret_cast<const unsigned char *>(buf);
     std::size_t i = pos_;
     for (; i < end && !done_; ++i) {
+        // The head, from its request line to its empty line, has max_header_size bytes of room: the byte
+        // after them is a 431 whatever it is, wherever the reads split (so the scan stops there).
+        const std::size_t room_end = head_start_ + limits.max_header_size;
+        const std::size_t stop = request_line_seen_ ? std::min(end, room_end) : end;
         if (!cr_) {
             // Eight bytes at a time while none is a control byte (< 0x20 or 0x7f; obs-text >= 0x80 passes):
             // the usual head has one per line, its CR.
-            while (i + 8 <= end) {
+            while (i + 8 <= stop) {
                 std::uint64_t x;
                 std::memcpy(&x, b + i, 8);
                 constexpr std::uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
@@ -95,11 +105,13 @@ HttpResult<void> HeadScanner::scan(const char *buf, std::size_t end, const Limit
                     break;
                 i += 8;
             }
-            while (i < end && !special_bytes.table[b[i]])
+            while (i < stop && !special_bytes.table[b[i]])
                 ++i;
             if (i == end)
                 break;
         }
+        if (request_line_seen_ && i >= room_end)
+            return head_too_large(limits);
         unsigned char c = b[i];
         // A request line over the limit is a 414 whatever byte comes next, as it is when the bytes arrive
         // one read at a time (the check after the loop): the status must not depend on how reads split.
@@ -119,6 +131,7 @@ HttpResult<void> HeadScanner::scan(const char *buf, std::size_t end, const Limit
                     !r)
                     return r;
                 request_line_seen_ = true;
+                head_start_ = line_start_;
             } else if (line_end == line_start_) {
                 done_ = true;
                 head_end_ = i + 1;

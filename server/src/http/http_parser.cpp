@@ -342,14 +342,24 @@ bool HttpParser::read_body()
 HttpParser::Event HttpParser::parse_head()
 {
     auto &scanner = ll_->scanner;
-    if (!scanner.done()) {
-        if (auto r = scanner.scan(buf_.data(), end_, limits_); !r) {
-            fail(r.error().status, std::move(r.error().message));
-            return Event::error;
-        }
+    HttpResult<void> scanned;
+    if (!scanner.done())
+        scanned = scanner.scan(buf_.data(), end_, limits_);
+    // llhttp sees only whole lines that the scanner has checked, and never the body. When the scanner
+    // fails, llhttp still gets the lines before the one that failed, and its own failure on them (431 for
+    // too many headers...) comes first: fed in smaller reads, it would have had them before the bad byte
+    // came, and the answer must not depend on how the reads split.
+    if (feed_head(scanner.checked_end()) == Event::error)
+        return Event::error;
+    if (!scanned) {
+        fail(scanned.error().status, std::move(scanned.error().message));
+        return Event::error;
     }
-    // llhttp sees only whole lines that the scanner has checked, and never the body.
-    std::size_t feed_end = scanner.checked_end();
+    return Event::need_more;
+}
+
+HttpParser::Event HttpParser::feed_head(std::size_t feed_end)
+{
     if (feed_end > parsed_) {
         feed_start_ = parsed_;
         llhttp_errno_t e = llhttp_execute(&ll_->parser, buf_.data() + parsed_, feed_end - parsed_);
@@ -393,10 +403,6 @@ HttpParser::Event HttpParser::next()
         return Event::error;
     if (complete_)
         return Event::request;
-    if (in_message_ && !headers_done_ && end_ - msg_start_ > limits_.max_header_size) {
-        fail(431, "request header larger than " + std::to_string(limits_.max_header_size) + " bytes");
-        return Event::error;
-    }
     // Drop what has been parsed when nothing refers to it, so a big body does not pile up.
     if ((!in_message_ || headers_done_) && parsed_ == end_) {
         parsed_ = end_ = msg_start_ = 0;

@@ -284,3 +284,44 @@ TEST(HttpParser, AClosedParserDropsWhatFollowsButSaysItCame)
     EXPECT_EQ(p.next(), Event::need_more);
     EXPECT_TRUE(p.idle());
 }
+
+// The first problem in stream order is the one answered, whatever the reads (fuzz finding, http_request
+// target: fed whole, the head scanner judged every byte before llhttp saw a line, so a control byte in the
+// 6th header line gave 400 while fed in pieces llhttp had counted the 5th header first: 431; and a control
+// byte beyond max_header_size gave 400 whole, 431 in pieces).
+TEST(HttpParser, TheFirstProblemInTheStreamWinsHoweverTheReadsSplit)
+{
+    Limits small;
+    small.max_headers = 4;
+    small.max_header_size = 64;
+    const std::string head = "GET /x HTTP/1.1\r\n"; // 17 bytes
+    struct Stream {
+        std::string bytes;
+        int status;
+        std::size_t requests;
+    };
+    const std::vector<Stream> streams = {
+        // 5 headers (one too many), then a control byte: 431.
+        {head + "Host: h\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\nA: \x06\r\n\r\n", 431, 0},
+        // The same after a request kept alive.
+        {"GET / HTTP/1.1\r\nHost: h\r\n\r\n" + head + "Host: h\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\nA: \x06\r\n\r\n",
+         431, 1},
+        // The control byte first: 400.
+        {head + "Host: h\r\nA: \x06\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\n\r\n", 400, 0},
+        // A control byte past the head's 64 bytes of room: 431.
+        {head + "Host: h\r\nX: " + std::string(50, 'a') + "\x06\r\n\r\n", 431, 0},
+        // A bare CR past them: 431 too.
+        {head + "Host: h\r\nX: " + std::string(50, 'a') + "\rz\r\n\r\n", 431, 0},
+        // A head of exactly 64 bytes fits, one of 65 does not.
+        {head + "Host: h\r\nX: " + std::string(31, 'a') + "\r\n\r\n", 0, 1},
+        {head + "Host: h\r\nX: " + std::string(32, 'a') + "\r\n\r\n", 431, 0},
+    };
+    ASSERT_EQ(streams[5].bytes.size(), 64u);
+    for (const auto &s : streams) {
+        for (std::size_t step = 1; step <= s.bytes.size(); ++step) {
+            auto o = feed(s.bytes, step, small);
+            EXPECT_EQ(o.error, s.status) << s.bytes << " (step " << step << "): " << o.error_message;
+            EXPECT_EQ(o.requests.size(), s.requests) << s.bytes << " (step " << step << ")";
+        }
+    }
+}

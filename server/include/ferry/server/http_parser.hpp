@@ -117,6 +117,7 @@ private:
     void compact(std::size_t keep_from);
     int fail(int status, std::string message);
     Event parse_head();
+    Event feed_head(std::size_t feed_end); // llhttp gets the checked head bytes up to feed_end
     // The body is framed here, not by llhttp (it parses the head only): Content-Length bytes, or
     // ChunkedDecoder. Returns false on an error.
     bool read_body();
