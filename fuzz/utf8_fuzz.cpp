@@ -1,7 +1,9 @@
 // ws::Utf8Validator against a plain reference decoder (RFC 3629: no overlongs, no surrogates, nothing above
-// U+10FFFF), the input fed whole and in pieces.
+// U+10FFFF), the input fed whole and in pieces; and conf's one-pass check (ferry::invalid_utf8_at, which the
+// config loader uses) against the same reference, down to the offset it names.
 #include "fuzz_util.hpp"
 
+#include "ferry/conf/text.hpp"
 #include "ws/utf8.hpp"
 
 namespace {
@@ -31,15 +33,21 @@ std::size_t sequence(std::string_view s, std::size_t i)
     return len;
 }
 
-bool reference(std::string_view s)
+// The offset of the first byte no well-formed sequence covers, or npos.
+std::size_t first_invalid(std::string_view s)
 {
     for (std::size_t i = 0; i < s.size();) {
         std::size_t n = sequence(s, i);
         if (n == 0)
-            return false;
+            return i;
         i += n;
     }
-    return true;
+    return std::string_view::npos;
+}
+
+bool reference(std::string_view s)
+{
+    return first_invalid(s) == std::string_view::npos;
 }
 
 } // namespace
@@ -58,5 +66,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         ok = v.feed(s.substr(pos, step)) && ok;
     FUZZ_CHECK((ok && v.complete()) == expected);
     FUZZ_CHECK(v.failed() == !ok);
+    FUZZ_CHECK(ferry::invalid_utf8_at(s) == first_invalid(s));
     return 0;
 }

@@ -36,6 +36,15 @@ std::size_t closing_brace(std::string_view s, std::size_t open)
     return std::string_view::npos;
 }
 
+// `"text" is not valid UTF-8 (byte 0xNN at offset N)`, the text escaped (its bad bytes as \xNN).
+std::string not_utf8(std::string_view text, std::size_t at)
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    const auto c = static_cast<unsigned char>(text[at]);
+    return '"' + printable(text, 200) + "\" is not valid UTF-8 (byte 0x" + hex[c >> 4] + hex[c & 15] +
+           " at offset " + std::to_string(at) + ")";
+}
+
 // ---- -o key.path=value ----------------------------------------------------------------------------
 
 struct Override {
@@ -268,6 +277,14 @@ Error Document::out_of_range(const YAML::Node &node, const std::string &path, co
     return error(node, path, text.shown + " is out of range (expected " + std::string(expected) + ")");
 }
 
+Result<> Document::key_utf8(const YAML::Node &node, const std::string &path, std::string_view what) const
+{
+    const std::string &key = node.Scalar();
+    if (const std::size_t bad = invalid_utf8_at(key); bad != std::string::npos)
+        return error(node, path, std::string(what) + " " + not_utf8(key, bad));
+    return {};
+}
+
 void Document::warn(const YAML::Mark &mark, const std::string &path, const std::string &message)
 {
     warnings_.push_back(where(mark, path) + ": " + message);
@@ -284,6 +301,12 @@ Result<Document::Text> Document::text(const YAML::Node &node, const std::string 
     Result<std::string> expanded = expand_env(raw, env_);
     if (!expanded) {
         return error(node, path, quote(raw) + ": " + expanded.error().message);
+    }
+    if (const std::size_t bad = invalid_utf8_at(*expanded); bad != std::string::npos) {
+        std::string message = not_utf8(*expanded, bad);
+        if (*expanded != raw)
+            message += " (expanded from \"" + printable(raw, 200) + "\")";
+        return error(node, path, message);
     }
     Text t{std::move(*expanded), {}};
     t.shown = quote(t.value);

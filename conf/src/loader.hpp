@@ -36,7 +36,11 @@ public:
         std::string value;
         std::string shown;
     };
+    // A value that is not UTF-8 (after expansion) is a config error too: YAML text is UTF-8, and the dump
+    // (`ferry config`) would write the bad byte as U+FFFD, a different value.
     Result<Text> text(const YAML::Node &node, const std::string &path, std::string_view expected) const;
+    // A key (or map name, such as an environment variable's) that is not UTF-8: a config error at `node`.
+    Result<> key_utf8(const YAML::Node &node, const std::string &path, std::string_view what) const;
 
     // "file:line:col", "file" when the mark is null, or "(from -o)" when an override set the key.
     std::string where(const YAML::Mark &mark, const std::string &path) const;

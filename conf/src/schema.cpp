@@ -298,6 +298,9 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind ki
             return doc_.error(key_node, path,
                               describe(key_node) + " is not a valid " + what + " name (expected a string)");
         }
+        if (Result<> named = doc_.key_utf8(key_node, path, std::string("the ") + what + " name"); !named) {
+            return named.error();
+        }
         const std::string key = detail::join(path, key_node.Scalar());
         doc_.remember_key(key, key_node.Mark());
         const std::string name = headers ? key_node.Scalar() : upper(key_node.Scalar());
@@ -446,6 +449,9 @@ Result<> Walk::section(const YAML::Node *node, const std::string &path, const Se
             if (!key_node.IsScalar()) {
                 return doc_.error(key_node, path,
                                   describe(key_node) + " is not a valid key (expected a string)");
+            }
+            if (Result<> named = doc_.key_utf8(key_node, path, "the key"); !named) {
+                return named;
             }
             const std::string &name = key_node.Scalar();
             const std::string full = detail::join(path, name);

@@ -170,6 +170,19 @@ class ConfigTest(unittest.TestCase):
         self.assertIn("dur.yaml:6:", p.stderr)
         self.assertIn("http.timeouts.idle", p.stderr)
 
+    def test_value_not_utf8_is_refused_naming_line_and_key(self):
+        # It loaded, and `ferry config` dumped the bad byte as U+FFFD: a different config (fuzz/config).
+        path = self.tmpfile("utf8.yaml", "")
+        with open(path, "wb") as f:
+            f.write(f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'.encode()
+                    + b"metrics:\n  address: 127\xbb0.0.1:2112\n")
+        for command in (["config"], ["serve", "--dry-run"]):
+            p = run_ferry(*command, "-c", path)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(p.stdout, "")
+            self.assertIn(f'{path}:5:12: metrics.address: "127\\xbb0.0.1:2112" is not valid UTF-8 (byte 0xbb at '
+                          "offset 3)", p.stderr)
+
     def test_missing_config_file(self):
         p = run_ferry("serve", "-c", "/nonexistent/ferry-e2e.yaml")
         self.assertNotEqual(p.returncode, 0)

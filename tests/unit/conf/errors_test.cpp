@@ -198,3 +198,54 @@ TEST(ConfWarnings, StatusAndMetricsOnEveryInterface)
     // http.address on every interface is what a server is for: nothing said.
     EXPECT_TRUE(load(minimal + "http:\n  address: ':8080'\n").warnings.empty());
 }
+
+// ---- text that is not UTF-8 ---------------------------------------------------------------------
+
+// A value or key that is not UTF-8 is refused, naming the key and the line (fuzz finding, config target:
+// `metrics.address: 127\xbb0.0.1:2112` loaded, and `ferry config` dumped the byte as U+FFFD: a different
+// config).
+TEST(ConfErrors, TextThatIsNotUtf8)
+{
+    const std::vector<ErrorCase> cases{
+        {minimal + "metrics:\n  address: 127\xbb"
+                   "0.0.1:2112\n",
+         {".rr.yaml:5:12: metrics.address: \"127\\xbb0.0.1:2112\" is not valid UTF-8 (byte 0xbb at offset "
+          "3)"}},
+        {minimal + "http:\n  address: \"a\xc3\"\n",
+         {".rr.yaml:5:12: http.address:", "(byte 0xc3 at offset 1)"}},
+        // Overlong, surrogate, above U+10FFFF.
+        {minimal + "http:\n  address: a\xc0\x80\n", {":5:12: http.address:", "(byte 0xc0 at offset 1)"}},
+        {minimal + "http:\n  address: \xed\xa0\x80x\n", {":5:12: http.address:", "(byte 0xed at offset 0)"}},
+        {minimal + "http:\n  address: \xf4\x90\x80\x80\n",
+         {":5:12: http.address:", "(byte 0xf4 at offset 0)"}},
+        // In a list, a key, an environment variable's name and value, a header name.
+        {minimal + "http:\n  middleware: [static, \"gz\xff\"]\n", {":5:24: http.middleware[1]:", "0xff"}},
+        {minimal + "http:\n  addr\xe9ss: x\n",
+         {".rr.yaml:5:3: http: the key \"addr\\xe9ss\" is not valid UTF-8 (byte 0xe9 at offset 4)"}},
+        {minimal + "\xe9: 1\n", {".rr.yaml:4:1: the key \"\\xe9\" is not valid UTF-8"}},
+        {minimal + "  env:\n    N\xe9: v\n",
+         {".rr.yaml:5:5: server.env: the environment variable name \"N\\xe9\" is not valid UTF-8"}},
+        {minimal + "  env:\n    N: \"v\xe9\"\n", {".rr.yaml:5:8: server.env.N:", "(byte 0xe9 at offset 1)"}},
+        {minimal + "http:\n  static:\n    dir: .\n    response:\n      X-\xe9: v\n",
+         {":8:7: http.static.response: the header name \"X-\\xe9\" is not valid UTF-8"}},
+    };
+    for (const auto &c : cases) {
+        const std::string e = error_of(c.yaml);
+        for (const auto &part : c.expected)
+            EXPECT_TRUE(contains(e, part)) << "message: " << e << "\nmissing: " << part << "\nyaml:\n"
+                                           << c.yaml;
+    }
+    // From the environment.
+    const std::string env =
+        error_of(minimal + "http:\n  address: ${A}\n", {}, fake_env({{"A", "127.0.0.1:8\xff"}}));
+    EXPECT_TRUE(contains(env,
+                         ".rr.yaml:5:12: http.address: \"127.0.0.1:8\\xff\" is not valid UTF-8 (byte 0xff "
+                         "at offset 11) (expanded from \"${A}\")"))
+        << env;
+    // Well-formed UTF-8 (2, 3 and 4 bytes) loads and dumps back the same.
+    const auto r = load(minimal + "  env:\n    CAFE: \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\xa2\"\n");
+    const auto back = load(ferry::conf::dump(r.config));
+    EXPECT_TRUE(back.config == r.config);
+    ASSERT_FALSE(r.config.server.env.empty());
+    EXPECT_EQ(r.config.server.env.back().second, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\xa2");
+}

@@ -35,4 +35,9 @@ constexpr const char *short_escape(unsigned char c)
 // The text in double quotes, escaped as printable() does, UTF-8 kept, never cut.
 std::string quote(std::string_view text);
 
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong form, no
+// surrogate, nothing above U+10FFFF; a sequence cut short at the end counts at its lead byte), or npos.
+// One pass over a whole string; the WebSocket one (server's ws/utf8.hpp) is a streaming DFA.
+std::size_t invalid_utf8_at(std::string_view text);
+
 } // namespace ferry
