@@ -76,8 +76,8 @@ const schema::Table<HttpConfig> &limits()
              "a positive number of megabytes, or a size such as \"8MB\""),
         integer("max_form_fields", &HttpConfig::max_form_fields, "a positive integer", 1),
         integer("max_form_depth", &HttpConfig::max_form_depth, "a positive integer", 1),
-        size("min_body_rate", &HttpConfig::min_body_rate, 1,
-             "a number of bytes per second, or a size such as \"1KB\" (0 = no minimum)", 0),
+        size("min_body_rate", &HttpConfig::min_body_rate,
+             "megabytes per second, or a size such as \"1KB\" per second (0 = no minimum)", 0),
     }};
     return table;
 }

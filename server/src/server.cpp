@@ -4,6 +4,7 @@
 
 #include "control/control.hpp"
 #include "control/metrics.hpp"
+#include "control/limit_metrics.hpp"
 #include "control/status.hpp"
 #include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
@@ -622,6 +623,16 @@ int run(const conf::Config &cfg)
     }
     if (stale.files > 0)
         log::warn("core", "uploads: " + detail::describe(stale) + " (in \"" + temp_dir + "\")");
+    // What /metrics shows of the budgets (control/limit_metrics.hpp), for as long as they live.
+    detail::register_body_budget(&budget);
+    detail::register_uploads(temp_dir, uploads_dir.prefix());
+    struct Unregister {
+        ~Unregister()
+        {
+            detail::register_body_budget(nullptr);
+            detail::register_uploads({}, {});
+        }
+    } unregister;
     std::vector<std::unique_ptr<LoopRuntime>> loop_rts;
     const std::size_t files_per_loop =
         mime ? detail::static_cache_capacity(fd_limit, n_loops, cfg.http.static_files.max_open_files) : 0;

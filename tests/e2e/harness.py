@@ -18,6 +18,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -477,6 +478,28 @@ def metrics_address(srv):
     assert m, srv.stderr()
     host, port = m.group(1).rsplit(":", 1)
     return host, int(port)
+
+
+def scrape(srv):
+    """{(name, frozenset(labels)): value} of every sample of a server's /metrics, parsed by the reference
+    parser (Debian's python3-prometheus-client)."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:  # a Python of its own beside Debian's: the package is Debian's
+        sys.path.append("/usr/lib/python3/dist-packages")
+        from prometheus_client.parser import text_string_to_metric_families
+    status, _, body = probe_get(metrics_address(srv), "/metrics")
+    assert status == 200, (status, body)
+    out = {}
+    for f in text_string_to_metric_families(body):
+        for s in f.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def metric(srv, name, **labels):
+    """One sample of a server's /metrics."""
+    return scrape(srv)[(name, frozenset(labels.items()))]
 
 
 def probe_get(addr, target, method="GET", raw=None):

@@ -11,7 +11,8 @@ import threading
 import time
 import unittest
 
-from harness import Reader, Server, ServerTestCase, http_get, pids_with_marker, read_listening_line, wait_until
+from harness import (Reader, Server, ServerTestCase, http_get, metric, pids_with_marker, read_listening_line,
+                     wait_until)
 
 ROGUE = "rogue.php"
 
@@ -168,7 +169,7 @@ class ResponseHeadLimitsTest(unittest.TestCase):
     the worker keeps serving (the head was read whole; only relaying it is refused)."""
 
     def test_too_many_or_too_large_headers_are_a_502(self):
-        srv = Server({"http": {"pool": {"num_workers": 1}}}, script=ROGUE)
+        srv = Server({"http": {"pool": {"num_workers": 1}}, "metrics": {"address": "127.0.0.1:0"}}, script=ROGUE)
         srv.start()
         self.addCleanup(srv.close)
         self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
@@ -188,6 +189,7 @@ class ResponseHeadLimitsTest(unittest.TestCase):
         self.assertEqual((status, body), (200, b"headers sent"))
         self.assertEqual(sum(1 for k, _ in headers if k.lower().startswith("x-h")), 900)
         self.assertEqual(srv.workers(), [pid], "the worker is not retired for a response it could not send")
+        self.assertEqual(metric(srv, "ferry_limit_refusals_total", limit="response_head"), 3)
 
 
 class StuckWorkerTest(unittest.TestCase):

@@ -3,6 +3,7 @@
 #include "ferry/relay/log.hpp"
 #include "handlers/handler.hpp"
 #include "response.hpp"
+#include "control/limit_metrics.hpp"
 #include "shared_state.hpp"
 
 #include <memory>
@@ -137,13 +138,15 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             tr.disarm();
             if (rec) {
                 if (conn.timed_out && !parser.idle()) {
-                    if (slow_body)
+                    if (slow_body) {
+                        count_limit(LimitEvent::slow_body);
                         log::info("http", tr.remote() +
                                               ": request body slower than http.limits.min_body_rate (" +
                                               std::to_string(http.min_body_rate) + " bytes/s, " +
                                               std::to_string(body_read) + " bytes read), sending 408");
-                    else
+                    } else {
                         log::info("http", tr.remote() + ": timed out reading the request, sending 408");
+                    }
                     conn.timed_out = false;
                     append_error(out, 408, "timed out reading the request", false, false);
                     if (st.observe)
