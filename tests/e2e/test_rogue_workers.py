@@ -130,9 +130,10 @@ class DoubleResponseTest(unittest.TestCase):
         self.assertLessEqual(max(per_round), 1, f"late answers shifted onto queued clients: {wrong}\n"
                                                 f"{srv.stderr()[-4000:]}")
         log = srv.stderr()
-        self.assertIn("before it had read the request", log, "the check at the reply caught a late answer")
-        self.assertIn("second answer of /twice", log, "the log shows what arrived")
-        self.assertGreaterEqual(log.count("retiring it"), 3, "each round's worker was retired")
+        # Caught at the reply ("before it had read the request"; it showed the second answer) or, when the
+        # worker won the race, its real answer to that request was the unexpected output: a loaded machine
+        # (the sanitizer builds) loses the race more often than an idle one.
+        self.assertGreaterEqual(log.count("retiring it"), 3, f"each round's worker was retired\n{log}")
 
     def test_double_frames_under_load_do_not_shift_for_good(self):
         # Under load a worker is handed the next request right after its reply: a second frame written a few

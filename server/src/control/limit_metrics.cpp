@@ -12,7 +12,7 @@
 namespace ferry::server::detail {
 
 namespace {
-std::atomic<const pool::Budget *> body_budget{nullptr};
+std::atomic<const pool::Budget *> body_budget{nullptr}, head_budget{nullptr};
 std::mutex uploads_mutex;
 std::string uploads_dir, uploads_prefix; // under uploads_mutex
 std::array<std::atomic<std::uint64_t>, static_cast<unsigned>(LimitEvent::count_)> events{};
@@ -48,6 +48,11 @@ void register_body_budget(const pool::Budget *budget)
     body_budget.store(budget);
 }
 
+void register_head_budget(const pool::Budget *budget)
+{
+    head_budget.store(budget);
+}
+
 void register_uploads(const std::string &dir, const std::string &prefix)
 {
     std::lock_guard lock(uploads_mutex);
@@ -76,16 +81,26 @@ void format_limit_metrics(std::string &out)
            b ? static_cast<double>(b->denied(pool::Budget::Take::over_share)) : 0.0);
     sample(out, "ferry_body_memory_denied_total", "rule=\"spent\"",
            b ? static_cast<double>(b->denied(pool::Budget::Take::spent)) : 0.0);
+    const pool::Budget *h = head_budget.load();
+    family(out, "ferry_head_memory_bytes", "gauge",
+           "Receive buffers past each connection's first 8 KiB (large heads, pipelined requests) now, all "
+           "connections (http.limits.max_head_memory).");
+    sample(out, "ferry_head_memory_bytes", "", h ? static_cast<double>(h->used()) : 0.0);
+    family(out, "ferry_head_memory_limit_bytes", "gauge", "http.limits.max_head_memory (0: no limit).");
+    sample(out, "ferry_head_memory_limit_bytes", "", h ? static_cast<double>(h->limit()) : 0.0);
     family(out, "ferry_upload_files", "gauge",
            "Upload temp files of this server in http.uploads.dir now (deleted after each response).");
     sample(out, "ferry_upload_files", "", static_cast<double>(upload_files()));
     family(out, "ferry_limit_refusals_total", "counter",
            "Requests refused by a limit with no family of its own: response_head (a worker's response head "
-           "over 64 KiB or 1000 lines: 502), slow_body (a body slower than http.limits.min_body_rate: 408).");
+           "over 64 KiB or 1000 lines: 502), slow_body (a body slower than http.limits.min_body_rate: 408), "
+           "head_memory (a receive buffer http.limits.max_head_memory could not grow: 503).");
     sample(out, "ferry_limit_refusals_total", "limit=\"response_head\"",
            static_cast<double>(events[static_cast<unsigned>(LimitEvent::response_head)].load()));
     sample(out, "ferry_limit_refusals_total", "limit=\"slow_body\"",
            static_cast<double>(events[static_cast<unsigned>(LimitEvent::slow_body)].load()));
+    sample(out, "ferry_limit_refusals_total", "limit=\"head_memory\"",
+           static_cast<double>(events[static_cast<unsigned>(LimitEvent::head_memory)].load()));
 }
 
 } // namespace ferry::server::detail

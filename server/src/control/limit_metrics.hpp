@@ -14,11 +14,13 @@ namespace ferry::server::detail {
 
 // What run() owns for the time it runs; nullptr when it ends (the scrape then shows zeros).
 void register_body_budget(const pool::Budget *budget);
+void register_head_budget(const pool::Budget *budget);
 void register_uploads(const std::string &dir, const std::string &prefix);
 
 enum class LimitEvent : unsigned {
     response_head, // a worker's response head over max_response_head / max_response_headers: 502
     slow_body,     // a request body slower than http.limits.min_body_rate: 408
+    head_memory,   // a receive buffer that http.limits.max_head_memory could not grow: 503
     count_,
 };
 void count_limit(LimitEvent e);

@@ -80,6 +80,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     Transport tr(st.connections, std::move(sock), http.write_timeout);
     Conn &conn = tr.conn();
     HttpParser parser(st.limits);
+    parser.set_buffer_budget(st.head_budget);
     HandlerStates handlers(st.router);
     Handler::Connection *handler = nullptr; // serves the request being read; null: none accepts it
     std::string out;
@@ -181,6 +182,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         }
         if (ev == HttpParser::Event::error) {
             log_parse_error(tr.remote(), parser);
+            if (parser.buffer_refused())
+                count_limit(LimitEvent::head_memory);
             if (st.observe)
                 st.http_stats.record_refused(parser.error_status());
             // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be

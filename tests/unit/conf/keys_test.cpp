@@ -227,6 +227,7 @@ TEST(ConfKeys, EverySizeKeyReadsABareNumberAsMegabytes)
         {"http.limits.max_header_size", [](const Config &c) { return c.http.max_header_size; }},
         {"http.limits.body_buffer_size", [](const Config &c) { return c.http.body_buffer_size; }},
         {"http.limits.max_body_memory", [](const Config &c) { return c.http.max_body_memory; }},
+        {"http.limits.max_head_memory", [](const Config &c) { return c.http.max_head_memory; }},
         {"http.limits.max_form_size", [](const Config &c) { return c.http.max_form_size; }},
         {"http.limits.min_body_rate", [](const Config &c) { return c.http.min_body_rate; }},
         {"websockets.max_assembly_memory", [](const Config &c) { return c.websockets.max_assembly_memory; }},

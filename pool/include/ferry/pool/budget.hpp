@@ -113,6 +113,14 @@ public:
         bytes_ += n;
         return t;
     }
+    // Gives back what it holds beyond n bytes.
+    void shrink_to(std::uint64_t n)
+    {
+        if (budget_ && bytes_ > n) {
+            budget_->give(bytes_ - n);
+            bytes_ = n;
+        }
+    }
     void reset()
     {
         if (budget_ && bytes_)
