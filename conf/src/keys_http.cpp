@@ -69,6 +69,8 @@ const schema::Table<HttpConfig> &limits()
              "a positive number of megabytes, or a size such as \"64KB\""),
         size("body_buffer_size", &HttpConfig::body_buffer_size,
              "a positive number of megabytes, or a size such as \"1MB\""),
+        size("max_head_memory", &HttpConfig::max_head_memory,
+             "a number of megabytes, or a size such as \"64MB\" (0 = no limit)", 0),
         size("max_body_memory", &HttpConfig::max_body_memory,
              "a positive number of megabytes, or a size such as \"256MB\""),
         integer("max_pipelined", &HttpConfig::max_pipelined, "a positive integer", 1),
@@ -76,8 +78,8 @@ const schema::Table<HttpConfig> &limits()
              "a positive number of megabytes, or a size such as \"8MB\""),
         integer("max_form_fields", &HttpConfig::max_form_fields, "a positive integer", 1),
         integer("max_form_depth", &HttpConfig::max_form_depth, "a positive integer", 1),
-        size("min_body_rate", &HttpConfig::min_body_rate, 1,
-             "a number of bytes per second, or a size such as \"1KB\" (0 = no minimum)", 0),
+        size("min_body_rate", &HttpConfig::min_body_rate,
+             "megabytes per second, or a size such as \"1KB\" per second (0 = no minimum)", 0),
     }};
     return table;
 }

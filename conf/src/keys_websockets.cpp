@@ -50,10 +50,10 @@ const schema::Table<WebsocketsConfig> &websockets()
                  "a positive number of megabytes, or a size such as \"4MB\""),
             string("overflow", &WebsocketsConfig::overflow, "\"drop_oldest\" or \"close\"")
                 .checked(overflow_policy),
-            size("max_assembly_memory", &WebsocketsConfig::max_assembly_memory, 1,
-                 "a number of bytes, or a size such as \"64MB\" (0 = no limit)", 0),
-            size("max_send_queue_memory", &WebsocketsConfig::max_send_queue_memory, 1,
-                 "a number of bytes, or a size such as \"128MB\" (0 = no limit)", 0),
+            size("max_assembly_memory", &WebsocketsConfig::max_assembly_memory,
+                 "a number of megabytes, or a size such as \"64MB\" (0 = no limit)", 0),
+            size("max_send_queue_memory", &WebsocketsConfig::max_send_queue_memory,
+                 "a number of megabytes, or a size such as \"128MB\" (0 = no limit)", 0),
             duration("message_timeout", &WebsocketsConfig::message_timeout),
             boolean("relay", &WebsocketsConfig::relay),
             string("sse_path", &WebsocketsConfig::sse_path, "an absolute path such as \"/events\", or \"\"")

@@ -4,6 +4,7 @@
 
 #include "control/control.hpp"
 #include "control/metrics.hpp"
+#include "control/limit_metrics.hpp"
 #include "control/status.hpp"
 #include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
@@ -524,6 +525,7 @@ int run(const conf::Config &cfg)
         popt.env.push_back(k + "=" + v);
     apply_pool_config(popt, cfg.http.pool);
     pool::Budget budget(cfg.http.max_body_memory);
+    pool::Budget head_budget(cfg.http.max_head_memory); // http.limits.max_head_memory (0: not used)
     popt.budget = &budget;
     // The control plane binds rpc.listen before the workers start: they get its address (RR_RPC).
     Runtime *runtime = nullptr;
@@ -622,6 +624,18 @@ int run(const conf::Config &cfg)
     }
     if (stale.files > 0)
         log::warn("core", "uploads: " + detail::describe(stale) + " (in \"" + temp_dir + "\")");
+    // What /metrics shows of the budgets (control/limit_metrics.hpp), for as long as they live.
+    detail::register_body_budget(&budget);
+    detail::register_head_budget(cfg.http.max_head_memory > 0 ? &head_budget : nullptr);
+    detail::register_uploads(temp_dir, uploads_dir.prefix());
+    struct Unregister {
+        ~Unregister()
+        {
+            detail::register_body_budget(nullptr);
+            detail::register_head_budget(nullptr);
+            detail::register_uploads({}, {});
+        }
+    } unregister;
     std::vector<std::unique_ptr<LoopRuntime>> loop_rts;
     const std::size_t files_per_loop =
         mime ? detail::static_cache_capacity(fd_limit, n_loops, cfg.http.static_files.max_open_files) : 0;
@@ -637,6 +651,7 @@ int run(const conf::Config &cfg)
                 loops[i]->get_executor(),
                 [w = lr->ws.get()](const detail::ws::SharedDelivery &d) { w->hub.deliver(*d); });
         lr->state.temp_dir = temp_dir;
+        lr->state.head_budget = cfg.http.max_head_memory > 0 ? &head_budget : nullptr;
         lr->state.upload_prefix = uploads_dir.prefix();
         lr->state.observe = cfg.metrics.enabled || cfg.http.access_logs;
         lr->state.limits.max_request_line = cfg.http.max_request_line;

@@ -27,6 +27,7 @@ struct SharedState {
     unsigned loop = 0; // this loop's index (the pool's shard)
     const conf::Config &config;
     pool::Budget &budget; // request and response bodies in memory, all connections together
+    pool::Budget *head_budget = nullptr; // receive buffers past 8 KiB, all connections (nullptr: no limit)
     const Router &router; // which handler serves a request
     std::string temp_dir; // where request bodies too large for memory go
     std::string upload_prefix = "ferry-upload-"; // upload file names there (UploadsDir::prefix)

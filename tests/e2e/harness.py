@@ -18,11 +18,14 @@ import select
 import signal
 import socket
 import subprocess
+import struct
+import sys
 import tempfile
 import threading
 import time
 import unittest
 import uuid
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("FERRY_ROOT") or os.path.dirname(os.path.dirname(HERE))
@@ -477,6 +480,53 @@ def metrics_address(srv):
     assert m, srv.stderr()
     host, port = m.group(1).rsplit(":", 1)
     return host, int(port)
+
+
+def goridge_frame(flags, payload, options=()):
+    """A Goridge v3 frame (docs/protocol.md §1): header with CRC, option words, payload."""
+    hl = 3 + len(options)
+    head = bytes([0x10 | hl, flags]) + struct.pack("<I", len(payload))
+    head += struct.pack("<I", zlib.crc32(head[:6])) + b"\0\0" + b"".join(struct.pack("<I", o) for o in options)
+    return head + payload
+
+
+def read_goridge_frame(sock):
+    """(flags, options, payload) of the next Goridge frame on `sock`; EOFError if it closes first."""
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise EOFError(f"closed after {len(buf)} of {n} bytes")
+            buf += chunk
+        return buf
+    head = exact(12)
+    size = struct.unpack("<I", head[2:6])[0]
+    opts = exact(4 * ((head[0] & 0x0F) - 3))
+    options = [struct.unpack("<I", opts[i:i + 4])[0] for i in range(0, len(opts), 4)]
+    return head[1], options, exact(size) if size else b""
+
+
+def scrape(srv):
+    """{(name, frozenset(labels)): value} of every sample of a server's /metrics, parsed by the reference
+    parser (Debian's python3-prometheus-client)."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:  # a Python of its own beside Debian's: the package is Debian's
+        sys.path.append("/usr/lib/python3/dist-packages")
+        from prometheus_client.parser import text_string_to_metric_families
+    status, _, body = probe_get(metrics_address(srv), "/metrics")
+    assert status == 200, (status, body)
+    out = {}
+    for f in text_string_to_metric_families(body):
+        for s in f.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def metric(srv, name, **labels):
+    """One sample of a server's /metrics."""
+    return scrape(srv)[(name, frozenset(labels.items()))]
 
 
 def probe_get(addr, target, method="GET", raw=None):

@@ -11,7 +11,7 @@ import socket
 import time
 import unittest
 
-from harness import HOST, Reader, ServerTestCase
+from harness import HOST, Reader, ServerTestCase, metric
 
 MiB = 1 << 20
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
@@ -53,7 +53,8 @@ def answered(s, timeout):
 class BodyBudgetTest(ServerTestCase):
     # 16 MiB: one connection holds at most 2 MiB, big bodies take at most 14 MiB, 2 MiB stay for small ones.
     CONFIG = {"http": {"limits": {"max_body_memory": "16MB", "min_body_rate": "100KB"},
-                       "timeouts": {"read_body": "2s"}, "pool": {"num_workers": 2}}}
+                       "timeouts": {"read_body": "2s"}, "pool": {"num_workers": 2}},
+              "metrics": {"address": "127.0.0.1:0"}}
 
     def hold(self, n, head, size):
         """n connections that send `head` and `size` bytes of a value, then stall: [(socket, status)]."""
@@ -103,6 +104,8 @@ class BodyBudgetTest(ServerTestCase):
         r = Reader(s).read_response()
         self.assertEqual(r.status, 413)
         self.assertIn(b"share of http.limits.max_body_memory", r.body)
+        self.assertGreaterEqual(metric(self.server, "ferry_body_memory_denied_total", rule="share"), 1)
+        self.assertEqual(metric(self.server, "ferry_body_memory_limit_bytes"), 16 * MiB)
 
     def test_unfinished_urlencoded_forms_leave_memory_for_small_forms(self):
         # 12 unfinished 1.5 MiB forms (each within its share) would take all 16 MiB: they get 14 at most.
@@ -110,6 +113,8 @@ class BodyBudgetTest(ServerTestCase):
         statuses = [st for _, st in held]
         self.assertIn(503, statuses)
         self.assertGreaterEqual(statuses.count(None), 8, statuses)
+        self.assertGreaterEqual(metric(self.server, "ferry_body_memory_denied_total", rule="spent"), 1)
+        self.assertGreater(metric(self.server, "ferry_body_memory_bytes"), 8 * MiB)
         t0 = time.monotonic()
         status, _, body = self.server.request("POST", "/ctx", body=b"a=1&b[]=2",
                                               headers={"Content-Type": "application/x-www-form-urlencoded"})
@@ -133,6 +138,7 @@ class BodyBudgetTest(ServerTestCase):
             if status is not None:
                 break
         self.assertEqual(status, 408)
+        self.assertGreaterEqual(metric(self.server, "ferry_limit_refusals_total", limit="slow_body"), 1)
         self.assertLess(time.monotonic() - t0, 5.5)
         self.assertTrue(self.server.wait_for_log("slower than http.limits.min_body_rate"), self.server.stderr())
 

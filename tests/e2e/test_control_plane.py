@@ -7,38 +7,14 @@ says so)."""
 import json
 import re
 import socket
-import struct
 import subprocess
 import time
-import zlib
 
-from harness import BIN, HOST, ServerTestCase, metrics_address, probe_get, wait_until
+from harness import (BIN, HOST, ServerTestCase, goridge_frame, metrics_address, probe_get, read_goridge_frame,
+                     wait_until)
 from wsclient import RawWs
 
 IDLE = 70  # more than a listener's 64 slots
-
-
-def frame(flags, payload, options=()):
-    hl = 3 + len(options)
-    head = bytes([0x10 | hl, flags]) + struct.pack("<I", len(payload))
-    head += struct.pack("<I", zlib.crc32(head[:6])) + b"\0\0" + b"".join(struct.pack("<I", o) for o in options)
-    return head + payload
-
-
-def read_frame(sock):
-    def exact(n):
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(min(n - len(buf), 1 << 20))
-            if not chunk:
-                raise EOFError(f"closed after {len(buf)} of {n} bytes")
-            buf += chunk
-        return buf
-    head = exact(12)
-    size = struct.unpack("<I", head[2:6])[0]
-    opts = exact(4 * ((head[0] & 0x0F) - 3))
-    options = [struct.unpack("<I", opts[i:i + 4])[0] for i in range(0, len(opts), 4)]
-    return head[1], options, exact(size) if size else b""
 
 
 class Rpc:
@@ -54,8 +30,8 @@ class Rpc:
         self.seq += 1
         m = method.encode()
         body = raw_body if raw_body is not None else json.dumps(arg).encode()
-        self.sock.sendall(frame(0x08, m + body, (self.seq, len(m))))
-        flags, options, payload = read_frame(self.sock)
+        self.sock.sendall(goridge_frame(0x08, m + body, (self.seq, len(m))))
+        flags, options, payload = read_goridge_frame(self.sock)
         assert options[0] == self.seq, options
         body = payload[options[1]:]
         if flags & 0x40:

@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from harness import Reader, ServerTestCase, http_get
+from harness import Reader, ServerTestCase, http_get, metric, wait_until
 
 MiB = 1 << 20
 
@@ -313,3 +313,43 @@ class ClientGoneTest(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HeadMemoryTest(ServerTestCase):
+    """Issue 41: receive buffers past each connection's first 8 KiB (large heads) share
+    http.limits.max_head_memory: 40 clients that each send 60 KiB of a head and stall hold at most the budget;
+    the ones past it get 503, and a small request of another client is answered at once."""
+
+    CONFIG = {"http": {"limits": {"max_head_memory": "1MB"}, "timeouts": {"read_header": "10s"},
+                       "pool": {"num_workers": 1}},
+              "metrics": {"address": "127.0.0.1:0"}}
+
+    def test_unfinished_large_heads_share_the_budget(self):
+        socks = []
+        for _ in range(40):
+            s = self.sock(timeout=10)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 60000)
+            socks.append(s)
+        time.sleep(0.5)
+        refused = 0
+        for s in socks:
+            s.settimeout(0.05)
+            try:
+                data = s.recv(4096)
+            except socket.timeout:
+                continue
+            if data.startswith(b"HTTP/1.1 503"):
+                refused += 1
+        # A 60 KiB head grows its buffer to 64 KiB (56 KiB past the first 8): at most 18 fit in 1 MiB.
+        self.assertGreaterEqual(refused, 40 - 18, self.server.stderr()[-2000:])
+        self.assertLess(refused, 40, "some heads fit in the budget")
+        self.assertLessEqual(metric(self.server, "ferry_head_memory_bytes"), 1 << 20)
+        self.assertEqual(metric(self.server, "ferry_limit_refusals_total", limit="head_memory"), refused)
+        self.assertTrue(self.server.wait_for_log("http.limits.max_head_memory"))
+        t0 = time.monotonic()
+        r, _ = self.raw(b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(r.status, 200)
+        self.assertLess(time.monotonic() - t0, 2.0)
+        for s in socks:
+            s.close()
+        self.assertTrue(wait_until(lambda: metric(self.server, "ferry_head_memory_bytes") == 0, 5))

@@ -7,42 +7,13 @@ import re
 import signal
 import socket
 import stat
-import struct
 import subprocess
 import tempfile
 import threading
 import time
 import unittest
-import zlib
 
-from harness import BIN, wait_until, ServerTestCase
-
-
-def frame(flags, payload, options=()):
-    hl = 3 + len(options)
-    head = bytes([0x10 | hl, flags]) + struct.pack("<I", len(payload))
-    head += struct.pack("<I", zlib.crc32(head[:6])) + b"\0\0" + b"".join(struct.pack("<I", o) for o in options)
-    return head + payload
-
-
-def read_frame(sock):
-    def exact(n):
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                return None
-            buf += chunk
-        return buf
-    head = exact(12)
-    if head is None:
-        return None
-    hl = head[0] & 0x0F
-    size = struct.unpack("<I", head[2:6])[0]
-    opts = exact(4 * (hl - 3)) or b""
-    options = [struct.unpack("<I", opts[i:i + 4])[0] for i in range(0, len(opts), 4)]
-    payload = exact(size) if size else b""
-    return head[1], options, payload
+from harness import BIN, ServerTestCase, goridge_frame, read_goridge_frame, wait_until
 
 
 class Rpc:
@@ -62,8 +33,8 @@ class Rpc:
         """(ok, decoded result or error text)"""
         self.seq += 1
         m = method.encode()
-        self.sock.sendall(frame(0x08, m + json.dumps(arg).encode(), (self.seq, len(m))))
-        flags, options, payload = read_frame(self.sock)
+        self.sock.sendall(goridge_frame(0x08, m + json.dumps(arg).encode(), (self.seq, len(m))))
+        flags, options, payload = read_goridge_frame(self.sock)
         assert options[0] == self.seq, options
         body = payload[options[1]:]
         if flags & 0x40:
@@ -437,7 +408,7 @@ class RpcTest(ReloadCase):
 
     def test_malformed_frames_close_the_connection_only(self):
         srv = self.rpc_server()
-        for junk in (b"GET / HTTP/1.1\r\n\r\n", frame(0x08, b"xx", (1,)), frame(0x08, b"ab", (1, 9))):
+        for junk in (b"GET / HTTP/1.1\r\n\r\n", goridge_frame(0x08, b"xx", (1,)), goridge_frame(0x08, b"ab", (1, 9))):
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(5)
             s.connect(self.sock_path)
@@ -473,8 +444,8 @@ class RpcTest(ReloadCase):
         s = socket.socket(socket.AF_UNIX)
         s.connect(self.sock_path)
         self.addCleanup(s.close)
-        s.sendall(frame(0x10, b"informer.List\xc3", (7, 13)))
-        flags, options, payload = read_frame(s)
+        s.sendall(goridge_frame(0x10, b"informer.List\xc3", (7, 13)))
+        flags, options, payload = read_goridge_frame(s)
         self.assertTrue(flags & 0x40)
         self.assertIn(b"speaks JSON", payload)
 

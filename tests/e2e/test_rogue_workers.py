@@ -11,7 +11,8 @@ import threading
 import time
 import unittest
 
-from harness import Reader, Server, ServerTestCase, http_get, pids_with_marker, read_listening_line, wait_until
+from harness import (Reader, Server, ServerTestCase, http_get, metric, pids_with_marker, read_listening_line,
+                     wait_until)
 
 ROGUE = "rogue.php"
 
@@ -129,9 +130,10 @@ class DoubleResponseTest(unittest.TestCase):
         self.assertLessEqual(max(per_round), 1, f"late answers shifted onto queued clients: {wrong}\n"
                                                 f"{srv.stderr()[-4000:]}")
         log = srv.stderr()
-        self.assertIn("before it had read the request", log, "the check at the reply caught a late answer")
-        self.assertIn("second answer of /twice", log, "the log shows what arrived")
-        self.assertGreaterEqual(log.count("retiring it"), 3, "each round's worker was retired")
+        # Caught at the reply ("before it had read the request"; it showed the second answer) or, when the
+        # worker won the race, its real answer to that request was the unexpected output: a loaded machine
+        # (the sanitizer builds) loses the race more often than an idle one.
+        self.assertGreaterEqual(log.count("retiring it"), 3, f"each round's worker was retired\n{log}")
 
     def test_double_frames_under_load_do_not_shift_for_good(self):
         # Under load a worker is handed the next request right after its reply: a second frame written a few
@@ -168,7 +170,7 @@ class ResponseHeadLimitsTest(unittest.TestCase):
     the worker keeps serving (the head was read whole; only relaying it is refused)."""
 
     def test_too_many_or_too_large_headers_are_a_502(self):
-        srv = Server({"http": {"pool": {"num_workers": 1}}}, script=ROGUE)
+        srv = Server({"http": {"pool": {"num_workers": 1}}, "metrics": {"address": "127.0.0.1:0"}}, script=ROGUE)
         srv.start()
         self.addCleanup(srv.close)
         self.addCleanup(lambda: srv.proc.poll() is None and srv.stop())
@@ -188,6 +190,7 @@ class ResponseHeadLimitsTest(unittest.TestCase):
         self.assertEqual((status, body), (200, b"headers sent"))
         self.assertEqual(sum(1 for k, _ in headers if k.lower().startswith("x-h")), 900)
         self.assertEqual(srv.workers(), [pid], "the worker is not retired for a response it could not send")
+        self.assertEqual(metric(srv, "ferry_limit_refusals_total", limit="response_head"), 3)
 
 
 class StuckWorkerTest(unittest.TestCase):

@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from harness import HOST, Server, wait_until
+from harness import HOST, Server, metric, wait_until
 
 
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
@@ -145,15 +145,17 @@ class UploadsTest(unittest.TestCase):
         self.assertTrue(wait_until(lambda: self.leftovers() == [], 5), self.leftovers())
 
     def test_client_gone_mid_upload_leaves_no_temp_file(self):
-        srv = self.server()
+        srv = self.server(metrics={"address": f"{HOST}:0"})
         s = socket.create_connection((HOST, srv.port), timeout=10)
         head = (b"POST /ctx HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
                 b"Content-Length: 10000000\r\n\r\n"
                 b"--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\n\r\n")
         s.sendall(head + b"z" * 200000)
         self.assertTrue(wait_until(lambda: len(self.leftovers()) == 1, 5), "the upload is spooled to a temp file")
+        self.assertEqual(metric(srv, "ferry_upload_files"), 1)
         s.close()
         self.assertTrue(wait_until(lambda: self.leftovers() == [], 5), self.leftovers())
+        self.assertEqual(metric(srv, "ferry_upload_files"), 0)
 
     def test_worker_crash_after_upload_leaves_no_temp_file(self):
         srv = self.server()

@@ -6,36 +6,14 @@ websockets.message_timeout (1008), pings answered or not. Each is logged and cou
 import os
 import socket
 import struct
-import sys
 import threading
 import time
 import unittest
 
-from harness import HOST, ServerTestCase, metrics_address, probe_get, wait_until
+from harness import HOST, ServerTestCase, metric, scrape, wait_until
 from wsclient import RawWs, frame
 
-try:
-    from prometheus_client.parser import text_string_to_metric_families
-except ImportError:  # a Python of its own beside Debian's: the package is Debian's
-    sys.path.append("/usr/lib/python3/dist-packages")
-    from prometheus_client.parser import text_string_to_metric_families
-
 MiB = 1 << 20
-
-
-def scrape(srv):
-    """{(name, frozenset(labels)): value} of every sample, parsed by the reference parser."""
-    status, _, body = probe_get(metrics_address(srv), "/metrics")
-    assert status == 200, (status, body)
-    out = {}
-    for f in text_string_to_metric_families(body):
-        for s in f.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def metric(srv, name, **labels):
-    return scrape(srv)[(name, frozenset(labels.items()))]
 
 
 def rss_kib(pid):

@@ -1,5 +1,8 @@
 #include "control/metrics.hpp"
 
+#include "control/exposition.hpp"
+#include "control/limit_metrics.hpp"
+
 #include "control/probe_server.hpp"
 #include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
@@ -21,40 +24,6 @@ void HttpStats::read(Totals &into) const
 }
 
 namespace {
-
-void number(std::string &out, double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    out += buf;
-}
-
-void family(std::string &out, const char *name, const char *type, const char *help)
-{
-    out += "# HELP ";
-    out += name;
-    out += ' ';
-    out += help;
-    out += "\n# TYPE ";
-    out += name;
-    out += ' ';
-    out += type;
-    out += '\n';
-}
-
-// `name{labels} value`; labels is "" or `k="v",...` (values here never need escaping: fixed words, numbers).
-void sample(std::string &out, const std::string &name, const std::string &labels, double v)
-{
-    out += name;
-    if (!labels.empty()) {
-        out += '{';
-        out += labels;
-        out += '}';
-    }
-    out += ' ';
-    number(out, v);
-    out += '\n';
-}
 
 void histogram(std::string &out, const std::string &name, const std::string &labels, const pool::Histogram &h)
 {
@@ -284,6 +253,7 @@ struct MetricsServer::Impl {
         std::string body =
             format_metrics(totals, pools, uptime, control_closed(), ws_budgets ? &budgets : nullptr);
         format_descriptor_metrics(body);
+        format_limit_metrics(body);
         h.content_length = body.size();
         h.keep_alive = false;
         append_head(out, h);

@@ -7,6 +7,7 @@
 #include "forms/urlencoded.hpp"
 #include "http/body_stream.hpp"
 #include "http/response.hpp"
+#include "control/limit_metrics.hpp"
 #include "proxies.hpp"
 #include "request_body.hpp"
 #include "shared_state.hpp"
@@ -400,6 +401,7 @@ public:
             append_error(ex.out, http.internal_error_code, "", keep_alive, head_request);
             break;
         case pool::Outcome::bad_response:
+            count_limit(LimitEvent::response_head);
             log::warn("http", describe(ex) + ": 502: " + res.message);
             ex.status = 502;
             append_error(ex.out, 502, "the application's response could not be relayed", keep_alive,

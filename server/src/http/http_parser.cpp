@@ -241,7 +241,7 @@ void HttpParser::release_memory()
     if (!in_message_ && parsed_ == end_ && buf_.size() > initial_buffer) {
         parsed_ = end_ = msg_start_ = 0;
         ll_->scanner.start(0);
-        buf_.reallocate(initial_buffer, 0);
+        resize(initial_buffer, 0);
     }
 }
 
@@ -276,21 +276,47 @@ void HttpParser::compact(std::size_t keep_from)
     ll_->scanner.shift(keep_from);
 }
 
+bool HttpParser::resize(std::size_t n, std::size_t keep)
+{
+    const std::size_t extra = n > initial_buffer ? n - initial_buffer : 0;
+    if (budget_ && extra > held_.bytes() && !held_.grow(*budget_, extra - held_.bytes()))
+        return false;
+    buf_.reallocate(n, keep);
+    held_.shrink_to(extra);
+    return true;
+}
+
+bool HttpParser::make_room(std::size_t min_free)
+{
+    if (buf_.size() - end_ >= min_free)
+        return true;
+    // Bytes of a header still being parsed must stay: the spans point at them.
+    std::size_t keep_from = (in_message_ && !headers_done_) ? msg_start_ : parsed_;
+    compact(keep_from);
+    return buf_.size() - end_ >= min_free || resize(std::max(buf_.size() * 2, end_ + min_free), end_);
+}
+
 std::span<char> HttpParser::prepare(std::size_t min_free)
 {
-    if (buf_.size() - end_ < min_free) {
-        // Bytes of a header still being parsed must stay: the spans point at them.
-        std::size_t keep_from = (in_message_ && !headers_done_) ? msg_start_ : parsed_;
-        compact(keep_from);
-        if (buf_.size() - end_ < min_free)
-            buf_.reallocate(std::max(buf_.size() * 2, end_ + min_free), end_);
-    }
+    if (err_status_ == 0 && !make_room(min_free))
+        refuse_buffer();
+    // After a failure the buffer is only a scratch for the lingering read before the close.
+    if (err_status_ != 0)
+        return {buf_.data(), buf_.size()};
     return {buf_.data() + end_, buf_.size() - end_};
 }
 
 void HttpParser::commit(std::size_t n)
 {
-    end_ += n;
+    if (err_status_ == 0) // after a failure prepare() gave a scratch: nothing is kept
+        end_ += n;
+}
+
+void HttpParser::refuse_buffer()
+{
+    buffer_refused_ = true;
+    fail(503, "no memory left for request heads (http.limits.max_head_memory: " + std::to_string(budget_->used()) +
+                  " of " + std::to_string(budget_->limit()) + " bytes in use)");
 }
 
 bool HttpParser::keep_body(std::string_view bytes)
@@ -409,7 +435,13 @@ HttpParser::Event HttpParser::next()
         if (!in_message_)
             ll_->scanner.start(0);
         if (buf_.size() > initial_buffer)
-            buf_.reallocate(initial_buffer, 0);
+            resize(initial_buffer, 0);
+    }
+    // The read that follows needs room: a head or pipelined requests past the first buffer take it from the
+    // server-wide budget, and a client that cannot have it gets 503 (never a larger process).
+    if (!make_room(4096)) {
+        refuse_buffer();
+        return Event::error;
     }
     return Event::need_more;
 }
@@ -439,7 +471,7 @@ void HttpParser::done()
     if (rest == 0) {
         parsed_ = end_ = msg_start_ = 0;
         if (buf_.size() > initial_buffer)
-            buf_.reallocate(initial_buffer, 0);
+            resize(initial_buffer, 0);
     } else if (parsed_ > buf_.size() / 2) {
         compact(parsed_);
     }

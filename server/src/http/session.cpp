@@ -3,6 +3,7 @@
 #include "ferry/relay/log.hpp"
 #include "handlers/handler.hpp"
 #include "response.hpp"
+#include "control/limit_metrics.hpp"
 #include "shared_state.hpp"
 
 #include <memory>
@@ -79,6 +80,7 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
     Transport tr(st.connections, std::move(sock), http.write_timeout);
     Conn &conn = tr.conn();
     HttpParser parser(st.limits);
+    parser.set_buffer_budget(st.head_budget);
     HandlerStates handlers(st.router);
     Handler::Connection *handler = nullptr; // serves the request being read; null: none accepts it
     std::string out;
@@ -137,13 +139,15 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
             tr.disarm();
             if (rec) {
                 if (conn.timed_out && !parser.idle()) {
-                    if (slow_body)
+                    if (slow_body) {
+                        count_limit(LimitEvent::slow_body);
                         log::info("http", tr.remote() +
                                               ": request body slower than http.limits.min_body_rate (" +
                                               std::to_string(http.min_body_rate) + " bytes/s, " +
                                               std::to_string(body_read) + " bytes read), sending 408");
-                    else
+                    } else {
                         log::info("http", tr.remote() + ": timed out reading the request, sending 408");
+                    }
                     conn.timed_out = false;
                     append_error(out, 408, "timed out reading the request", false, false);
                     if (st.observe)
@@ -178,6 +182,8 @@ awaitable<void> http_session(SharedState &st, tcp::socket sock)
         }
         if (ev == HttpParser::Event::error) {
             log_parse_error(tr.remote(), parser);
+            if (parser.buffer_refused())
+                count_limit(LimitEvent::head_memory);
             if (st.observe)
                 st.http_stats.record_refused(parser.error_status());
             // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -121,6 +123,59 @@ TEST(HttpParser, HeaderLargerThanTheInitialBufferSurvivesCompaction)
         EXPECT_EQ(o.requests[1].header("X-Big"), big);
         EXPECT_EQ(o.requests[1].header("X-After"), "ok");
     }
+}
+
+namespace {
+// Feeds `data` to `p` in 1000-byte reads until it asks for no more or fails; the last event.
+Event feed_into(HttpParser &p, const std::string &data)
+{
+    std::size_t pos = 0;
+    for (;;) {
+        Event ev = p.next();
+        if (ev != Event::need_more || pos == data.size())
+            return ev;
+        auto buf = p.prepare();
+        std::size_t n = std::min({buf.size(), data.size() - pos, std::size_t{1000}});
+        std::memcpy(buf.data(), data.data() + pos, n);
+        p.commit(n);
+        pos += n;
+    }
+}
+} // namespace
+
+TEST(HttpParser, ReceiveBufferGrowthTakesFromTheHeadBudget)
+{
+    // Issue 41: a head larger than the first buffer (8 KiB) grows it from http.limits.max_head_memory, all
+    // connections together; a connection that cannot get memory is answered 503 instead of growing the process.
+    ferry::pool::Budget budget(40 * 1024);
+    const std::string head = "GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + std::string(20000, 'v') + "\r\n";
+    {
+        HttpParser p({});
+        p.set_buffer_budget(&budget);
+        ASSERT_EQ(feed_into(p, head + "\r\n"), Event::head);
+        EXPECT_GT(budget.used(), 0u) << "the grown buffer is held from the budget";
+        ASSERT_EQ(p.next(), Event::request);
+        p.done();
+        EXPECT_EQ(p.next(), Event::need_more);
+        EXPECT_EQ(budget.used(), 0u) << "given back once the connection is idle";
+    }
+    HttpParser a({});
+    a.set_buffer_budget(&budget);
+    ASSERT_EQ(feed_into(a, head), Event::need_more); // unfinished: its buffer stays grown
+    const std::uint64_t held = budget.used();
+    EXPECT_GE(held, 20000u - 8192u);
+    {
+        HttpParser b({});
+        b.set_buffer_budget(&budget);
+        EXPECT_EQ(feed_into(b, head), Event::error);
+        EXPECT_EQ(b.error_status(), 503);
+        EXPECT_TRUE(b.buffer_refused());
+        EXPECT_NE(b.error_message().find("http.limits.max_head_memory"), std::string::npos)
+            << b.error_message();
+        EXPECT_LE(budget.used(), budget.limit()) << "never past the budget";
+    }
+    EXPECT_EQ(budget.used(), held) << "the refused connection gave back what it held";
+    EXPECT_FALSE(a.buffer_refused());
 }
 
 TEST(HttpParser, PipelinedRequestsComeOneAtATime)

@@ -124,6 +124,9 @@ struct HttpConfig {
     std::uint64_t max_header_size = 64 * 1024;    // http.limits.max_header_size ("64KB"; a bare number: MB)
     std::uint64_t body_buffer_size = 1024 * 1024; // http.limits.body_buffer_size: per request in memory
     std::uint64_t max_body_memory = 256ull * 1024 * 1024; // http.limits.max_body_memory: all bodies in memory
+    // http.limits.max_head_memory: receive buffers past each connection's first 8 KiB (large heads, pipelined
+    // requests), all connections together; past it a request gets 503 (0 = no limit).
+    std::uint64_t max_head_memory = 64ull * 1024 * 1024;
     std::string uploads_dir; // http.uploads.dir: temp files ("" = $TMPDIR or /tmp)
     std::vector<std::string> uploads_forbid{".php", ".exe",
                                             ".bat"}; // http.uploads.forbid (RoadRunner's default)

@@ -37,24 +37,37 @@ public:
     Take take_request(std::uint64_t n, std::uint64_t held)
     {
         if (held + n <= small_body)
-            return try_take(n) ? Take::ok : Take::spent;
+            return try_take(n) ? Take::ok : deny(Take::spent);
         if (held + n > share())
-            return Take::over_share;
+            return deny(Take::over_share);
         const std::uint64_t cap = limit_ - limit_ / 8;
         std::uint64_t used = used_.load(std::memory_order_relaxed);
         do {
             if (n > cap || used > cap - n)
-                return Take::spent;
+                return deny(Take::spent);
         } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
         return Take::ok;
+    }
+    // How often take_request() said over_share or spent (for /metrics).
+    std::uint64_t denied(Take why) const
+    {
+        return why == Take::over_share ? denied_share_.load(std::memory_order_relaxed)
+                                       : denied_spent_.load(std::memory_order_relaxed);
     }
     void give(std::uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
     std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
     std::uint64_t limit() const { return limit_; }
 
 private:
+    Take deny(Take why)
+    {
+        (why == Take::over_share ? denied_share_ : denied_spent_).fetch_add(1, std::memory_order_relaxed);
+        return why;
+    }
+
     const std::uint64_t limit_;
     std::atomic<std::uint64_t> used_{0};
+    std::atomic<std::uint64_t> denied_share_{0}, denied_spent_{0};
 };
 
 // Bytes held from a Budget; movable, returns them when destroyed or reset.
@@ -99,6 +112,14 @@ public:
         budget_ = &b;
         bytes_ += n;
         return t;
+    }
+    // Gives back what it holds beyond n bytes.
+    void shrink_to(std::uint64_t n)
+    {
+        if (budget_ && bytes_ > n) {
+            budget_->give(bytes_ - n);
+            bytes_ = n;
+        }
     }
     void reset()
     {

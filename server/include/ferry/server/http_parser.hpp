@@ -2,6 +2,7 @@
 // No llhttp type leaks here.
 #pragma once
 
+#include "ferry/pool/budget.hpp"
 #include "ferry/server/http_grammar.hpp"
 
 #include <boost/system/result.hpp>
@@ -78,6 +79,11 @@ public:
     HttpParser &operator=(const HttpParser &) = delete;
 
     std::span<char> prepare(std::size_t min_free = 4096);
+    // The receive buffer beyond its first initial_buffer bytes (a large head, pipelined requests) takes from
+    // `budget` (http.limits.max_head_memory, all connections): when it cannot, next() fails with 503
+    // (buffer_refused()). nullptr: no budget.
+    void set_buffer_budget(pool::Budget *budget) { budget_ = budget; }
+    bool buffer_refused() const { return buffer_refused_; }
     void commit(std::size_t n);
     Event next();
     const Request &request() const { return req_; }
@@ -115,6 +121,13 @@ private:
 
     void reset_message();
     void compact(std::size_t keep_from);
+    // Room for `min_free` more bytes: compacts, then grows the buffer (from the budget). False when the budget
+    // has not the bytes.
+    bool make_room(std::size_t min_free);
+    // Reallocates the buffer to n bytes keeping the first `keep`, its growth held from the budget. False
+    // (nothing changed) when the budget cannot give it.
+    bool resize(std::size_t n, std::size_t keep);
+    void refuse_buffer(); // the budget said no: 503 (buffer_refused())
     int fail(int status, std::string message);
     Event parse_head();
     Event feed_head(std::size_t feed_end); // llhttp gets the checked head bytes up to feed_end
@@ -144,6 +157,9 @@ private:
         std::size_t size_;
     };
     Buffer buf_;
+    pool::Budget *budget_ = nullptr;
+    pool::Reservation held_; // buf_.size() - initial_buffer bytes of budget_
+    bool buffer_refused_ = false;
     std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
     bool in_message_ = false, headers_done_ = false, complete_ = false, head_reported_ = false;
     bool body_begun_ = false, last_was_value_ = false, paused_ = false;
