@@ -11,7 +11,7 @@ import socket
 import time
 import unittest
 
-from harness import HOST, Reader, ServerTestCase, metric
+from harness import HOST, Reader, ServerTestCase, metric, wait_until
 
 MiB = 1 << 20
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
@@ -58,7 +58,10 @@ class BodyBudgetTest(ServerTestCase):
 
     def hold(self, n, head, size):
         """n connections that send `head` and `size` bytes of a value, then stall: [(socket, status)]."""
-        time.sleep(0.3)  # the connections of an earlier test have ended
+        # What an earlier test's connections held is given back (its stalled uploads end at read_body, its
+        # responses once read): a slow (sanitized, loaded) server can take seconds.
+        self.assertTrue(wait_until(lambda: metric(self.server, "ferry_body_memory_bytes") == 0, 15),
+                        "the body budget was not given back")
         socks = []
         for _ in range(n):
             s = self.sock(timeout=10)
@@ -177,6 +180,8 @@ class SlowReadersTest(ServerTestCase):
             r = rd.read_response()
             self.assertEqual((r.status, len(r.body)), (200, n))
             self.assertEqual(r.body[:3] + r.body[-3:], b"xxxxxx")
+        for s in stalled:
+            s.close()
 
 
 if __name__ == "__main__":
