@@ -113,24 +113,21 @@ final class Rpc
      */
     public function call(string $method, mixed $argument = null, ?float $timeout = null): mixed
     {
-        $socket = $this->connect();
-        $seq = ++$this->seq;
         // Unicode and slashes as they are: a message's size on the wire stays close to its own (the server's
         // RPC frame limit follows websockets.max_message_size).
         $body = \json_encode($argument, \JSON_UNESCAPED_UNICODE | \JSON_UNESCAPED_SLASHES | \JSON_THROW_ON_ERROR);
-        $frame = Frame::pack(Frame::JSON, $method . $body, [$seq, \strlen($method)]);
-        $relay = new StreamRelay($socket, $socket, $timeout ?? $this->timeout);
-        try {
-            $relay->send($frame);
-            $reply = $relay->receive();
-        } catch (ProtocolException $e) {
-            $this->close();
-            throw $e;
+        // A connection kept from an earlier call may have been closed by the server while idle (it closes the
+        // oldest idle one when its 64 slots are taken): nothing of this call reached it, so it is made once
+        // more on a new connection. A fresh connection that fails is an error.
+        $reused = \is_resource($this->socket);
+        $reply = $this->exchange($method, $body, $timeout);
+        if ($reply === null && $reused) {
+            $reply = $this->exchange($method, $body, $timeout);
         }
         if ($reply === null) {
-            $this->close();
             throw new ProtocolException("the server closed the RPC connection during $method");
         }
+        $seq = $this->seq;
         if (\count($reply->options) !== 2 || $reply->options[0] !== $seq) {
             $this->close();
             throw new ProtocolException("unexpected RPC answer to $method");
@@ -140,6 +137,31 @@ final class Rpc
             throw new ProtocolException("$method: $payload");
         }
         return $payload === '' ? null : \json_decode($payload, true, 64, \JSON_THROW_ON_ERROR);
+    }
+
+    /** One frame out and its answer; null (the connection closed) when the server closed it first. */
+    private function exchange(string $method, string $body, ?float $timeout): ?Frame
+    {
+        $socket = $this->connect();
+        $seq = ++$this->seq;
+        $frame = Frame::pack(Frame::JSON, $method . $body, [$seq, \strlen($method)]);
+        $relay = new StreamRelay($socket, $socket, $timeout ?? $this->timeout);
+        try {
+            $relay->send($frame);
+            $reply = $relay->receive();
+        } catch (ProtocolException $e) {
+            $this->close();
+            // The connection itself failed (reset, broken pipe): as closed. A timeout or a bad frame is not.
+            $m = $e->getMessage();
+            if (\str_starts_with($m, 'write to the server failed') || \str_starts_with($m, 'read from the server failed')) {
+                return null;
+            }
+            throw $e;
+        }
+        if ($reply === null) {
+            $this->close();
+        }
+        return $reply;
     }
 
     public function close(): void

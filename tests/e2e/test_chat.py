@@ -227,8 +227,6 @@ class ChatBrowser(unittest.TestCase):
         self.addCleanup(cleanup)
 
     def test_two_users_chat_in_the_browser(self):
-        rpc = Rpc(rpc_address(self.server))
-        self.addCleanup(rpc.close)
         proc = subprocess.Popen(["node", "chat_browser.js", f"http://{self.server.address}", "--reconnect"],
                                 cwd=NODE_DIR, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, bufsize=1)
@@ -254,6 +252,9 @@ class ChatBrowser(unittest.TestCase):
                 self.fail(f"chat_browser.js ended without a result (exit {proc.returncode}): {proc.stderr.read()}")
             msg = json.loads(line)
             if msg.get("need") == "drop":
+                # Connected when needed: a connection silent for rpc.first_byte_timeout (5 s) is closed.
+                rpc = Rpc(rpc_address(self.server))
+                self.addCleanup(rpc.close)
                 ok, res = rpc.call("websockets.Close", {"to": [msg["id"]], "code": 1012, "reason": "test drop"})
                 self.assertTrue(ok, res)
                 proc.stdin.write("dropped\n")

@@ -14,6 +14,7 @@ from harness import HOST, ServerTestCase, metric, scrape, wait_until
 from wsclient import RawWs, frame
 
 MiB = 1 << 20
+SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
 
 
 def rss_kib(pid):
@@ -103,7 +104,8 @@ class AssemblyBudget(BudgetCase):
         growth_mib = (peak[0] - before) / 1024
         self.assertLessEqual(held, self.BUDGET)
         self.assertGreater(held, 4 * MiB, "the clients that fit are held")
-        self.assertLess(growth_mib, 24 + 24, f"RSS grew by {growth_mib:.0f} MiB: within the budget and slack")
+        if not SANITIZED:  # ASan keeps freed memory in its quarantine: RSS says nothing there
+            self.assertLess(growth_mib, 24 + 24, f"RSS grew by {growth_mib:.0f} MiB: within the budget and slack")
 
         codes = []
         for c in clients:
