@@ -89,7 +89,9 @@ class Probe:
         self.samples = []  # dicts, each with "t"
 
     def temp_named(self):
-        n = len(os.listdir(self.dirs["uploads"]))
+        # Not the lock file a running server keeps in uploads.dir (ferry-upload-<pid>-<tag>.lock): it is no
+        # temp file, and it goes when the server stops.
+        n = sum(1 for f in os.listdir(self.dirs["uploads"]) if not f.endswith(".lock"))
         return n + sum(1 for f in os.listdir(self.dirs["tmpdir"]) if f.startswith("ferry-"))
 
     def temp_open(self):
@@ -100,6 +102,8 @@ class Probe:
             try:
                 target = os.readlink(f"{fd_dir}/{fd}")
             except OSError:
+                continue
+            if target.endswith(".lock"):  # the uploads lock (see temp_named)
                 continue
             n += target.startswith(self.dirs["uploads"] + "/") or target.startswith(self.dirs["tmpdir"] + "/")
         return n
