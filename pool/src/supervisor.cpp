@@ -230,8 +230,8 @@ void Supervisor::watch(clock::time_point now)
 awaitable<void> Supervisor::run(std::shared_ptr<Supervisor> self)
 {
     auto period = std::min(milliseconds(1000), self->opt_.watch_tick);
-    for (auto limit : {self->opt_.exec_ttl, self->opt_.exec_warn, self->opt_.reset_timeout,
-                       self->opt_.client_gone_ttl})
+    for (auto limit :
+         {self->opt_.exec_ttl, self->opt_.exec_warn, self->opt_.reset_timeout, self->opt_.client_gone_ttl})
         if (limit.count() > 0)
             period = std::min(period, std::max(milliseconds(10), limit / 8));
     period = std::max(period, milliseconds(1));
@@ -290,10 +290,11 @@ void Supervisor::tick(std::chrono::milliseconds period)
         w->channel->expire(why);
     }
     for (auto &w : abandoned) {
-        std::string why = "its client left " +
-                          std::to_string(std::chrono::duration_cast<milliseconds>(now - w->client_left_at).count()) +
-                          " ms ago and the request still runs (client_gone_ttl " +
-                          std::to_string(opt_.client_gone_ttl.count()) + " ms): " + describe_request(*w->exec_ctx);
+        std::string why =
+            "its client left " +
+            std::to_string(std::chrono::duration_cast<milliseconds>(now - w->client_left_at).count()) +
+            " ms ago and the request still runs (client_gone_ttl " +
+            std::to_string(opt_.client_gone_ttl.count()) + " ms): " + describe_request(*w->exec_ctx);
         log::warn("pool", w->tag() + ": " + why + "; killing and replacing the worker");
         w->cause = Cause::client_gone;
         w->exec_ctx = nullptr;

@@ -33,9 +33,9 @@ const char *state_name(State s)
 
 const char *cause_name(Cause c)
 {
-    static constexpr const char *names[] = {"none",     "max_jobs",     "ttl",     "idle_ttl",    "memory",
-                                            "exec_ttl", "client_gone", "reset",        "debug",   "worker_stop", "error",
-                                            "crash",    "boot_failure", "shutdown"};
+    static constexpr const char *names[] = {
+        "none",  "max_jobs", "ttl",         "idle_ttl", "memory", "exec_ttl",     "client_gone",
+        "reset", "debug",    "worker_stop", "error",    "crash",  "boot_failure", "shutdown"};
     static_assert(std::size(names) == static_cast<unsigned>(Cause::count_));
     auto i = static_cast<unsigned>(c);
     return i < std::size(names) ? names[i] : "?";

@@ -83,7 +83,8 @@ struct Worker {
     StreamSink *exec_sink = nullptr; // the client's side of it, asked whether the client is still there
     bool exec_warned = false;
     bool exec_streaming = false; // its response head is out and a stream follows: exec_ttl no longer applies
-    std::chrono::steady_clock::time_point client_left_at{}; // first tick that saw its client gone (epoch: not)
+    std::chrono::steady_clock::time_point
+        client_left_at{}; // first tick that saw its client gone (epoch: not)
 
     // The process's end, told by the reaper.
     bool exited = false;

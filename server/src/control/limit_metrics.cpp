@@ -73,10 +73,11 @@ void format_limit_metrics(std::string &out)
     sample(out, "ferry_body_memory_bytes", "", b ? static_cast<double>(b->used()) : 0.0);
     family(out, "ferry_body_memory_limit_bytes", "gauge", "http.limits.max_body_memory.");
     sample(out, "ferry_body_memory_limit_bytes", "", b ? static_cast<double>(b->limit()) : 0.0);
-    family(out, "ferry_body_memory_denied_total", "counter",
-           "Request body memory denied: share (past one connection's 1/8: a form gets 413, a raw body spills to "
-           "a temp file), spent (the budget is full: a form gets 503, a raw body spills, a response body goes "
-           "to a temp file).");
+    family(
+        out, "ferry_body_memory_denied_total", "counter",
+        "Request body memory denied: share (past one connection's 1/8: a form gets 413, a raw body spills to "
+        "a temp file), spent (the budget is full: a form gets 503, a raw body spills, a response body goes "
+        "to a temp file).");
     sample(out, "ferry_body_memory_denied_total", "rule=\"share\"",
            b ? static_cast<double>(b->denied(pool::Budget::Take::over_share)) : 0.0);
     sample(out, "ferry_body_memory_denied_total", "rule=\"spent\"",

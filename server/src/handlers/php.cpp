@@ -1,5 +1,6 @@
 #include "php.hpp"
 
+#include "control/limit_metrics.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "forms/form_body.hpp"
@@ -7,7 +8,6 @@
 #include "forms/urlencoded.hpp"
 #include "http/body_stream.hpp"
 #include "http/response.hpp"
-#include "control/limit_metrics.hpp"
 #include "proxies.hpp"
 #include "request_body.hpp"
 #include "shared_state.hpp"

@@ -83,7 +83,8 @@ struct Options {
     // head (the stream itself goes on while its client reads; a client that leaves stops it).
     std::chrono::milliseconds exec_ttl{60000};
     // A request whose client has left (reset or closed, seen by the supervisor's tick) and that is not a
-    // streamed response may run this much longer; then its worker is killed and replaced (0 = until exec_ttl).
+    // streamed response may run this much longer; then its worker is killed and replaced (0 = until
+    // exec_ttl).
     std::chrono::milliseconds client_gone_ttl{10000};
     std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
     // Soft limits (pool/src/supervisor.hpp): a worker past one is replaced, its replacement first, a busy one

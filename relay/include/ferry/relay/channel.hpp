@@ -4,11 +4,11 @@
 //
 // Reads happen when an exchange needs a frame. While the worker is idle (watch()) a readiness wait is
 // outstanding on stdout, so bytes that arrive while no exchange expects them (a second response, a late
-// frame, a stray echo) are reported through `on_unexpected` at once and never given to a request. Before every
-// request is written, claim() reads the pipe once (EAGAIN when quiet), so bytes that came while it was idle
-// but whose wait handler has not run yet, or that a worker handed straight from its last reply to the next
-// request wrote after that reply, are caught before the request goes out. A busy exchange reads its reply
-// directly (the cheapest path); the first frame of a reply is taken only once the request has left the
+// frame, a stray echo) are reported through `on_unexpected` at once and never given to a request. Before
+// every request is written, claim() reads the pipe once (EAGAIN when quiet), so bytes that came while it was
+// idle but whose wait handler has not run yet, or that a worker handed straight from its last reply to the
+// next request wrote after that reply, are caught before the request goes out. A busy exchange reads its
+// reply directly (the cheapest path); the first frame of a reply is taken only once the request has left the
 // worker's stdin (request_unread(): FIONREAD), since a worker answers only what it has read — a frame that
 // comes earlier is an earlier request's late output (ChannelError::premature), and the request never ran.
 #pragma once
@@ -130,7 +130,7 @@ private:
     FrameHeader hdr_;
     bool reading_ = false, direct_read_ = false, frame_ready_ = false, expecting_ = false;
     bool first_frame_ = false; // the next frame is the first of this exchange's reply
-    bool waiting_ = false; // the idle watch's readiness wait is outstanding
+    bool waiting_ = false;     // the idle watch's readiness wait is outstanding
     ChannelError failure_ = ChannelError::none;
     std::string error_;
     // The exchange waiting in next_frame() (its completion handler, type-erased: Boost 1.81's

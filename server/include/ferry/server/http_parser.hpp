@@ -121,8 +121,8 @@ private:
 
     void reset_message();
     void compact(std::size_t keep_from);
-    // Room for `min_free` more bytes: compacts, then grows the buffer (from the budget). False when the budget
-    // has not the bytes.
+    // Room for `min_free` more bytes: compacts, then grows the buffer (from the budget). False when the
+    // budget has not the bytes.
     bool make_room(std::size_t min_free);
     // Reallocates the buffer to n bytes keeping the first `keep`, its growth held from the budget. False
     // (nothing changed) when the budget cannot give it.
