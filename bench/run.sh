@@ -78,7 +78,8 @@ start_ferry_target() {  # a ferry target's server, as every round starts it
       start_ferry ferry-unpinned "$ROOT/tests/php/hello.php" "$FERRY" "    cpu_affinity: off" "  io_threads: $IO_THREADS"
       ;;
     ferry-loops) start_ferry ferry-loops "$ROOT/tests/php/hello.php" "$FERRY" "" "  io_threads: $LOOPS" ;;
-    ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" ;;
+    # the same worker and configuration as target ferry (io_threads too: the default is one loop per core)
+    ferry-before) start_ferry ferry-before "$ROOT/tests/php/hello.php" "$FERRY_BEFORE_BIN" "" "  io_threads: $IO_THREADS" ;;
     ferry-maxjobs)
       start_ferry ferry-maxjobs "$ROOT/tests/php/hello.php" "$FERRY" "    max_jobs: $MAX_JOBS" "  io_threads: $IO_THREADS"
       ;;
