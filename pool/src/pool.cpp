@@ -616,8 +616,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
         self->supervisor.booted(took);
         self->boot_time.observe(
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
-        if (!current)
-            w->retire = true; // a reset began while it booted: it may have loaded the old code
+        if (!current) { // a reset began while it booted: it may have loaded the old code
+            w->retire = true;
+            if (w->cause == Cause::none)
+                w->cause = Cause::reset; // its exit is the reset's (it was counted as worker_stop)
+        }
         log::info("pool", w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") +
                               " context)");
         w->state = State::ready; // counted as serving before retire_one() asks maintain() for more

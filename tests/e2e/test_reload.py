@@ -289,6 +289,27 @@ class ResetTest(ReloadCase):
         self.assertEqual(self.version(srv), "v2")
         self.assertFalse(before & set(srv.workers()))
 
+    def test_a_worker_booting_when_a_reset_begins_exits_as_the_resets(self):
+        # max_jobs 1 and a slow boot: after a request, its worker's replacement is still booting (old code)
+        # when the reset begins; it is retired once ready, and its exit is counted as the reset's (it was
+        # counted as cause="worker_stop", as if the worker had asked to stop)
+        from harness import scrape
+        self.write("version.php", "<?php usleep(700000); return 'v1';\n")
+        srv = self.serve(reload=False, pool={"num_workers": 1, "max_jobs": 1},
+                         extra={"metrics": {"address": "127.0.0.1:0"}})
+        self.assertEqual(self.version(srv), "v1")
+        time.sleep(0.2)  # its replacement boots (700 ms)
+        self.write("version.php", "<?php return 'v2';\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(srv.wait_for_log("rolling reset (SIGHUP) done", 10), srv.stderr())
+        self.assertEqual(self.version(srv), "v2")
+
+        def exits(cause):
+            key = ("ferry_pool_worker_restarts_total", frozenset({("pool", "http"), ("cause", cause)}))
+            return scrape(srv).get(key, 0)
+        self.assertTrue(wait_until(lambda: exits("reset") >= 2, 5.0), (exits("reset"), srv.stderr()))
+        self.assertEqual(exits("worker_stop"), 0, srv.stderr())
+
     def test_overlapping_resets_coalesce_under_load_with_max_jobs(self):
         sock = os.path.join(self.tmp.name, "rpc.sock")
         srv = self.serve(reload=False, pool={"num_workers": 3, "max_jobs": 15},
