@@ -1,10 +1,10 @@
-// The event loops (http.io_threads, each on its own thread), the listener(s), connection timeouts, signals
-// and graceful shutdown (docs/architecture.md, "Several loops").
+// The event loops (http.io_threads, each on its own thread), connection timeouts, signals and graceful
+// shutdown (docs/architecture.md, "Several loops"); the listeners and acceptors are in accept.cpp.
 #include "ferry/server/server.hpp"
 
 #include "control/control.hpp"
-#include "control/metrics.hpp"
 #include "control/limit_metrics.hpp"
+#include "control/metrics.hpp"
 #include "control/status.hpp"
 #include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
@@ -16,6 +16,7 @@
 #include "handlers/websocket.hpp"
 #include "loop.hpp"
 #include "memory.hpp"
+#include "runtime.hpp"
 #include "shared_state.hpp"
 #include "static/static_handler.hpp"
 #include "ws/connection.hpp"
@@ -42,205 +43,12 @@ namespace ferry::server {
 namespace {
 
 using detail::Conn;
+using detail::LoopRuntime;
+using detail::Runtime;
 using detail::SharedState;
 using detail::steady;
 using detail::tcp;
 using detail::WheelEntry;
-
-// One event loop's part of the server: its thread's io_context, connections, handlers, timeouts ticker and,
-// with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
-struct LoopRuntime {
-    LoopRuntime(detail::Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, pool::Budget &b,
-                std::unique_ptr<detail::StaticHandler> static_files, pool::Pool *ws_pool,
-                detail::ws::Publisher *publisher, detail::ws::WsBudgets *ws_budgets)
-        : io(io_), state(io_, c, b, router), files(std::move(static_files)), php(state, p), ticker(io_)
-    {
-        state.loop = index;
-        if (ws_pool) {
-            ws = std::make_unique<detail::ws::WsLoop>(state, c.websockets, *ws_pool, *publisher, *ws_budgets);
-            if (!c.websockets.sse_path.empty())
-                ws->hub.keep_history(static_cast<std::size_t>(c.websockets.sse_history),
-                                     static_cast<std::size_t>(c.websockets.max_queue_bytes));
-            ws_handler = std::make_unique<detail::WebSocketHandler>(state, *ws);
-            router.add(*ws_handler);
-        }
-        if (files)
-            router.add(*files);
-        router.add(php);
-    }
-    detail::Loop &io;
-    detail::Router router;
-    SharedState state;
-    std::unique_ptr<detail::StaticHandler> files; // http.static: its file cache is this loop's
-    detail::PhpHandler php;
-    std::unique_ptr<detail::ws::WsLoop> ws; // websockets: this loop's connections and topics
-    std::unique_ptr<detail::WebSocketHandler> ws_handler;
-    std::optional<tcp::acceptor> acceptor; // reuseport
-    asio::steady_timer ticker;
-    bool stopping = false;
-    std::atomic<unsigned> connections{0}; // for the hand-off: raised by loop 0, lowered here
-};
-
-struct Runtime {
-    Runtime(std::vector<std::unique_ptr<LoopRuntime>> &l, pool::Pool &p, pool::Pool *ws)
-        : loops(l), io(l[0]->io), pool(p), ws_pool(ws), acceptor(io), signals(io, SIGINT, SIGTERM),
-          stop_event(io)
-    {
-    }
-    std::vector<std::unique_ptr<LoopRuntime>> &loops;
-    detail::Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
-    pool::Pool &pool;
-    pool::Pool *ws_pool; // websockets workers (null: no websockets section)
-    // Their server-wide memory budgets (null: no websockets section).
-    const detail::ws::WsBudgets *ws_budgets = nullptr;
-    tcp::acceptor acceptor; // handoff
-    asio::signal_set signals;
-    bool stop_requested = false;              // SIGTERM/SIGINT seen
-    bool serving = false;                     // workers started, accepting
-    asio::steady_timer stop_event;            // cancelled when a stop is requested
-    detail::Control *control = nullptr;       // resets (reload, SIGHUP, RPC), ferry.Stop
-    detail::StatusServer *status = nullptr;   // status.address: /health, /ready
-    detail::MetricsServer *metrics = nullptr; // metrics.address: /metrics
-    int exit_code = 0;
-    unsigned next_loop = 0;
-
-    std::vector<asio::any_io_executor> executors() const
-    {
-        std::vector<asio::any_io_executor> out;
-        for (auto &l : loops)
-            out.push_back(l->io.get_executor());
-        return out;
-    }
-    // The loop a new connection goes to: the fewest connections, ties taken in turn.
-    LoopRuntime &least_loaded()
-    {
-        const auto n = static_cast<unsigned>(loops.size());
-        unsigned best = next_loop % n;
-        unsigned fewest = loops[best]->connections.load(std::memory_order_relaxed);
-        for (unsigned k = 1; k < n && fewest > 0; ++k) {
-            unsigned i = (next_loop + k) % n;
-            unsigned c = loops[i]->connections.load(std::memory_order_relaxed);
-            if (c < fewest)
-                best = i, fewest = c;
-        }
-        next_loop = best + 1;
-        return *loops[best];
-    }
-};
-
-awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock)
-{
-    ++lr->state.sessions;
-    try {
-        co_await detail::http_session(lr->state, std::move(sock));
-    } catch (const std::exception &e) {
-        log::error("http", std::string("session ended by an exception: ") + e.what());
-    }
-    lr->connections.fetch_sub(1, std::memory_order_relaxed);
-    lr->state.session_ended();
-}
-
-// After a failed accept (EMFILE and friends): back off instead of spinning, 100 ms as Go's net/http does; the
-// pending connections wait in the listen backlog meanwhile. Logged once per burst. False when the acceptor
-// closed.
-awaitable<bool> accept_failed(tcp::acceptor &acceptor, const error_code &ec)
-{
-    if (ec == asio::error::operation_aborted || !acceptor.is_open())
-        co_return false;
-    if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
-        detail::descriptors_exhausted(detail::FdUser::accept, ec.value());
-    } else {
-        thread_local steady::time_point last_logged{};
-        if (const auto now = steady::now(); now - last_logged >= std::chrono::seconds(10)) {
-            last_logged = now;
-            log::error("http",
-                       "accept failed: " + ec.message() + " (retrying every 100 ms; logged every 10 s)");
-        }
-    }
-    asio::steady_timer t(acceptor.get_executor());
-    t.expires_after(std::chrono::milliseconds(100));
-    co_await t.async_wait(nothrow);
-    co_return true;
-}
-
-// An accepted connection's descriptor on its way to its loop: closed if it never gets there (the loop
-// stopped).
-struct AcceptedFd {
-    explicit AcceptedFd(int f) : fd(f) {}
-    AcceptedFd(AcceptedFd &&o) noexcept : fd(std::exchange(o.fd, -1)) {}
-    AcceptedFd &operator=(AcceptedFd &&) = delete;
-    ~AcceptedFd()
-    {
-        if (fd >= 0)
-            ::close(fd);
-    }
-    int release() { return std::exchange(fd, -1); }
-    int fd;
-};
-
-// On the target loop's thread: the socket is registered with that loop's reactor there (a reactor is touched
-// by its own thread only), and its session starts.
-void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
-{
-    tcp::socket sock(lr->io);
-    error_code ec;
-    sock.assign(protocol, accepted.fd, ec);
-    if (ec) {
-        lr->connections.fetch_sub(1, std::memory_order_relaxed);
-        log::error("http", "cannot register an accepted connection: " + ec.message());
-        return; // `accepted` closes it
-    }
-    accepted.release();
-    asio::co_spawn(lr->io, run_session(lr, std::move(sock)), log_exceptions{"session"});
-}
-
-// http.accept: handoff. On loop 0: connections are accepted with accept4() when the listening socket is
-// readable (up to a batch per wake-up) and each is posted to the loop with the fewest connections, where it
-// stays.
-awaitable<void> accept_handoff(Runtime *rt)
-{
-    constexpr int batch = 64; // then the other work of loop 0 gets its turn
-    const tcp protocol = rt->acceptor.local_endpoint().protocol();
-    const int listen_fd = rt->acceptor.native_handle();
-    for (;;) {
-        auto [ec] = co_await rt->acceptor.async_wait(tcp::acceptor::wait_read, nothrow);
-        for (int i = 0; !ec && i < batch; ++i) {
-            int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) {
-                if (errno == EINTR || errno == ECONNABORTED)
-                    continue;
-                if (errno != EAGAIN && errno != EWOULDBLOCK)
-                    ec = error_code(errno, asio::error::get_system_category());
-                break;
-            }
-            LoopRuntime &target = rt->least_loaded();
-            target.connections.fetch_add(1, std::memory_order_relaxed);
-            if (&target.io == &rt->io) // this loop's own
-                adopt(&target, protocol, AcceptedFd(fd));
-            else
-                asio::post(target.io, [lr = &target, protocol, accepted = AcceptedFd(fd)]() mutable {
-                    adopt(lr, protocol, std::move(accepted));
-                });
-        }
-        if (ec && !co_await accept_failed(rt->acceptor, ec))
-            co_return;
-    }
-}
-
-// http.accept: reuseport. On each loop: its own listening socket.
-awaitable<void> accept_own(LoopRuntime *lr)
-{
-    for (;;) {
-        auto [ec, sock] = co_await lr->acceptor->async_accept(nothrow);
-        if (ec) {
-            if (!co_await accept_failed(*lr->acceptor, ec))
-                co_return;
-            continue;
-        }
-        lr->connections.fetch_add(1, std::memory_order_relaxed);
-        asio::co_spawn(lr->io, run_session(lr, std::move(sock)), log_exceptions{"session"});
-    }
-}
 
 // One coarse timer per loop enforces its connections' deadlines (idle, header, body, write timeouts) through
 // the timer wheel: each tick looks only at the connections whose slot came due.
@@ -286,7 +94,7 @@ awaitable<bool> start_loop(LoopRuntime *lr, std::string default_host)
     lr->state.default_host = std::move(default_host);
     asio::co_spawn(lr->io, tick(lr), log_exceptions{"ticker"});
     if (lr->acceptor)
-        asio::co_spawn(lr->io, accept_own(lr), log_exceptions{"accept"});
+        asio::co_spawn(lr->io, detail::accept_own(lr), log_exceptions{"accept"});
     co_return true;
 }
 
@@ -411,7 +219,7 @@ awaitable<void> lifecycle(Runtime *rt)
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
     if (handoff)
-        asio::co_spawn(rt->io, accept_handoff(rt), log_exceptions{"accept"});
+        asio::co_spawn(rt->io, detail::accept_handoff(rt), log_exceptions{"accept"});
     rt->serving = true;
     if (!rt->stop_requested) {
         rt->stop_event.expires_at(steady::time_point::max());
@@ -439,43 +247,6 @@ awaitable<void> lifecycle(Runtime *rt)
     rt->signals.cancel(ignored);
     log::info("core", "stopped");
     stop_loops(rt);
-}
-
-// Binds http.address: one socket (handoff), or one SO_REUSEPORT socket per loop. SO_REUSEPORT would let a
-// second server on the same port silently share it: a plain bind first proves the port is free (it fails
-// against any socket bound there, ours included), so a second `ferry serve` still fails loudly.
-void listen(Runtime &rt, const conf::Config &cfg)
-{
-    tcp::resolver resolver(rt.io);
-    auto results = resolver.resolve(cfg.http.address.host, std::to_string(cfg.http.address.port),
-                                    tcp::resolver::passive | tcp::resolver::numeric_service);
-    tcp::endpoint ep = *results.begin();
-    auto open = [&ep](tcp::acceptor &a, bool reuseport) {
-        a.open(ep.protocol());
-        a.set_option(tcp::acceptor::reuse_address(true));
-        if (reuseport) {
-            int one = 1;
-            if (::setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
-                throw std::system_error(errno, std::generic_category(), "SO_REUSEPORT");
-        }
-        a.bind(ep);
-    };
-    if (cfg.http.accept != "reuseport" || rt.loops.size() == 1) {
-        open(rt.acceptor, false);
-        rt.acceptor.listen(asio::socket_base::max_listen_connections);
-        rt.acceptor.non_blocking(true); // accept4() until EAGAIN
-        return;
-    }
-    if (ep.port() != 0) {
-        tcp::acceptor probe(rt.io);
-        open(probe, false);
-    }
-    for (auto &l : rt.loops) {
-        l->acceptor.emplace(l->io);
-        open(*l->acceptor, true);
-        l->acceptor->listen(asio::socket_base::max_listen_connections);
-        ep = l->acceptor->local_endpoint(); // port 0: the others join the port the first one got
-    }
 }
 
 // A pool section (http.pool, websockets.pool) as the pool's options.
@@ -684,7 +455,7 @@ int run(const conf::Config &cfg)
     runtime = &rt;
 
     try {
-        listen(rt, cfg);
+        detail::listen(rt, cfg);
     } catch (const std::exception &e) {
         log::error("core", "cannot listen on " + cfg.http.address.to_string() + ": " + e.what());
         return 1;
