@@ -1,7 +1,7 @@
 // relay::decode_header over a stream of frames, as a worker's channel reads them (header, payload, next
 // header), and each decoded header encoded again (encode_frame) and decoded back. With the first byte's low
 // bit set, the CRC of each header is fixed up before decoding, so that inputs reach what follows the check.
-#include "fuzz_util.hpp"
+#include "frame_stream.hpp"
 
 #include "ferry/relay/frame.hpp"
 
@@ -13,18 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 {
     namespace relay = ferry::relay;
     fuzz::Input in(data, size);
-    std::uint8_t opts = in.byte();
-    const bool fix_crc = opts & 1;
-    const std::size_t max_payload = opts & 2 ? 64 : 1u << 20;
-    std::string s(in.rest());
-    std::size_t pos = 0;
-    while (pos < s.size()) {
-        if (fix_crc && s.size() - pos >= 10) {
-            std::uint32_t crc = relay::crc32(s.data() + pos, 6);
-            for (int i = 0; i < 4; ++i)
-                s[pos + 6 + i] = static_cast<char>(crc >> (8 * i));
-        }
-        std::string_view avail = std::string_view(s).substr(pos);
+    fuzz::FrameStream frames(in);
+    const std::size_t max_payload = frames.max_payload;
+    while (!frames.done()) {
+        std::string_view avail = frames.next();
         relay::FrameHeader h;
         auto r = relay::decode_header(avail, h, max_payload);
         if (r.status == relay::DecodeStatus::error) {
@@ -49,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         auto r2 = relay::decode_header(again, h2, max_payload);
         FUZZ_CHECK(r2.status == relay::DecodeStatus::ok && r2.needed == r.needed);
         FUZZ_CHECK(h2.flags == h.flags && h2.stream == h.stream && h2.options == h.options);
-        pos += r.needed;
+        frames.advance(r.needed);
     }
     return 0;
 }

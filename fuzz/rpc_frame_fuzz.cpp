@@ -1,6 +1,6 @@
 // parse_rpc (the RPC listener's frame reader) over a stream of frames; each parsed message encoded again
 // with encode_rpc parses back the same. With the first byte's low bit set, each header's CRC is fixed up.
-#include "fuzz_util.hpp"
+#include "frame_stream.hpp"
 
 #include "control/rpc_frame.hpp"
 
@@ -11,18 +11,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     namespace relay = ferry::relay;
     using namespace ferry::server::detail;
     fuzz::Input in(data, size);
-    std::uint8_t opts = in.byte();
-    const bool fix_crc = opts & 1;
-    const std::size_t max_payload = opts & 2 ? 64 : 1u << 20;
-    std::string s(in.rest());
-    std::size_t pos = 0;
-    while (pos < s.size()) {
-        if (fix_crc && s.size() - pos >= 10) {
-            std::uint32_t crc = relay::crc32(s.data() + pos, 6);
-            for (int i = 0; i < 4; ++i)
-                s[pos + 6 + i] = static_cast<char>(crc >> (8 * i));
-        }
-        std::string_view avail = std::string_view(s).substr(pos);
+    fuzz::FrameStream frames(in);
+    const std::size_t max_payload = frames.max_payload;
+    while (!frames.done()) {
+        std::string_view avail = frames.next();
         RpcParse r = parse_rpc(avail, max_payload);
         if (r.status == relay::DecodeStatus::error) {
             FUZZ_CHECK(!r.error.empty());
@@ -39,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         FUZZ_CHECK(r2.status == relay::DecodeStatus::ok && r2.needed == again.size());
         FUZZ_CHECK(r2.message.flags == r.message.flags && r2.message.seq == r.message.seq);
         FUZZ_CHECK(r2.message.method == r.message.method && r2.message.body == r.message.body);
-        pos += r.needed;
+        frames.advance(r.needed);
     }
     return 0;
 }

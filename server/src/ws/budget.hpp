@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ferry/conf/config.hpp"
+#include "ferry/pool/budget.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -13,36 +14,7 @@
 namespace ferry::server::detail::ws {
 
 // Bytes held against a limit by all loops (lock-free). A limit of 0 counts without refusing.
-class ByteBudget {
-public:
-    explicit ByteBudget(std::uint64_t limit) : limit_(limit) {}
-    ByteBudget(const ByteBudget &) = delete;
-    ByteBudget &operator=(const ByteBudget &) = delete;
-
-    // Takes n bytes if they fit; false (nothing taken) if they do not.
-    bool try_take(std::uint64_t n)
-    {
-        if (limit_ == 0) {
-            used_.fetch_add(n, std::memory_order_relaxed);
-            return true;
-        }
-        std::uint64_t used = used_.load(std::memory_order_relaxed);
-        do {
-            if (n > limit_ || used > limit_ - n)
-                return false;
-        } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
-        return true;
-    }
-    // Takes n bytes even past the limit (a frame already begun, a control frame): callers bound it.
-    void take(std::uint64_t n) { used_.fetch_add(n, std::memory_order_relaxed); }
-    void give(std::uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
-    std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
-    std::uint64_t limit() const { return limit_; }
-
-private:
-    const std::uint64_t limit_;
-    std::atomic<std::uint64_t> used_{0};
-};
+using ByteBudget = pool::Budget;
 
 // What every loop's connections share: the budgets and their counters (read by /metrics).
 struct WsBudgets {

@@ -1,6 +1,8 @@
 // A byte budget shared by every connection of every event loop: how much request and response body memory
-// may be in flight at once (http.limits.max_body_memory). Thread-safe; a Reservation gives its bytes back
-// when destroyed.
+// may be in flight at once (http.limits.max_body_memory), and the same kind of counter for request heads
+// (max_head_memory) and WebSocket messages and send queues (websockets.max_assembly_memory,
+// max_send_queue_memory). Thread-safe, lock-free; a Reservation gives its bytes back when destroyed. A
+// limit of 0 counts without refusing (try_take; a config key's "0 = no limit").
 //
 // Request bodies take from it under two more rules (take_request), so that a few clients cannot take it all
 // (docs/architecture.md, "Budgets"): a connection holds at most share() bytes (1/8 of the budget, at least
@@ -23,6 +25,10 @@ public:
     // Takes n bytes if they fit; false (nothing taken) if they do not.
     bool try_take(std::uint64_t n)
     {
+        if (limit_ == 0) {
+            take(n);
+            return true;
+        }
         std::uint64_t used = used_.load(std::memory_order_relaxed);
         do {
             if (n > limit_ || used > limit_ - n)
@@ -54,6 +60,8 @@ public:
         return why == Take::over_share ? denied_share_.load(std::memory_order_relaxed)
                                        : denied_spent_.load(std::memory_order_relaxed);
     }
+    // Takes n bytes even past the limit (a WebSocket frame already begun, a control frame): callers bound it.
+    void take(std::uint64_t n) { used_.fetch_add(n, std::memory_order_relaxed); }
     void give(std::uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
     std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
     std::uint64_t limit() const { return limit_; }
