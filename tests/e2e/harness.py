@@ -507,6 +507,36 @@ def read_goridge_frame(sock):
     return head[1], options, exact(size) if size else b""
 
 
+class Rpc:
+    """A raw client of the RPC listener (docs/protocol.md §6), over "unix://path" or "tcp://host:port"."""
+
+    def __init__(self, address, timeout=60):
+        if address.startswith("unix://"):
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.settimeout(timeout)
+            self.sock.connect(address[len("unix://"):])
+        else:
+            host, port = address[len("tcp://"):].rsplit(":", 1)
+            self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.seq = 0
+
+    def call(self, method, arg=None, raw_body=None):
+        """(ok, decoded result or error text); raw_body: the call's bytes as they are, not `arg` as JSON"""
+        self.seq += 1
+        m = method.encode()
+        body = raw_body if raw_body is not None else json.dumps(arg).encode()
+        self.sock.sendall(goridge_frame(0x08, m + body, (self.seq, len(m))))
+        flags, options, payload = read_goridge_frame(self.sock)
+        assert options[0] == self.seq, options
+        body = payload[options[1]:]
+        if flags & 0x40:
+            return False, body.decode()
+        return True, json.loads(body)
+
+    def close(self):
+        self.sock.close()
+
+
 def scrape(srv):
     """{(name, frozenset(labels)): value} of every sample of a server's /metrics, parsed by the reference
     parser (Debian's python3-prometheus-client)."""

@@ -10,36 +10,10 @@ import socket
 import subprocess
 import time
 
-from harness import (BIN, HOST, ServerTestCase, goridge_frame, metrics_address, probe_get, read_goridge_frame,
-                     wait_until)
+from harness import BIN, HOST, Rpc, ServerTestCase, metrics_address, probe_get, wait_until
 from wsclient import RawWs
 
 IDLE = 70  # more than a listener's 64 slots
-
-
-class Rpc:
-    """A raw client of the RPC listener (docs/protocol.md §6), over TCP."""
-
-    def __init__(self, address, timeout=10):
-        host, port = address[len("tcp://"):].rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.seq = 0
-
-    def call(self, method, arg=None, raw_body=None):
-        """(ok, result or error text)"""
-        self.seq += 1
-        m = method.encode()
-        body = raw_body if raw_body is not None else json.dumps(arg).encode()
-        self.sock.sendall(goridge_frame(0x08, m + body, (self.seq, len(m))))
-        flags, options, payload = read_goridge_frame(self.sock)
-        assert options[0] == self.seq, options
-        body = payload[options[1]:]
-        if flags & 0x40:
-            return False, body.decode()
-        return True, json.loads(body)
-
-    def close(self):
-        self.sock.close()
 
 
 def listening(srv, pattern):

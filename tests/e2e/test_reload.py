@@ -13,36 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import BIN, ServerTestCase, goridge_frame, read_goridge_frame, wait_until
-
-
-class Rpc:
-    """A raw client of the RPC listener (docs/protocol.md §6)."""
-
-    def __init__(self, address):
-        if address.startswith("unix://"):
-            self.sock = socket.socket(socket.AF_UNIX)
-            self.sock.connect(address[7:])
-        else:
-            host, port = address[6:].rsplit(":", 1)
-            self.sock = socket.create_connection((host, int(port)))
-        self.sock.settimeout(60)
-        self.seq = 0
-
-    def call(self, method, arg=None):
-        """(ok, decoded result or error text)"""
-        self.seq += 1
-        m = method.encode()
-        self.sock.sendall(goridge_frame(0x08, m + json.dumps(arg).encode(), (self.seq, len(m))))
-        flags, options, payload = read_goridge_frame(self.sock)
-        assert options[0] == self.seq, options
-        body = payload[options[1]:]
-        if flags & 0x40:
-            return False, body.decode()
-        return True, json.loads(body)
-
-    def close(self):
-        self.sock.close()
+from harness import BIN, Rpc, ServerTestCase, goridge_frame, read_goridge_frame, wait_until
 
 
 class ReloadCase(ServerTestCase):
