@@ -123,38 +123,7 @@ final class Psr7Worker
     /** @return array<string, mixed> */
     private function serverParams(Request $request): array
     {
-        $now = \microtime(true);
-        $server = $this->originalServer;
-        $server['REQUEST_TIME'] = (int) $now;
-        $server['REQUEST_TIME_FLOAT'] = $now;
-        $server['REMOTE_ADDR'] = $request->remoteAddr;
-        $server['REQUEST_METHOD'] = $request->method;
-        $server['REQUEST_URI'] = $request->path . ($request->rawQuery !== '' ? '?' . $request->rawQuery : '');
-        $server['SERVER_PROTOCOL'] = $request->protocol;
-        $server['QUERY_STRING'] = $request->rawQuery;
-        $parts = \parse_url($request->uri);
-        if (isset($parts['host'])) {
-            $server['HTTP_HOST'] = $parts['host'] . (isset($parts['port']) ? ':' . $parts['port'] : '');
-            $server['SERVER_NAME'] = $parts['host'];
-        }
-        if (($parts['scheme'] ?? '') === 'https') {
-            $server['HTTPS'] = 'on';
-        }
-        foreach ($request->headers as $name => $values) {
-            // As nginx and PHP-FPM do by default: a name with an underscore would map to the same key as its
-            // dashed twin (X_Forwarded_For vs X-Forwarded-For) and could override it, so it is dropped.
-            if (\str_contains((string) $name, '_')) {
-                continue;
-            }
-            $key = \strtoupper(\str_replace('-', '_', (string) $name));
-            $value = \implode(', ', $values);
-            if ($key === 'CONTENT_TYPE' || $key === 'CONTENT_LENGTH') {
-                $server[$key] = $value;
-            } else {
-                $server['HTTP_' . $key] = $value;
-            }
-        }
-        return $server;
+        return ServerParams::of($request, $this->originalServer);
     }
 
     /**

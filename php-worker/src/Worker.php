@@ -159,32 +159,54 @@ final class Worker
      */
     public function stream(int $status, array $headers, iterable $chunks): bool
     {
-        if (!$this->pending) {
-            throw new \LogicException('stream(): no request is waiting for an answer');
-        }
-        [$ctx, $len] = $this->context($status, $headers);
-        $sent = 0;
-        $complete = true;
+        $stream = $this->openStream($status, $headers);
         foreach ($chunks as $chunk) {
-            $ping = ++$sent % 5 === 0;
-            $this->send(Frame::pack($this->codec, $ctx . $chunk, [$len], Frame::STREAM | ($ping ? Frame::STREAM_PING : 0)));
-            if (!$ping) {
-                continue;
-            }
-            $reply = $this->receive();
-            if ($reply === null) {
-                $this->stopped = true;
-                $this->pending = false;
-                return false;
-            }
-            if (($reply->stream & Frame::STREAM_STOP) !== 0) {
-                $complete = false;
+            if (!$stream->write($chunk)) {
                 break;
             }
         }
+        return $stream->close();
+    }
+
+    /**
+     * Answers the current request with a body written piece by piece (ResponseStream::write(), then
+     * close()): the push form of stream(), for code that produces its body by printing it.
+     *
+     * @param array<string, string|int|list<string|int>> $headers
+     */
+    public function openStream(int $status, array $headers): ResponseStream
+    {
+        if (!$this->pending) {
+            throw new \LogicException('openStream(): no request is waiting for an answer');
+        }
+        [$ctx, $len] = $this->context($status, $headers);
+        return new ResponseStream($this, $ctx, $len);
+    }
+
+    /**
+     * @internal ResponseStream's: one chunk; with $ping, waits for the server's answer.
+     * @return int 0 sent, 1 the server asked to stop (the client left), 2 the server is gone
+     */
+    public function sendStreamFrame(string $ctx, int $len, string $chunk, bool $ping): int
+    {
+        $this->send(Frame::pack($this->codec, $ctx . $chunk, [$len], Frame::STREAM | ($ping ? Frame::STREAM_PING : 0)));
+        if (!$ping) {
+            return 0;
+        }
+        $reply = $this->receive();
+        if ($reply === null) {
+            $this->stopped = true;
+            $this->pending = false;
+            return 2;
+        }
+        return ($reply->stream & Frame::STREAM_STOP) !== 0 ? 1 : 0;
+    }
+
+    /** @internal ResponseStream's: the last frame of the answer. */
+    public function endStream(string $ctx, int $len): void
+    {
         $this->pending = false;
         $this->send(Frame::pack($this->codec, $ctx, [$len]));
-        return $complete;
     }
 
     /** Fails the current request: the server answers 500 and logs $message; the worker stays. */
@@ -407,7 +429,8 @@ final class Worker
         throw $e;
     }
 
-    private static function log(string $line): void
+    /** A line on stderr (the server logs it with the worker's pid). */
+    public static function log(string $line): void
     {
         $stderr = \defined('STDERR') ? \STDERR : \fopen('php://stderr', 'wb');
         \fwrite($stderr, $line . "\n");

@@ -4,6 +4,12 @@ declare(strict_types=1);
 
 require __DIR__ . '/../autoload.php';
 require '/usr/share/php/Nyholm/Psr7/autoload.php';
+// Ferry\Runtime's tests (SymfonyRuntimeTest) when Symfony is installed (scripts/setup.sh: php-symfony-*).
+foreach (['Symfony/Component/Runtime/autoload.php', 'Symfony/Component/HttpKernel/autoload.php'] as $symfony) {
+    if (is_file('/usr/share/php/' . $symfony)) {
+        require_once '/usr/share/php/' . $symfony;
+    }
+}
 
 spl_autoload_register(static function (string $class): void {
     $prefix = 'Ferry\\Worker\\Tests\\';

@@ -1,0 +1,141 @@
+<?php
+
+namespace App\Controller;
+
+use App\Service\Scratch;
+use Symfony\Bundle\FrameworkBundle\Controller\AbstractController;
+use Symfony\Component\HttpFoundation\Cookie;
+use Symfony\Component\HttpFoundation\JsonResponse;
+use Symfony\Component\HttpFoundation\Request;
+use Symfony\Component\HttpFoundation\Response;
+use Symfony\Component\HttpFoundation\StreamedResponse;
+
+class AppController extends AbstractController
+{
+    private static int $served = 0; // requests this worker's kernel served: it is booted once
+
+    public function home(Request $request): Response
+    {
+        $session = $request->getSession();
+        $session->set('visits', $session->get('visits', 0) + 1);
+        return $this->render('home.html.twig', [
+            'pid' => getmypid(),
+            'served' => ++self::$served,
+            'visits' => $session->get('visits'),
+        ]);
+    }
+
+    public function info(): JsonResponse
+    {
+        return new JsonResponse([
+            'framework' => 'symfony',
+            'version' => \Symfony\Component\HttpKernel\Kernel::VERSION,
+            'pid' => getmypid(),
+            'served' => ++self::$served,
+        ]);
+    }
+
+    // GET: this client's counter and name; POST name=...: stores the name.
+    public function session(Request $request): JsonResponse
+    {
+        $session = $request->getSession();
+        if ($request->isMethod('POST')) {
+            $session->set('name', (string) $request->request->get('name'));
+        }
+        $session->set('n', $session->get('n', 0) + 1);
+        return new JsonResponse(['n' => $session->get('n'), 'name' => $session->get('name'), 'id' => $session->getId()]);
+    }
+
+    public function upload(Request $request): JsonResponse
+    {
+        $file = $request->files->get('file');
+        if ($file === null || !$file->isValid()) {
+            return new JsonResponse(['error' => $file ? $file->getErrorMessage() : 'no file'], 400);
+        }
+        $size = $file->getSize();
+        $sha = hash_file('sha256', $file->getPathname());
+        $dir = $this->getParameter('kernel.project_dir').'/var/uploads';
+        $name = bin2hex(random_bytes(8)).'-'.preg_replace('/[^A-Za-z0-9._-]/', '_', $file->getClientOriginalName());
+        $moved = $request->request->get('keep') === '0' ? null : $file->move($dir, $name);
+        return new JsonResponse([
+            'name' => $file->getClientOriginalName(),
+            'size' => $size,
+            'sha256' => $sha,
+            'stored' => $moved ? $moved->getPathname() : null,
+            'tmp' => $file->getPathname(),
+        ]);
+    }
+
+    public function lines(Request $request): StreamedResponse
+    {
+        $n = max(1, min(100, $request->query->getInt('n', 3)));
+        $ms = max(0, min(2000, $request->query->getInt('ms', 200)));
+        return new StreamedResponse(function () use ($n, $ms) {
+            for ($i = 1; $i <= $n; ++$i) {
+                echo "line $i at ".sprintf('%.3f', microtime(true))."\n";
+                flush();
+                usleep($ms * 1000);
+            }
+        }, 200, ['Content-Type' => 'text/plain']);
+    }
+
+    // Legacy code that prints from a controller: php-fpm sends it before the body; so does Ferry.
+    public function echo(): Response
+    {
+        echo "printed by the controller\n";
+        printf("%s\n", 'and printf');
+        return new Response("the response body\n", 200, ['Content-Type' => 'text/plain']);
+    }
+
+    // ?set=x keeps x in a shared service for this request only (it is reset before the next one).
+    public function state(Request $request, Scratch $scratch): JsonResponse
+    {
+        $before = $scratch->value;
+        if ($request->query->has('set')) {
+            $scratch->value = (string) $request->query->get('set');
+        }
+        return new JsonResponse(['before' => $before, 'now' => $scratch->value]);
+    }
+
+    public function boom(): Response
+    {
+        throw new \RuntimeException('boom from the controller');
+    }
+
+    public function exit(): Response
+    {
+        exit(3);
+    }
+
+    public function cookie(Request $request): Response
+    {
+        $response = new Response('cookies: '.json_encode($request->cookies->all())."\n");
+        $response->headers->setCookie(Cookie::create('a', 'one'));
+        $response->headers->setCookie(Cookie::create('b', 'two; with = signs', 0, '/', null, false, true, false, 'strict'));
+        return $response;
+    }
+
+    public function request(Request $request): JsonResponse
+    {
+        $s = $request->server;
+        return new JsonResponse([
+            'method' => $request->getMethod(),
+            'uri' => $request->getUri(),
+            'path' => $request->getPathInfo(),
+            'query' => $request->query->all(),
+            'form' => $request->request->all(),
+            'headers' => ['x-test' => $request->headers->get('x-test'), 'host' => $request->getHost()],
+            'cookies' => $request->cookies->all(),
+            'content' => $request->getContent(),
+            'client_ip' => $request->getClientIp(),
+            'secure' => $request->isSecure(),
+            'server' => [
+                'REMOTE_ADDR' => $s->get('REMOTE_ADDR'),
+                'SERVER_PROTOCOL' => $s->get('SERVER_PROTOCOL'),
+                'SCRIPT_NAME' => $s->get('SCRIPT_NAME'),
+                'REQUEST_TIME_FLOAT' => $s->get('REQUEST_TIME_FLOAT'),
+                'HTTPS' => $s->get('HTTPS'),
+            ],
+        ]);
+    }
+}

@@ -1,0 +1,134 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Ferry\Runtime;
+
+use Ferry\Worker\Request;
+use Ferry\Worker\ServerParams;
+use Ferry\Worker\Worker;
+use Symfony\Component\HttpFoundation\BinaryFileResponse;
+use Symfony\Component\HttpFoundation\File\UploadedFile;
+use Symfony\Component\HttpFoundation\Request as SymfonyRequest;
+use Symfony\Component\HttpFoundation\Response as SymfonyResponse;
+use Symfony\Component\HttpFoundation\StreamedResponse;
+
+/**
+ * Ferry's request as a Symfony Request (built directly, no PSR-7 round trip), and a Symfony Response sent
+ * back through the worker: status, headers, each Set-Cookie, a streamed body as it is printed.
+ */
+final class HttpFoundation
+{
+    /** Bytes a BinaryFileResponse is read in (it goes through the pipe). */
+    private const FILE_CHUNK = 65536;
+
+    /**
+     * @param array<string, mixed> $baseServer the worker's $_SERVER at boot
+     * @param string               $script     SCRIPT_NAME ("/index.php" for public/index.php)
+     * @param string               $scriptFile SCRIPT_FILENAME (the front controller's real path)
+     */
+    public function __construct(
+        private readonly array $baseServer,
+        private readonly string $script,
+        private readonly string $scriptFile,
+    ) {
+    }
+
+    public function toSymfony(Request $request): SymfonyRequest
+    {
+        $server = ServerParams::of($request, $this->baseServer, $this->script);
+        if ($this->scriptFile !== '') {
+            $server['SCRIPT_FILENAME'] = $this->scriptFile;
+            $server['DOCUMENT_ROOT'] ??= \dirname($this->scriptFile);
+        }
+        $post = $request->parsed ? ($request->form ?? []) : [];
+        $content = $request->parsed ? '' : $request->body;
+        // As Request::createFromGlobals(): a urlencoded body of a PUT, DELETE or PATCH is the request's form.
+        if (!$request->parsed && $content !== ''
+            && \in_array(\strtoupper($request->method), ['PUT', 'DELETE', 'PATCH'], true)
+            && \str_starts_with(\strtolower((string) $request->header('Content-Type')), 'application/x-www-form-urlencoded')) {
+            \parse_str($content, $post);
+        }
+        $files = $request->uploads !== null ? self::files($request->uploads) : [];
+        $sf = new SymfonyRequest($request->query, $post, $request->attributes, $request->cookies, $files, $server, $content);
+        return $sf;
+    }
+
+    /**
+     * Sends $response for the current request of $worker; $printed (what the application echoed while it
+     * handled the request) goes first, as php-fpm sends it before the body.
+     */
+    public function send(Worker $worker, SymfonyResponse $response, string $printed = ''): void
+    {
+        $status = $response->getStatusCode();
+        $headers = $response->headers->allPreserveCaseWithoutCookies();
+        $cookies = [];
+        foreach ($response->headers->getCookies() as $cookie) {
+            $cookies[] = (string) $cookie;
+        }
+        if ($cookies !== []) {
+            $headers['Set-Cookie'] = $cookies;
+        }
+        if ($printed !== '') {
+            unset($headers['Content-Length'], $headers['content-length']);
+        }
+        if ($response instanceof StreamedResponse || $response instanceof BinaryFileResponse) {
+            $stream = $worker->openStream($status, $headers);
+            if ($printed !== '') {
+                $stream->write($printed);
+            }
+            $level = \ob_get_level();
+            // Every print of the callback (or every FILE_CHUNK bytes of the file) goes out as it comes.
+            \ob_start(static function (string $buffer) use ($stream): string {
+                if ($buffer !== '') {
+                    $stream->write($buffer);
+                }
+                return '';
+            }, $response instanceof BinaryFileResponse ? self::FILE_CHUNK : 1);
+            try {
+                $response->sendContent();
+            } finally {
+                while (\ob_get_level() > $level) {
+                    \ob_end_flush();
+                }
+                $stream->close();
+            }
+            return;
+        }
+        $worker->respond($status, $headers, $printed . (string) $response->getContent());
+    }
+
+    /**
+     * Ferry's uploads tree as UploadedFile objects (in test mode: they did not come through PHP's own upload
+     * handling, so move() renames; the server removes what the application did not move).
+     *
+     * @param array<mixed> $tree
+     * @return array<mixed>
+     */
+    private static function files(array $tree): array
+    {
+        $out = [];
+        foreach ($tree as $key => $node) {
+            if (!\is_array($node)) {
+                continue;
+            }
+            if (\array_key_exists('error', $node) && \array_key_exists('tmpName', $node) && !\is_array($node['error'])) {
+                $error = (int) $node['error'];
+                if ($error === \UPLOAD_ERR_NO_FILE) { // as PHP puts it in $_FILES: FileBag makes it null
+                    $out[$key] = ['name' => '', 'type' => '', 'tmp_name' => '', 'error' => $error, 'size' => 0];
+                    continue;
+                }
+                $out[$key] = new UploadedFile(
+                    (string) $node['tmpName'],
+                    (string) ($node['name'] ?? ''),
+                    isset($node['mime']) ? (string) $node['mime'] : null,
+                    $error,
+                    true,
+                );
+                continue;
+            }
+            $out[$key] = self::files($node);
+        }
+        return $out;
+    }
+}

@@ -1,0 +1,294 @@
+"""Symfony 5.4 from Debian's packages on Ferry (issue 42): examples/symfony's standard front controller run by
+Ferry\\Runtime\\Runtime (symfony/runtime), booted once per worker; requests, sessions, uploads, streamed
+responses, cookies, printed output, errors, and nothing of one request reaching the next."""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import HOST, ROOT, Server, wait_until
+
+EXAMPLE = os.path.join(ROOT, "examples", "symfony")
+HAVE_SYMFONY = os.path.isfile("/usr/share/php/Symfony/Component/Runtime/SymfonyRuntime.php") and \
+    os.path.isfile("/usr/share/php/Symfony/Bundle/TwigBundle/autoload.php")
+
+
+def copy_app(dest):
+    """The example as a project of its own (its var/ — cache, sessions, uploads — in the test's directory)."""
+    app = os.path.join(dest, "app")
+    shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns("var"))
+    return app
+
+
+def symfony_config(app, workers=2):
+    return {
+        "server": {
+            "command": f"php {app}/public/index.php",
+            "env": {
+                "APP_RUNTIME": "Ferry\\Runtime\\Runtime",
+                "APP_ENV": "prod",
+                "APP_DEBUG": "0",
+                "FERRY_WORKER_AUTOLOAD": os.path.join(ROOT, "php-worker", "autoload.php"),
+            },
+        },
+        "http": {
+            "middleware": ["static"],
+            "static": {"dir": f"{app}/public", "forbid": [".php"]},
+            "pool": {"num_workers": workers},
+        },
+    }
+
+
+class Client:
+    """One user: a keep-alive connection and a cookie jar."""
+
+    def __init__(self, srv):
+        import http.client
+        self.conn = http.client.HTTPConnection(HOST, srv.port, timeout=20)
+        self.cookies = {}
+
+    def request(self, method, path, body=None, headers=None):
+        h = dict(headers or {})
+        if self.cookies:
+            h["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        self.conn.request(method, path, body=body, headers=h)
+        r = self.conn.getresponse()
+        data = r.read()
+        for value in r.headers.get_all("Set-Cookie") or []:
+            name, _, rest = value.partition("=")
+            self.cookies[name] = rest.split(";", 1)[0]
+        return r.status, r, data
+
+    def json(self, method, path, body=None, headers=None):
+        status, r, data = self.request(method, path, body, headers)
+        assert status == 200, (status, data[:500])
+        return json.loads(data)
+
+    def close(self):
+        self.conn.close()
+
+
+@unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
+class SymfonyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="ferry-symfony-")
+        cls.app = copy_app(cls.tmp.name)
+        cls.srv = Server(symfony_config(cls.app)).start(timeout=30)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.srv.stop()
+        finally:
+            cls.srv.close()
+            cls.tmp.cleanup()
+
+    def client(self):
+        c = Client(self.srv)
+        self.addCleanup(c.close)
+        return c
+
+    def test_kernel_boots_once_per_worker(self):
+        c = self.client()
+        seen = {}
+        for _ in range(12):
+            info = c.json("GET", "/api/info")
+            self.assertEqual(info["framework"], "symfony")
+            self.assertTrue(info["version"].startswith("5.4."), info)
+            seen.setdefault(info["pid"], []).append(info["served"])
+        self.assertLessEqual(len(seen), 2, seen)
+        # each worker counts its own requests on: one kernel, booted once, served them all
+        self.assertTrue(any(max(v) >= 6 for v in seen.values()), seen)
+        for counts in seen.values():
+            self.assertEqual(counts, sorted(counts))
+
+    def test_twig_page_and_a_static_asset(self):
+        c = self.client()
+        status, r, body = c.request("GET", "/")
+        self.assertEqual(status, 200, body[:300])
+        self.assertIn(b"Symfony 5.4", body)
+        self.assertIn(b'<span id="visits">1</span>', body)
+        self.assertIn("PHPSESSID", c.cookies)
+        status, r, body = c.request("GET", "/")
+        self.assertIn(b'<span id="visits">2</span>', body)
+        status, r, body = c.request("GET", "/assets/app.css")
+        self.assertEqual(status, 200)
+        self.assertIn(b"font-family", body)
+        self.assertTrue(r.headers.get("ETag"))  # sent by Ferry's static handler, not PHP
+
+    def test_request_as_symfony_sees_it(self):
+        c = self.client()
+        got = c.json("GET", "/request?a[b]=1&c=2", headers={"X-Test": "yes", "Cookie": "k=v%20w"})
+        self.assertEqual(got["method"], "GET")
+        self.assertEqual(got["path"], "/request")
+        self.assertEqual(got["query"], {"a": {"b": "1"}, "c": "2"})
+        self.assertEqual(got["headers"]["x-test"], "yes")
+        self.assertEqual(got["cookies"], {"k": "v w"})
+        self.assertEqual(got["client_ip"], "127.0.0.1")
+        self.assertFalse(got["secure"])
+        s = got["server"]
+        self.assertEqual(s["REMOTE_ADDR"], "127.0.0.1")
+        self.assertEqual(s["SERVER_PROTOCOL"], "HTTP/1.1")
+        self.assertEqual(s["SCRIPT_NAME"], "/index.php")
+        self.assertIsNone(s["HTTPS"])
+        self.assertLess(abs(s["REQUEST_TIME_FLOAT"] - time.time()), 30)
+        self.assertTrue(got["uri"].endswith("/request?a%5Bb%5D=1&c=2"), got["uri"])
+        # a urlencoded form (parsed by Ferry) and a PUT's urlencoded body (parsed as createFromGlobals does)
+        got = c.json("POST", "/request", body="x=1&y[]=2&y[]=3",
+                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(got["form"], {"x": "1", "y": ["2", "3"]})
+        got = c.json("PUT", "/request", body="p=q", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(got["form"], {"p": "q"})
+        got = c.json("POST", "/request", body='{"j":1}', headers={"Content-Type": "application/json"})
+        self.assertEqual(got["content"], '{"j":1}')
+        self.assertEqual(got["form"], [])
+
+    def test_each_set_cookie_is_sent(self):
+        c = self.client()
+        status, r, body = c.request("GET", "/cookie")
+        self.assertEqual(status, 200)
+        values = r.headers.get_all("Set-Cookie")
+        self.assertEqual(len(values), 2, values)
+        self.assertIn("a=one; path=/; httponly; samesite=lax", values)
+        self.assertTrue(any(v.startswith("b=two%3B%20with%20%3D%20signs;") and "samesite=strict" in v
+                            for v in values), values)
+
+    def test_upload_is_an_uploaded_file_that_moves(self):
+        data = os.urandom(300_000)
+        src = os.path.join(self.tmp.name, "photo.bin")
+        with open(src, "wb") as f:
+            f.write(data)
+        out = self.srv.curl("-F", f"file=@{src};filename=photo one.bin", self.srv.url("/upload"))
+        got = json.loads(out.stdout)
+        self.assertEqual(got["name"], "photo one.bin")
+        self.assertEqual(got["size"], len(data))
+        self.assertEqual(got["sha256"], hashlib.sha256(data).hexdigest())
+        with open(got["stored"], "rb") as f:  # moved out of Ferry's temp file
+            self.assertEqual(f.read(), data)
+        self.assertFalse(os.path.exists(got["tmp"]))
+        # not moved: Ferry removes the temp file after the response
+        out = self.srv.curl("-F", f"file=@{src}", "-F", "keep=0", self.srv.url("/upload"))
+        got = json.loads(out.stdout)
+        self.assertIsNone(got["stored"])
+        self.assertTrue(wait_until(lambda: not os.path.exists(got["tmp"]), 5.0), got["tmp"])
+
+    def test_streamed_response_arrives_as_it_is_printed(self):
+        s = socket.create_connection((HOST, self.srv.port), timeout=20)
+        try:
+            t0 = time.monotonic()
+            s.sendall(b"GET /stream?n=4&ms=400 HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while b"line 1 " not in data:
+                data += s.recv(65536)
+            first = time.monotonic() - t0
+            while not data.endswith(b"0\r\n\r\n"):
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, data)
+                data += chunk
+            total = time.monotonic() - t0
+        finally:
+            s.close()
+        self.assertIn(b"Transfer-Encoding: chunked", data)
+        self.assertEqual(len(re.findall(rb"line \d at ", data)), 4)
+        self.assertLess(first, 1.0)  # the first line came before the other three were produced (1.2 s)
+        self.assertGreater(total, 1.2)
+
+    def test_printed_output_goes_before_the_body(self):
+        c = self.client()
+        status, r, body = c.request("GET", "/echo")
+        self.assertEqual(status, 200)
+        self.assertEqual(body, b"printed by the controller\nand printf\nthe response body\n")
+        # the protocol is intact: the next request on this connection is answered normally
+        self.assertEqual(c.json("GET", "/api/info")["framework"], "symfony")
+
+    def test_a_service_is_reset_between_requests(self):
+        c = self.client()
+        for i in range(6):  # both workers, several times
+            got = c.json("GET", f"/state?set=user{i}")
+            self.assertIsNone(got["before"], got)
+            self.assertEqual(got["now"], f"user{i}")
+            self.assertIsNone(c.json("GET", "/state")["before"])
+
+    def test_errors(self):
+        c = self.client()
+        status, r, body = c.request("GET", "/boom")
+        self.assertEqual(status, 500)
+        self.assertIn(b"Internal Server Error", body)  # Symfony's own error page
+        self.assertEqual(c.json("GET", "/api/info")["framework"], "symfony")
+        status, _, body = self.srv.request("GET", "/exit")
+        self.assertEqual(status, 502)
+        self.assertTrue(self.srv.wait_for_log("exit", 5.0))
+        for _ in range(4):  # the worker was replaced; everyone else is served
+            self.assertEqual(self.srv.request("GET", "/api/info")[0], 200)
+
+    def test_sessions_are_isolated_under_concurrency(self):
+        # 4 users with their own sessions over 2 workers, 25 requests each: each sees only its own data
+        errors = []
+
+        def user(k):
+            c = Client(self.srv)
+            try:
+                got = c.json("POST", "/session", body=f"name=user{k}",
+                             headers={"Content-Type": "application/x-www-form-urlencoded"})
+                sid = got["id"]
+                for n in range(2, 26):
+                    got = c.json("GET", "/session")
+                    if got != {"n": n, "name": f"user{k}", "id": sid}:
+                        errors.append((k, n, got))
+                        return
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((k, repr(e)))
+            finally:
+                c.close()
+        threads = [threading.Thread(target=user, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        # a client without the cookie gets a fresh session, not the last one a worker served
+        c = self.client()
+        got = c.json("GET", "/session")
+        self.assertEqual((got["n"], got["name"]), (1, None))
+
+
+@unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
+class SameFrontControllerElsewhere(unittest.TestCase):
+    def test_the_front_controller_runs_without_ferry(self):
+        # php's built-in server runs public/index.php per request with Symfony's own runtime (no APP_RUNTIME),
+        # as php-fpm would: the file needs no change for Ferry
+        with tempfile.TemporaryDirectory(prefix="ferry-symfony-") as tmp:
+            app = copy_app(tmp)
+            s = socket.socket()
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+            s.close()
+            env = dict(os.environ, APP_ENV="prod", APP_DEBUG="0")
+            env.pop("APP_RUNTIME", None)
+            proc = subprocess.Popen(["php", "-S", f"{HOST}:{port}", "-t", f"{app}/public", f"{app}/public/index.php"],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                def answered():
+                    try:
+                        out = subprocess.run(["curl", "-sS", "--max-time", "10", f"http://{HOST}:{port}/api/info"],
+                                             capture_output=True, timeout=15)
+                        return out.returncode == 0 and json.loads(out.stdout)["framework"] == "symfony"
+                    except (ValueError, subprocess.TimeoutExpired):
+                        return False
+                self.assertTrue(wait_until(answered, 20.0))
+            finally:
+                proc.terminate()
+                proc.wait(10)
+
+
+if __name__ == "__main__":
+    unittest.main()
