@@ -31,6 +31,7 @@ class Kernel extends BaseKernel
                 'cookie_secure' => 'auto',
                 'cookie_samesite' => 'lax',
             ],
+            'csrf_protection' => true,
             'php_errors' => ['log' => true],
             'router' => ['utf8' => true],
         ]);
@@ -39,12 +40,16 @@ class Kernel extends BaseKernel
         $services = $container->services()->defaults()->autowire()->autoconfigure();
         $services->load('App\\', '../src/')->exclude('../src/Kernel.php');
         $services->set(AppController::class)->public()->tag('controller.service_arguments');
+        $services->set(\App\Service\Notes::class)->arg('$file', '%kernel.project_dir%/var/notes.sqlite');
     }
 
     protected function configureRoutes(RoutingConfigurator $routes): void
     {
         $c = AppController::class;
         $routes->add('home', '/')->controller([$c, 'home'])->methods(['GET']);
+        $routes->add('notes', '/notes')->controller([$c, 'addNote'])->methods(['POST']);
+        $routes->add('notes_fail', '/notes/fail')->controller([$c, 'failNote'])->methods(['POST']);
+        $routes->add('notes_list', '/api/notes')->controller([$c, 'notes'])->methods(['GET']);
         $routes->add('api', '/api/info')->controller([$c, 'info'])->methods(['GET']);
         $routes->add('session', '/session')->controller([$c, 'session'])->methods(['GET', 'POST']);
         $routes->add('upload', '/upload')->controller([$c, 'upload'])->methods(['POST']);

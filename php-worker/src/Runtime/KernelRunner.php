@@ -58,8 +58,27 @@ final class KernelRunner implements RunnerInterface
             if ($this->kernel instanceof TerminableInterface) {
                 $this->kernel->terminate($sfRequest, $response);
             }
+            if ($response->getStatusCode() >= 500) {
+                $this->resetServices();
+            }
         }
         return 0;
+    }
+
+    /**
+     * The kernel resets its services when the next request begins; after a failed request (5xx) they are
+     * reset at once, so that what it left behind (a database transaction and its locks) is not held until
+     * this worker's next request.
+     */
+    private function resetServices(): void
+    {
+        if (!$this->kernel instanceof KernelInterface) {
+            return;
+        }
+        $container = $this->kernel->getContainer();
+        if ($container->has('services_resetter')) {
+            $container->get('services_resetter')->reset();
+        }
     }
 
     /**

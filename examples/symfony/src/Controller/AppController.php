@@ -2,6 +2,7 @@
 
 namespace App\Controller;
 
+use App\Service\Notes;
 use App\Service\Scratch;
 use Symfony\Bundle\FrameworkBundle\Controller\AbstractController;
 use Symfony\Component\HttpFoundation\Cookie;
@@ -14,7 +15,7 @@ class AppController extends AbstractController
 {
     private static int $served = 0; // requests this worker's kernel served: it is booted once
 
-    public function home(Request $request): Response
+    public function home(Request $request, Notes $notes): Response
     {
         $session = $request->getSession();
         $session->set('visits', $session->get('visits', 0) + 1);
@@ -22,7 +23,35 @@ class AppController extends AbstractController
             'pid' => getmypid(),
             'served' => ++self::$served,
             'visits' => $session->get('visits'),
+            'notes' => $notes->all(),
         ]);
+    }
+
+    // The form of the home page: CSRF-checked, stored in SQLite, then back home with a flash message.
+    public function addNote(Request $request, Notes $notes): Response
+    {
+        if (!$this->isCsrfTokenValid('note', (string) $request->request->get('_token'))) {
+            return new Response("invalid CSRF token\n", 419, ['Content-Type' => 'text/plain']);
+        }
+        $text = trim((string) $request->request->get('text'));
+        if ($text === '') {
+            $this->addFlash('error', 'A note needs some text.');
+        } else {
+            $notes->add($text);
+            $this->addFlash('notice', sprintf('Note "%s" saved.', $text));
+        }
+        return $this->redirectToRoute('home');
+    }
+
+    // A request that fails with a transaction open: the next request must not see its insert.
+    public function failNote(Request $request, Notes $notes): Response
+    {
+        $notes->addThenFail((string) $request->request->get('text', 'never committed'));
+    }
+
+    public function notes(Notes $notes): JsonResponse
+    {
+        return new JsonResponse(['notes' => $notes->all(), 'in_transaction' => $notes->inTransaction()]);
     }
 
     public function info(): JsonResponse
