@@ -13,6 +13,7 @@ use Ferry\Worker\StreamRelay;
 use Ferry\Worker\Tests\Support\Wire;
 use Ferry\Worker\Worker;
 use PHPUnit\Framework\TestCase;
+use Symfony\Component\HttpFoundation\BinaryFileResponse;
 use Symfony\Component\HttpFoundation\Cookie;
 use Symfony\Component\HttpFoundation\File\UploadedFile;
 use Symfony\Component\HttpFoundation\Request as SymfonyRequest;
@@ -131,6 +132,36 @@ final class SymfonyRuntimeTest extends TestCase
         self::assertFileDoesNotExist($tmp);
         \unlink($moved->getPathname());
         \rmdir($dir);
+    }
+
+    public function testABinaryFileResponseNamesItsFileWhenTheServerSendsFiles(): void
+    {
+        $file = \tempnam(\sys_get_temp_dir(), 'ferry-sf-');
+        \file_put_contents($file, \str_repeat('x', 1000));
+        $real = \realpath($file);
+        $worker = $this->worker(Wire::request() . Wire::request() . Wire::request());
+        $b = $this->bridge();
+        $range = SymfonyRequest::create('/f', 'GET', [], [], [], ['HTTP_RANGE' => 'bytes=0-9']);
+        $worker->waitRequest();
+        $b->send($worker, (new BinaryFileResponse($file))->prepare($range), '', true);
+        $worker->waitRequest();
+        $b->send($worker, new BinaryFileResponse($file), '', false); // no sendfile: through the pipe
+        $worker->waitRequest();
+        $b->send($worker, (new BinaryFileResponse($file))->deleteFileAfterSend(true), '', true);
+        $frames = $this->sent();
+        [$status, $headers, $body] = self::response($frames[0]);
+        self::assertSame([200, ''], [$status, $body]); // the server answers the range from the file itself
+        self::assertSame([$real], $headers['X-Sendfile']);
+        self::assertArrayNotHasKey('Content-Range', $headers);
+        self::assertArrayNotHasKey('Content-Length', $headers);
+        $piped = '';
+        foreach (\array_slice($frames, 1) as $f) {
+            self::assertArrayNotHasKey('X-Sendfile', self::response($f)[1]);
+            $piped .= self::response($f)[2];
+        }
+        // the second whole, and the third (to be deleted after sending) too, through the pipe
+        self::assertSame(\str_repeat('x', 2000), $piped);
+        self::assertFileDoesNotExist($file);
     }
 
     public function testTheRunnerServesRequestsAndTerminates(): void

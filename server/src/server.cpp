@@ -370,7 +370,7 @@ int run(const conf::Config &cfg)
                                 std::to_string(mime->size()) + " file types known)");
     }
     for (const std::string &m : cfg.http.middleware)
-        if (m != "static" && m != "proxy_ip_parser")
+        if (m != "static" && m != "proxy_ip_parser" && m != "sendfile")
             log::warn("core", "http.middleware: \"" + m + "\" is not supported by Ferry and is ignored");
 
     std::string temp_dir = cfg.http.uploads_dir;

@@ -40,7 +40,7 @@ def symfony_config(app, workers=2):
             },
         },
         "http": {
-            "middleware": ["static"],
+            "middleware": ["static", "sendfile"],
             "static": {"dir": f"{app}/public", "forbid": [".php"]},
             "pool": {"num_workers": workers},
         },
@@ -151,6 +151,25 @@ class SymfonyTest(unittest.TestCase):
         got = c.json("POST", "/request", body='{"j":1}', headers={"Content-Type": "application/json"})
         self.assertEqual(got["content"], '{"j":1}')
         self.assertEqual(got["form"], [])
+
+    def test_a_binary_file_response_is_sent_by_the_server(self):
+        with open(os.path.join(self.app, "files", "manual.txt"), "rb") as f:
+            data = f.read()
+        c = self.client()
+        status, r, body = c.request("GET", "/download")
+        self.assertEqual(status, 200)
+        self.assertEqual(body, data)
+        self.assertIn("attachment", r.headers["Content-Disposition"])
+        self.assertIsNone(r.headers.get("X-Sendfile"))
+        etag = r.headers["ETag"]
+        status, r, body = c.request("GET", "/download", headers={"Range": "bytes=10-29"})
+        self.assertEqual((status, body), (206, data[10:30]))
+        self.assertEqual(r.headers["Content-Range"], f"bytes 10-29/{len(data)}")
+        status, r, body = c.request("GET", "/download", headers={"If-None-Match": etag})
+        self.assertEqual((status, body), (304, b""))
+        # PHP saw the server's X-Sendfile-Type, never a client's
+        got = c.json("GET", "/request", headers={"X-Sendfile-Type": "X-Accel-Redirect"})
+        self.assertEqual(got["headers"]["x-sendfile-type"], "X-Sendfile")
 
     def test_each_set_cookie_is_sent(self):
         c = self.client()

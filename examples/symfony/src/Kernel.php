@@ -58,6 +58,7 @@ class Kernel extends BaseKernel
         $routes->add('state', '/state')->controller([$c, 'state'])->methods(['GET']);
         $routes->add('boom', '/boom')->controller([$c, 'boom'])->methods(['GET']);
         $routes->add('fatal', '/exit')->controller([$c, 'exit'])->methods(['GET']);
+        $routes->add('download', '/download')->controller([$c, 'download'])->methods(['GET', 'HEAD']);
         $routes->add('cookie', '/cookie')->controller([$c, 'cookie'])->methods(['GET']);
         $routes->add('request', '/request')->controller([$c, 'request'])->methods(['GET', 'POST', 'PUT']);
     }

@@ -58,8 +58,11 @@ final class HttpFoundation
      * Sends $response for the current request of $worker; $printed (what the application echoed while it
      * handled the request) goes first, as php-fpm sends it before the body.
      */
-    public function send(Worker $worker, SymfonyResponse $response, string $printed = ''): void
+    public function send(Worker $worker, SymfonyResponse $response, string $printed = '', bool $sendfile = false): void
     {
+        if ($sendfile && $printed === '' && $response instanceof BinaryFileResponse && $this->sendFile($worker, $response)) {
+            return;
+        }
         $status = $response->getStatusCode();
         $headers = $response->headers->allPreserveCaseWithoutCookies();
         $cookies = [];
@@ -96,6 +99,41 @@ final class HttpFoundation
             return;
         }
         $worker->respond($status, $headers, $printed . (string) $response->getContent());
+    }
+
+    /**
+     * A BinaryFileResponse sent by the server from its file (http.middleware "sendfile": the request said
+     * X-Sendfile-Type: X-Sendfile): an X-Sendfile header, no body; the server answers Range and conditional
+     * requests itself, so a range Symfony prepared goes back to the whole file's 200. False when the file is
+     * to be deleted after sending (the server could not do that): it then goes through the pipe.
+     */
+    private function sendFile(Worker $worker, BinaryFileResponse $response): bool
+    {
+        $deleteAfter = (fn (): bool => (bool) $this->deleteFileAfterSend)->call($response);
+        $path = $response->getFile()->getRealPath();
+        if ($deleteAfter || $path === false) {
+            return false;
+        }
+        $status = $response->getStatusCode();
+        if ($status === 206 || $status === 416) {
+            $status = 200;
+        }
+        $headers = $response->headers->allPreserveCaseWithoutCookies();
+        foreach (\array_keys($headers) as $name) {
+            if (\in_array(\strtolower((string) $name), ['content-length', 'content-range', 'accept-ranges'], true)) {
+                unset($headers[$name]);
+            }
+        }
+        $cookies = [];
+        foreach ($response->headers->getCookies() as $cookie) {
+            $cookies[] = (string) $cookie;
+        }
+        if ($cookies !== []) {
+            $headers['Set-Cookie'] = $cookies;
+        }
+        $headers['X-Sendfile'] = [$path];
+        $worker->respond($status, $headers, '');
+        return true;
     }
 
     /**

@@ -54,7 +54,7 @@ final class KernelRunner implements RunnerInterface
                 $worker->error('the application failed: see the worker\'s log');
                 continue;
             }
-            $this->bridge->send($worker, $response, $printed);
+            $this->bridge->send($worker, $response, $printed, $sfRequest->headers->get('X-Sendfile-Type') === 'X-Sendfile');
             if ($this->kernel instanceof TerminableInterface) {
                 $this->kernel->terminate($sfRequest, $response);
             }

@@ -10,6 +10,7 @@
 #include "http/response.hpp"
 #include "proxies.hpp"
 #include "request_body.hpp"
+#include "sendfile.hpp"
 #include "shared_state.hpp"
 
 #include <algorithm>
@@ -26,7 +27,7 @@ namespace {
 constexpr std::size_t inline_body_max = 32 * 1024; // larger bodies are written straight from their buffer
 
 void build_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
-                   std::string_view default_host)
+                   std::string_view default_host, bool sendfile = false)
 {
     ctx.remote_addr = remote;
     ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
@@ -53,7 +54,7 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
     ctx.cookies.clear();
     std::size_t used = 0;
     for (const auto &[name, value] : req.headers) {
-        if (iequals(name, "Host"))
+        if (iequals(name, "Host") || iequals(name, "X-Sendfile-Type")) // the latter is the server's to say
             continue;
         if (iequals(name, "Cookie"))
             parse_cookies(value, ctx.cookies);
@@ -72,6 +73,11 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
         field.values[0].assign(value);
     }
     ctx.headers.resize(used);
+    if (sendfile) { // http.middleware "sendfile": PHP may answer with X-Sendfile (handlers/sendfile.hpp)
+        auto &field = ctx.headers.emplace_back();
+        field.name = "X-Sendfile-Type";
+        field.values.assign(1, "X-Sendfile");
+    }
     ctx.parsed = false;
 }
 
@@ -330,7 +336,7 @@ public:
     {
         const auto &http = st_.config.http;
         const Request &req = ex.request;
-        build_context(ctx_, req, ex.transport.remote(), st_.default_host);
+        build_context(ctx_, req, ex.transport.remote(), st_.default_host, http.sendfile);
         if (!proxies_.empty())
             proxies_.apply(req, ctx_);
         pool::BodyRef body = body_.ref();
@@ -379,6 +385,15 @@ public:
         const bool head_request = req.method == "HEAD";
         switch (res.outcome) {
         case pool::Outcome::ok:
+            if (http.sendfile && !res.streamed && !res.written) {
+                if (auto path = take_sendfile(res.response)) {
+                    const int status = final_status(res.response.status, res.worker_pid);
+                    After sent =
+                        co_await send_named_file(ex, res.response, status, *path, res.worker_pid, keep_alive);
+                    keep_alive = keep_alive && sent == After::keep_alive;
+                    break;
+                }
+            }
             if (sink.spilled()) {
                 if (!co_await sink.send_spilled(res.response, res.worker_pid))
                     keep_alive = false;

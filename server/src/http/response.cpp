@@ -197,14 +197,12 @@ void append_head(std::string &out, const Head &h, int *dropped)
                 out += "\r\n";
             }
         }
-    } else {
-        if (!h.content_type.empty()) {
-            out += "Content-Type: ";
-            out += h.content_type;
-            out += "\r\n";
-        }
-        out += h.extra;
+    } else if (!h.content_type.empty()) {
+        out += "Content-Type: ";
+        out += h.content_type;
+        out += "\r\n";
     }
+    out += h.extra;
     if (!has_server)
         out += "Server: ferry\r\n";
     if (!has_date) {

@@ -4,6 +4,7 @@
 #include "../transport/transport.hpp"
 #include "conditional.hpp"
 #include "ferry/relay/log.hpp"
+#include "file_answer.hpp"
 #include "path.hpp"
 
 #include <algorithm>
@@ -103,78 +104,15 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     Head h;
     h.keep_alive = ex.keep_alive;
     h.http10 = req.version_minor == 0;
-
-    // RFC 9110 §13.2.2: If-None-Match decides when present, else If-Modified-Since.
-    bool not_modified = false;
-    if (std::string_view inm = req.header("If-None-Match"); !inm.empty()) {
-        not_modified = none_match_hits(inm, f.etag);
-    } else if (std::string_view ims = req.header("If-Modified-Since"); !ims.empty()) {
-        auto t = parse_http_date(ims);
-        not_modified = t && f.mtime.tv_sec <= *t;
-    }
-    if (not_modified) {
-        h.status = 304;
-        h.framing = Framing::none;
-        h.extra = extra_;
-        ex.status = h.status;
-        append_head(ex.out, h);
-        co_return done;
-    }
-
-    std::uint64_t first = 0, length = f.size;
-    h.status = 200;
-    add_header(extra_, "Accept-Ranges", "bytes");
-    if (std::string_view range = req.header("Range"); !range.empty()) {
-        bool honour = true;
-        if (std::string_view if_range = req.header("If-Range"); !if_range.empty()) {
-            if (if_range.front() == '"' || if_range.starts_with("W/")) {
-                honour = strong_etag_equal(if_range, f.etag);
-            } else {
-                auto t = parse_http_date(if_range);
-                honour = t && *t == f.mtime.tv_sec;
-            }
-        }
-        ByteRange r = honour ? parse_range(range, f.size) : ByteRange{};
-        if (r.kind == ByteRange::Kind::unsatisfiable) {
-            extra_ += "Content-Range: bytes */" + std::to_string(f.size) + "\r\n";
-            h.status = 416;
-            h.extra = extra_;
-            h.content_length = 0;
-            ex.status = h.status;
-            append_head(ex.out, h);
-            co_return done;
-        }
-        if (r.kind == ByteRange::Kind::satisfiable) {
-            h.status = 206;
-            first = r.first;
-            length = r.length;
-            extra_ += "Content-Range: bytes " + std::to_string(first) + "-" +
-                      std::to_string(first + length - 1) + "/" + std::to_string(f.size) + "\r\n";
-        }
-    }
     h.content_type = d.content_type;
-    h.content_length = length;
-    h.extra = extra_;
-    ex.status = h.status;
-    append_head(ex.out, h);
-    if (head || length == 0)
-        co_return done;
-
-    // Earlier pipelined answers and this head go out now, the body right behind them from the file.
+    FileAnswer answer;
+    answer.fd = f.fd;
+    answer.size = f.size;
+    answer.mtime = f.mtime.tv_sec;
+    answer.etag = f.etag;
+    answer.log_name = "static";
     std::shared_ptr<const StaticFile> keep = d.file; // open until sent, even if the cache drops it
-    if (!co_await ex.transport.flush(ex.out, true))
-        co_return After::close;
-    switch (co_await ex.transport.send_file(keep->fd, first, length)) {
-    case Transport::Sent::all:
-        co_return done;
-    case Transport::Sent::client_gone:
-        co_return After::close;
-    case Transport::Sent::file_short:
-        log::warn("static", ex.transport.remote() + " " + req.method + " " + req.target +
-                                ": the file got shorter while it was sent; closing the connection");
-        co_return After::close;
-    }
-    co_return After::close;
+    co_return co_await answer_with_file(ex, answer, h, extra_);
 }
 
 } // namespace

@@ -143,7 +143,7 @@ TEST(ConfWarnings, RecognisedButUnsupported)
 logs:
   channels: {http: {level: debug}}
 http:
-  middleware: [static, gzip]
+  middleware: [static, gzip, sendfile]
   static:
     dir: public
   pool:
@@ -168,6 +168,7 @@ http:
         EXPECT_TRUE(contains(r.warnings[i], "recognised but not supported yet; ignored")) << r.warnings[i];
     }
     EXPECT_TRUE(r.config.http.static_files.enabled);
+    EXPECT_TRUE(r.config.http.sendfile);
     EXPECT_EQ(r.config.http.static_files.dir, "public");
 }
 

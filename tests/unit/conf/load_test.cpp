@@ -79,6 +79,7 @@ TEST(ConfLoad, Defaults)
     EXPECT_TRUE(c.server.env.empty());
     EXPECT_EQ(c.server.relay, "pipes");
     EXPECT_FALSE(c.http.static_files.enabled);
+    EXPECT_FALSE(c.http.sendfile);
     EXPECT_EQ(c.http.static_files.index, (std::vector<std::string>{"index.html"}));
     EXPECT_EQ(c.http.address.to_string(), "127.0.0.1:8080");
     EXPECT_EQ(c.http.address.host, "127.0.0.1");

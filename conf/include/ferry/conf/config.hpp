@@ -150,6 +150,9 @@ struct HttpConfig {
     Duration write_timeout = std::chrono::seconds(60); // http.timeouts.write
     Duration idle_timeout = std::chrono::seconds(75);  // http.timeouts.idle (keep-alive)
     std::vector<std::string> middleware; // http.middleware: "static" turns static files on; others are logged
+    // "sendfile" in http.middleware (RoadRunner's): a PHP response with an X-Sendfile header is answered with
+    // the file it names, sent by the server; PHP sees "X-Sendfile-Type: X-Sendfile" in each request.
+    bool sendfile = false;
     bool access_logs = false;            // http.access_logs: a log line per request (logger "http.access")
     StaticConfig static_files;           // http.static
     PoolConfig pool;

@@ -136,6 +136,12 @@ class AppController extends AbstractController
         exit(3);
     }
 
+    // A BinaryFileResponse: with http.middleware "sendfile" Ferry sends the file itself (Range, 304 included).
+    public function download(): Response
+    {
+        return $this->file($this->getParameter('kernel.project_dir').'/files/manual.txt', 'manual.txt');
+    }
+
     public function cookie(Request $request): Response
     {
         $response = new Response('cookies: '.json_encode($request->cookies->all())."\n");
@@ -153,7 +159,11 @@ class AppController extends AbstractController
             'path' => $request->getPathInfo(),
             'query' => $request->query->all(),
             'form' => $request->request->all(),
-            'headers' => ['x-test' => $request->headers->get('x-test'), 'host' => $request->getHost()],
+            'headers' => [
+                'x-test' => $request->headers->get('x-test'),
+                'host' => $request->getHost(),
+                'x-sendfile-type' => $request->headers->get('x-sendfile-type'),
+            ],
             'cookies' => $request->cookies->all(),
             'content' => $request->getContent(),
             'client_ip' => $request->getClientIp(),
