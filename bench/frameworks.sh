@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Framework apps on Ferry against the same app on nginx + php-fpm (issue 42): examples/symfony's JSON route
+# (/api/info) and its Twig page (/: session, CSRF token, an SQLite query), and examples/laravel's JSON route
+# and Blade page when that example exists; one run on one machine, the targets interleaved, reported as
+# ratios. opcache on everywhere with opcache.validate_timestamps=0; the same number of PHP processes.
+# Figures: req/s and p99 per route, RSS and PSS per PHP worker (Ferry's workers, php-fpm's children) after the runs.
+# See bench/README.md ("Frameworks").
+#
+# Knobs (environment):
+#   DURATION   seconds per measured wrk run (default 5)
+#   ROUNDS     interleaved rounds; the table shows medians (default 3)
+#   WORKERS    PHP processes: Ferry num_workers and php-fpm pm.max_children (default 2)
+#   CONNS      wrk connections (default 16)
+#   APPS       comma-separated: symfony,laravel (default: each example that exists)
+#   REPORT     file name under bench/results (default frameworks-<date>.md)
+#   FERRY_BIN  use this ferry binary instead of building build/ferry
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+WORKERS=${WORKERS:-2}
+CONNS=${CONNS:-16}
+DEFAULT_APPS=symfony
+[[ -f "$ROOT/examples/laravel/public/index.php" ]] && DEFAULT_APPS+=,laravel
+APPS=${APPS:-$DEFAULT_APPS}
+REPORT=${REPORT:-frameworks-$(date -u +%Y-%m-%d-%H%M).md}
+[[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
+RESULTS_DIR="$ROOT/bench/results"
+CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS CONNS=$CONNS APPS=$APPS bench/frameworks.sh"
+
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_prepare wrk curl php nginx php-fpm8.2 awk
+build_ferry
+OPCACHE_PROD=("${PHP_OPCACHE[@]}" -d opcache.validate_timestamps=0 -d opcache.memory_consumption=128)
+
+declare -A ROUTES=([symfony]="/api/info /" [laravel]="/api/info /")
+declare -A FERRY_PORT FPM_PORT FERRY_PID FPM_PID APPDIR
+
+# The app as a project of its own under $TMP (its var/ or storage/ fresh), its front controller's path.
+prepare_app() {
+  local app=$1 dir="$TMP/$1"
+  cp -r "$ROOT/examples/$app" "$dir"
+  rm -rf "$dir/var" "$dir/storage/framework/cache/data" 2>/dev/null || true
+  APPDIR[$app]=$dir
+}
+
+start_ferry_app() {
+  local app=$1 dir=${APPDIR[$1]} conf="$TMP/ferry-$1.yaml" out="$TMP/ferry-$1.out" port="" i
+  local cmd env_lines
+  case "$app" in
+    symfony) cmd="php ${OPCACHE_PROD[*]} $dir/public/index.php"
+      env_lines="    APP_RUNTIME: Ferry\\Runtime\\Runtime
+    APP_ENV: prod
+    APP_DEBUG: \"0\"" ;;
+    laravel) cmd="php ${OPCACHE_PROD[*]} $ROOT/php-worker/bin/ferry-laravel"
+      env_lines="    APP_BASE_PATH: $dir
+    APP_ENV: production
+    APP_DEBUG: \"false\"" ;;
+  esac
+  cat >"$conf" <<EOF
+version: "3"
+server:
+  command: "$cmd"
+  env:
+$env_lines
+    FERRY_WORKER_AUTOLOAD: $ROOT/php-worker/autoload.php
+http:
+  address: 127.0.0.1:0
+  middleware: ["static", "sendfile"]
+  static:
+    dir: "$dir/public"
+    forbid: [".php"]
+  pool:
+    num_workers: $WORKERS
+EOF
+  : >"$out"
+  (cd "$dir" && exec "$FERRY" serve -c "$conf") >"$out" 2>"$TMP/ferry-$app.err" &
+  FERRY_PID[$app]=$!; PIDS+=("${FERRY_PID[$app]}")
+  for ((i = 0; i < 300; i++)); do
+    port=$(sed -n 's#^listening on http://127\.0\.0\.1:\([0-9]*\).*#\1#p' "$out" | head -n1)
+    [[ -n "$port" ]] && break
+    kill -0 "${FERRY_PID[$app]}" 2>/dev/null || { cat "$TMP/ferry-$app.err" >&2; die "ferry ($app) exited"; }
+    sleep 0.1
+  done
+  [[ -n "$port" ]] || die "ferry ($app) did not start"
+  FERRY_PORT[$app]=$port
+}
+
+start_fpm_app() {
+  local app=$1 dir=${APPDIR[$1]} port sock="$TMP/fpm-$1.sock" fpm_root=() i env_lines
+  port=$(free_port)
+  case "$app" in
+    symfony) env_lines="env[APP_ENV] = prod
+env[APP_DEBUG] = 0" ;;
+    laravel) env_lines="env[APP_ENV] = production
+env[APP_DEBUG] = false" ;;
+  esac
+  cat >"$TMP/fpm-$app.conf" <<EOF
+[global]
+pid = $TMP/fpm-$app.pid
+error_log = $TMP/fpm-$app.log
+daemonize = no
+
+[$app]
+listen = $sock
+pm = static
+pm.max_children = $WORKERS
+$env_lines
+EOF
+  [[ $(id -u) -eq 0 ]] && fpm_root=(-R)
+  php-fpm8.2 -F "${fpm_root[@]}" -y "$TMP/fpm-$app.conf" -p "$TMP" "${OPCACHE_PROD[@]}" >"$TMP/fpm-$app.out" 2>&1 &
+  FPM_PID[$app]=$!; PIDS+=("${FPM_PID[$app]}")
+  for ((i = 0; i < 100; i++)); do [[ -S "$sock" ]] && break; sleep 0.1; done
+  [[ -S "$sock" ]] || { cat "$TMP/fpm-$app.out" "$TMP/fpm-$app.log" >&2; die "php-fpm ($app) did not start"; }
+  start_nginx "$app" "$port" "
+    root $dir/public;
+    location / { try_files \$uri /index.php\$is_args\$args; }
+    location = /index.php {
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $dir/public/index.php;
+      fastcgi_param SCRIPT_NAME /index.php;
+      fastcgi_pass unix:$sock;
+    }"
+  FPM_PORT[$app]=$port
+}
+
+# waits until every route answers 200 on both targets, then warms each up (caches, opcache, sessions dir)
+warm() {
+  local app=$1 port route i code
+  for port in "${FERRY_PORT[$app]}" "${FPM_PORT[$app]}"; do
+    for route in ${ROUTES[$app]}; do
+      for ((i = 0; i < 100; i++)); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$port$route" || true)
+        [[ "$code" == 200 ]] && break
+        sleep 0.2
+      done
+      [[ "$code" == 200 ]] || die "$app on port $port: $route answers $code"
+      wrk -t1 -c4 -d2s "http://127.0.0.1:$port$route" >/dev/null 2>&1
+    done
+  done
+}
+
+# Memory per PHP worker in KiB, "RSS PSS": the descendants of ferry (its workers), the children of the php-fpm
+# master. PSS shares each shared page among the processes that map it (php-fpm's children share the master's
+# opcache; CLI workers each have their own), so it is the fairer figure of what one more worker costs.
+worker_mem() {
+  local pids p rss=0 pss=0
+  mapfile -t pids < <(descendants "$1")
+  [[ ${#pids[@]} -gt 0 ]] || { echo "0 0"; return; }
+  rss=$(sum_status_kib VmRSS "${pids[@]}")
+  for p in "${pids[@]}"; do
+    pss=$((pss + $(awk '$1 == "Pss:" { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)))
+  done
+  echo "$((rss / ${#pids[@]})) $((pss / ${#pids[@]}))"
+}
+
+declare -A RPS P99
+IFS=',' read -r -a app_list <<<"$APPS"
+for app in "${app_list[@]}"; do
+  [[ -d "$ROOT/examples/$app" ]] || die "no examples/$app"
+  prepare_app "$app"
+  start_ferry_app "$app"
+  start_fpm_app "$app"
+  warm "$app"
+  log "$app: Ferry on ${FERRY_PORT[$app]}, nginx + php-fpm on ${FPM_PORT[$app]}"
+done
+mkdir -p "$RESULTS_DIR/raw"
+for ((r = 1; r <= ROUNDS; r++)); do
+  for app in "${app_list[@]}"; do
+    for route in ${ROUTES[$app]}; do
+      order=(ferry fpm)
+      ((r % 2 == 0)) && order=(fpm ferry)
+      for t in "${order[@]}"; do
+        port=${FERRY_PORT[$app]}
+        [[ "$t" == fpm ]] && port=${FPM_PORT[$app]}
+        raw="$RESULTS_DIR/raw/frameworks-$app-$t-${route//\//_}-r$r.txt"
+        log "round $r/$ROUNDS: $app $route on $t"
+        wrk -t2 -c"$CONNS" -d"${DURATION}s" --latency "http://127.0.0.1:$port$route" >"$raw" 2>&1 || die "wrk failed"
+        parse_wrk "$raw"
+        [[ -z "$W_ERR" ]] || log "$app $route on $t: $W_ERR"
+        RPS[$app,$route,$t]+="$W_RPS "
+        P99[$app,$route,$t]+="$W_P99 "
+      done
+    done
+  done
+done
+
+table="| app | route | Ferry req/s | Ferry p99 | nginx + php-fpm req/s | php-fpm p99 | Ferry ÷ php-fpm |
+|---|---|---:|---:|---:|---:|---:|"
+for app in "${app_list[@]}"; do
+  for route in ${ROUTES[$app]}; do
+    # shellcheck disable=SC2086  # the per-round lists are split on purpose
+    { fr=$(median ${RPS[$app,$route,ferry]}); fp=$(median ${P99[$app,$route,ferry]});
+      pr=$(median ${RPS[$app,$route,fpm]}); pp=$(median ${P99[$app,$route,fpm]}); }
+    ratio=$(awk -v a="$fr" -v b="$pr" 'BEGIN { printf "%.2f×", (b > 0 ? a / b : 0) }')
+    table+="
+| $app | \`$route\` | $fr | $fp ms | $pr | $pp ms | **$ratio** |"
+  done
+done
+notes=""
+for app in "${app_list[@]}"; do
+  read -r fk fkp <<<"$(worker_mem "${FERRY_PID[$app]}")"
+  read -r pk pkp <<<"$(worker_mem "${FPM_PID[$app]}")"
+  pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.0f %%", (b > 0 ? 100 * (a - b) / b : 0) }'; }
+  notes+="- $app, memory per PHP worker after the runs: RSS Ferry $((fk / 1024)) MiB, php-fpm child $((pk / 1024)) MiB ($(pct "$fk" "$pk")); PSS Ferry $((fkp / 1024)) MiB, php-fpm child $((pkp / 1024)) MiB ($(pct "$fkp" "$pkp"))
+"
+done
+{
+  echo "- ferry: $("$FERRY" --version 2>/dev/null | head -n1), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), php-fpm $(php -r 'echo PHP_VERSION;'); opcache on with validate_timestamps=0 on both; $WORKERS PHP processes each"
+  echo "- runs: wrk -t2 -c$CONNS -d${DURATION}s per route and target, $ROUNDS interleaved rounds (the order alternates), medians"
+} | publish_report "$REPORT" "Frameworks on Ferry and on nginx + php-fpm" "raw wrk output in bench/results/raw/"
