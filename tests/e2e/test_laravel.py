@@ -177,6 +177,32 @@ class LaravelTest(LaravelServer):
         with open(got["stored"], "rb") as f:
             self.assertEqual(f.read(), data)
 
+    def test_file_download(self):
+        status, r, body = self.client().request("GET", "/download")
+        self.assertEqual(status, 200)
+        with open(os.path.join(self.app, "public", "assets", "app.css"), "rb") as f:
+            self.assertEqual(body, f.read())
+        self.assertEqual(r.headers["Content-Disposition"], 'attachment; filename=style.css')
+
+    def test_memory_does_not_grow_with_requests(self):
+        c = self.client()
+        c.json("POST", "/login", {"name": "memory", "locale": "fr"})
+        for _ in range(60):  # warm both workers (opcache, compiled views, first allocations)
+            c.json("GET", "/session")
+        first = {}
+        for _ in range(10):
+            info = c.json("GET", "/api/info?gc=1")
+            first.setdefault(info["pid"], info["memory"])
+        for _ in range(300):
+            c.json("GET", "/session")
+        last = {}
+        for _ in range(10):
+            info = c.json("GET", "/api/info?gc=1")
+            last[info["pid"]] = info["memory"]
+        for pid, m in first.items():  # no sandbox, session or user kept per request (300 would show)
+            if pid in last:
+                self.assertLess(last[pid] - m, 256 * 1024, (first, last))
+
     def test_streamed_response_arrives_as_it_is_printed(self):
         s = socket.create_connection((HOST, self.srv.port), timeout=20)
         try:

@@ -8,6 +8,7 @@ Route::post('/notes', [AppController::class, 'storeNote']);
 Route::get('/api/info', [AppController::class, 'info']);
 Route::get('/api/notes', [AppController::class, 'notes']);
 Route::post('/upload', [AppController::class, 'upload']);
+Route::get('/download', [AppController::class, 'download']);
 Route::get('/stream', [AppController::class, 'stream']);
 Route::match(['GET', 'POST'], '/session', [AppController::class, 'session']);
 Route::post('/login', [AppController::class, 'login']);

@@ -35,14 +35,18 @@ class AppController extends Controller
         return back()->with('status', 'Note added: '.$data['body']);
     }
 
-    public function info()
+    public function info(Request $request)
     {
+        if ($request->query('gc')) {
+            gc_collect_cycles(); // each request's sandbox is a cycle (the app holds itself): PHP frees it in time
+        }
         return response()->json([
             'framework' => 'laravel',
             'version' => Application::VERSION,
             'pid' => getmypid(),
             'served' => ++self::$served,
             'boots' => AppServiceProvider::$boots,
+            'memory' => memory_get_usage(),
         ]);
     }
 
@@ -62,6 +66,11 @@ class AppController extends Controller
         $name = bin2hex(random_bytes(8)).'-'.preg_replace('/[^A-Za-z0-9._-]/', '_', $file->getClientOriginalName());
         $stored = $file->move(storage_path('app/uploads'), $name);
         return ['name' => $file->getClientOriginalName(), 'size' => $size, 'sha256' => $sha, 'stored' => $stored->getPathname()];
+    }
+
+    public function download()
+    {
+        return response()->download(public_path('assets/app.css'), 'style.css', ['Content-Type' => 'text/css']);
     }
 
     public function stream(Request $request)
