@@ -279,6 +279,15 @@ class LaravelTest(LaravelServer):
             self.assertEqual(self.srv.request("GET", "/api/info")[0], 200)
         self.assertTrue(wait_until(lambda: len(set(self.srv.workers()) - before) >= 1, 10.0))
 
+    def test_fatal_error_answers_that_client_alone_and_the_worker_is_replaced(self):
+        before = set(self.srv.workers())
+        status, _, body = self.srv.request("GET", "/fatal")
+        self.assertIn(status, (500, 502))
+        self.assertTrue(self.srv.wait_for_log("Cannot redeclare", 5.0))  # the PHP message, in the log
+        for _ in range(6):
+            self.assertEqual(self.srv.request("GET", "/api/info")[0], 200)
+        self.assertTrue(wait_until(lambda: len(set(self.srv.workers()) - before) >= 1, 10.0))
+
     def test_transaction_left_open_by_a_failing_request_is_rolled_back(self):
         c = self.client()
         tag = f"t{time.time()}"

@@ -17,4 +17,5 @@ Route::get('/cookie', [AppController::class, 'cookie']);
 Route::get('/echo', [AppController::class, 'echo']);
 Route::get('/tx', [AppController::class, 'transaction']);
 Route::get('/boom', [AppController::class, 'boom']);
+Route::get('/fatal', [AppController::class, 'fatal']);
 Route::get('/exit', [AppController::class, 'exit']);

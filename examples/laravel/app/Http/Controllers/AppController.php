@@ -171,6 +171,11 @@ class AppController extends Controller
         throw new \RuntimeException('boom from the controller');
     }
 
+    public function fatal()
+    {
+        eval('function ferry_example_twice() {} function ferry_example_twice() {}'); // a fatal error, not an exception
+    }
+
     public function exit()
     {
         exit(3);
