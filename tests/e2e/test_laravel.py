@@ -83,12 +83,56 @@ class Client:
         self.conn.close()
 
 
+def check_isolation(test):
+    """4 users with their own sessions, logins and locales over 2 workers, 25 requests each: each sees only
+    its own data; returns {session id: user id}."""
+    locales = ["fr", "de", "en", "fr"]
+    hello = {"fr": "Bonjour", "de": "Hallo", "en": "Hello"}
+    errors = []
+    sessions = {}
+
+    def user(k):
+        c = Client(test.srv)
+        name = f"user{k}-{os.getpid()}-{test.__class__.__name__}"
+        try:
+            uid = c.json("POST", "/login", {"name": name, "locale": locales[k]})["id"]
+            got = c.json("POST", "/session", {"name": name})
+            sid = got["id"]
+            sessions[sid] = uid
+            for n in range(2, 26):
+                if n % 5 == 0:  # between its own requests, this user sets state that must not leak
+                    c.json("GET", f"/state?set={name}")
+                got = c.json("GET", "/session")
+                want = {"n": n, "name": name, "id": sid, "user": name, "locale": locales[k],
+                        "hello": hello[locales[k]], "scratch_before": None}
+                if got != want:
+                    errors.append((k, n, got))
+                    return
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append((k, repr(e)))
+        finally:
+            c.close()
+    threads = [threading.Thread(target=user, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    test.assertEqual(errors, [])
+    test.assertEqual(len(sessions), 4)
+    # a client without a cookie: a fresh session, nobody logged in, the config's locale
+    got = test.client().json("GET", "/session")
+    test.assertEqual((got["n"], got["name"], got["user"], got["locale"]), (1, None, None, "en"))
+    return sessions
+
+
 class LaravelServer(unittest.TestCase):
+    ENV = {}
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="ferry-laravel-")
         cls.app = copy_app(cls.tmp.name)
-        cls.srv = Server(laravel_config(cls.app)).start(timeout=30)
+        cls.srv = Server(laravel_config(cls.app), env=cls.ENV).start(timeout=30)
 
     @classmethod
     def tearDownClass(cls):
@@ -302,40 +346,25 @@ class LaravelTest(LaravelServer):
         self.assertIn(f"tx {tag}-ok", c.json("GET", "/api/notes")["notes"])
 
     def test_users_are_isolated_under_concurrency(self):
-        # 4 users with their own sessions, logins and locales over 2 workers, 25 requests each
-        locales = ["fr", "de", "en", "fr"]
-        hello = {"fr": "Bonjour", "de": "Hallo", "en": "Hello"}
-        errors = []
+        check_isolation(self)
 
-        def user(k):
-            c = Client(self.srv)
-            name = f"user{k}-{os.getpid()}"
-            try:
-                c.json("POST", "/login", {"name": name, "locale": locales[k]})
-                got = c.json("POST", "/session", {"name": name})
-                sid = got["id"]
-                for n in range(2, 26):
-                    if n % 5 == 0:  # between its own requests, this user sets state that must not leak
-                        c.json("GET", f"/state?set={name}")
-                    got = c.json("GET", "/session")
-                    want = {"n": n, "name": name, "id": sid, "user": name, "locale": locales[k],
-                            "hello": hello[locales[k]], "scratch_before": None}
-                    if got != want:
-                        errors.append((k, n, got))
-                        return
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append((k, repr(e)))
-            finally:
-                c.close()
-        threads = [threading.Thread(target=user, args=(k,)) for k in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(90)
-        self.assertEqual(errors, [])
-        # a client without a cookie: a fresh session, nobody logged in, the config's locale
-        got = self.client().json("GET", "/session")
-        self.assertEqual((got["n"], got["name"], got["user"], got["locale"]), (1, None, None, "en"))
+
+@unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")
+class DatabaseSessions(LaravelServer):
+    ENV = {"SESSION_DRIVER": "database"}
+
+    def test_users_are_isolated_with_the_database_session_driver(self):
+        sessions = check_isolation(self)
+        # each session row was written for its own user (the handler resolves the user through the request's
+        # sandbox), and no session file was written
+        conn = sqlite3.connect(os.path.join(self.app, "database", "database.sqlite"))
+        try:
+            rows = dict(conn.execute("SELECT id, user_id FROM sessions").fetchall())
+        finally:
+            conn.close()
+        for sid, uid in sessions.items():
+            self.assertEqual(rows.get(sid), uid, (sid, rows))
+        self.assertEqual(os.listdir(os.path.join(self.app, "storage", "framework", "sessions")), [])
 
 
 @unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")

@@ -1,7 +1,7 @@
 <?php
 
 return [
-    'driver' => env('SESSION_DRIVER', 'file'),
+    'driver' => env('SESSION_DRIVER', 'file'), // or 'database' (the sessions table)
     'lifetime' => 120,
     'expire_on_close' => false,
     'encrypt' => false,

@@ -31,6 +31,7 @@ class AppServiceProvider extends ServiceProvider
             touch($file);
         }
         DB::statement('CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL, created_at TEXT)');
+        DB::statement('CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, user_id INTEGER, ip_address TEXT, user_agent TEXT, payload TEXT NOT NULL, last_activity INTEGER NOT NULL)');
         DB::statement('CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, remember_token TEXT, created_at TEXT, updated_at TEXT)');
     }
 }
