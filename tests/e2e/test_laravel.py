@@ -127,12 +127,15 @@ def check_isolation(test):
 
 class LaravelServer(unittest.TestCase):
     ENV = {}
+    POOL = {}
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="ferry-laravel-")
         cls.app = copy_app(cls.tmp.name)
-        cls.srv = Server(laravel_config(cls.app), env=cls.ENV).start(timeout=30)
+        config = laravel_config(cls.app)
+        config["http"]["pool"].update(cls.POOL)
+        cls.srv = Server(config, env=cls.ENV).start(timeout=30)
 
     @classmethod
     def tearDownClass(cls):
@@ -365,6 +368,29 @@ class DatabaseSessions(LaravelServer):
         for sid, uid in sessions.items():
             self.assertEqual(rows.get(sid), uid, (sid, rows))
         self.assertEqual(os.listdir(os.path.join(self.app, "storage", "framework", "sessions")), [])
+
+
+@unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")
+class ForkedWorkers(LaravelServer):
+    POOL = {"fork": True, "max_jobs": 7}
+
+    def test_workers_forked_from_the_booted_application(self):
+        # http.pool.fork: bootstrap/app.php boots once in the template; each worker (recycled every 7
+        # requests) is forked from it, opens its own database connection and serves sessions as usual
+        self.assertTrue(self.srv.wait_for_log("ready: new workers are forked from it", 10.0))
+        c = self.client()
+        pids = set()
+        for n in range(1, 31):
+            info = c.json("GET", "/api/info")
+            self.assertEqual(info["boots"], 1, info)
+            pids.add(info["pid"])
+            self.assertLessEqual(info["served"], 7, info)  # counted from the template's 0
+            tag = f"fork{n}"
+            self.assertEqual(c.json("GET", f"/tx?tag={tag}")["level_before"], 0)
+            self.assertIn(f"tx {tag}", c.json("GET", "/api/notes")["notes"])
+            got = c.json("GET", "/session")
+            self.assertEqual(got["n"], n)
+        self.assertGreater(len(pids), 2, pids)  # recycled workers, forked again
 
 
 @unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")

@@ -33,6 +33,13 @@ final class Runner
         $app->instance('request', Request::create('http://localhost/'));
         $app->make(HttpKernel::class)->bootstrap();
         Sandbox::warm($app);
+        if ($app->resolved('db')) {
+            // Connections the boot opened (a provider's query) are reopened by the first request that needs
+            // them: a worker forked from this process after its boot (Ferry's fork mode) shares none.
+            foreach (\array_keys($app['db']->getConnections()) as $name) {
+                $app['db']->purge((string) $name);
+            }
+        }
         $this->sandbox = new Sandbox($app, (array) $app['config']->get('ferry.flush', []));
     }
 
