@@ -301,7 +301,7 @@ class LaravelTest(LaravelServer):
     def test_state_set_by_a_request_does_not_reach_the_next(self):
         c = self.client()
         defaults = {"scratch": None, "instance": None, "config": "Ferry Laravel example", "locale": "en",
-                    "shared": None}
+                    "shared": None, "controller": None}
         for i in range(6):  # both workers, several times
             got = c.json("GET", f"/state?set=user{i}")
             self.assertEqual(got["before"], defaults, got)

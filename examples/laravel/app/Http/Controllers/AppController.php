@@ -17,6 +17,8 @@ class AppController extends Controller
 {
     private static int $served = 0; // requests this worker served: the application is booted once
 
+    private ?string $visitor = null; // set by /state: a controller is made per request, as under php-fpm
+
     public function home(Request $request)
     {
         $request->session()->put('visits', $request->session()->get('visits', 0) + 1);
@@ -125,8 +127,10 @@ class AppController extends Controller
             'config' => config('app.name'),
             'locale' => App::getLocale(),
             'shared' => View::shared('visitor'),
+            'controller' => $this->visitor,
         ];
         if ($set = $request->query('set')) {
+            $this->visitor = $set;
             $scratch->value = $set;
             app()->instance('last.visitor', $set);
             config(['app.name' => "changed by $set"]);
