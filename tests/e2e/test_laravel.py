@@ -418,6 +418,27 @@ class SqliteFileReplaced(LaravelServer):
 
 
 @unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")
+class BrokenApp(unittest.TestCase):
+    def test_an_app_that_does_not_boot_fails_at_the_start_with_its_error(self):
+        with tempfile.TemporaryDirectory(prefix="ferry-laravel-") as tmp:
+            app = copy_app(tmp)
+            provider = os.path.join(app, "app", "Providers", "AppServiceProvider.php")
+            with open(provider) as f:
+                code = f.read()
+            with open(provider, "w") as f:
+                f.write(code.replace("++self::$boots;", "throw new \\RuntimeException('broken at boot');"))
+            srv = Server(laravel_config(app))
+            try:
+                with self.assertRaises(AssertionError):  # no listening line: the pool cannot start
+                    srv.start(timeout=6)
+                log = srv.stderr()
+                self.assertIn("ferry-laravel: the application did not boot: RuntimeException: broken at boot", log)
+                self.assertIn("exited with code 2", log)
+            finally:
+                srv.close()
+
+
+@unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")
 class SameAppElsewhere(unittest.TestCase):
     def test_the_app_runs_unchanged_under_php_s(self):
         # public/index.php, Laravel's own front controller, per request as php-fpm would run it
