@@ -37,7 +37,9 @@ PKGS=(
   php8.2-cli php-msgpack phpunit php-nyholm-psr7
   # examples/symfony and its tests (Ferry\Runtime\Runtime): Symfony 5.4 from Debian
   php-symfony-runtime php-symfony-http-kernel php-symfony-framework-bundle php-symfony-routing
-  php-symfony-twig-bundle php-twig php-symfony-security-csrf php-sqlite3
+  php-symfony-twig-bundle php-twig php-symfony-security-csrf
+  # examples/laravel and its tests (php-worker/bin/ferry-laravel): Laravel 8 from Debian, SQLite for its database
+  php-laravel-framework php-sqlite3
   python3 procps media-types libssl-dev
   python3-prometheus-client  # tests/e2e/test_metrics.py: /metrics checked by the reference parser
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)

@@ -10,6 +10,10 @@ foreach (['Symfony/Component/Runtime/autoload.php', 'Symfony/Component/HttpKerne
         require_once '/usr/share/php/' . $symfony;
     }
 }
+// Ferry\Laravel's tests (LaravelSandboxTest) when Laravel is installed (scripts/setup.sh: php-laravel-framework).
+if (is_file('/usr/share/php/Illuminate/autoload.php')) {
+    require_once '/usr/share/php/Illuminate/autoload.php';
+}
 
 spl_autoload_register(static function (string $class): void {
     $prefix = 'Ferry\\Worker\\Tests\\';

@@ -26,11 +26,14 @@ final class HttpFoundation
      * @param array<string, mixed> $baseServer the worker's $_SERVER at boot
      * @param string               $script     SCRIPT_NAME ("/index.php" for public/index.php)
      * @param string               $scriptFile SCRIPT_FILENAME (the front controller's real path)
+     * @param class-string<UploadedFile> $fileClass the uploads' class (Laravel's Illuminate\Http\UploadedFile,
+     *                                   which Laravel's Request would otherwise rebuild out of test mode)
      */
     public function __construct(
         private readonly array $baseServer,
         private readonly string $script,
         private readonly string $scriptFile,
+        private readonly string $fileClass = UploadedFile::class,
     ) {
     }
 
@@ -49,7 +52,7 @@ final class HttpFoundation
             && \str_starts_with(\strtolower((string) $request->header('Content-Type')), 'application/x-www-form-urlencoded')) {
             \parse_str($content, $post);
         }
-        $files = $request->uploads !== null ? self::files($request->uploads) : [];
+        $files = $request->uploads !== null ? $this->files($request->uploads) : [];
         $sf = new SymfonyRequest($request->query, $post, $request->attributes, $request->cookies, $files, $server, $content);
         return $sf;
     }
@@ -143,7 +146,7 @@ final class HttpFoundation
      * @param array<mixed> $tree
      * @return array<mixed>
      */
-    private static function files(array $tree): array
+    private function files(array $tree): array
     {
         $out = [];
         foreach ($tree as $key => $node) {
@@ -156,7 +159,7 @@ final class HttpFoundation
                     $out[$key] = ['name' => '', 'type' => '', 'tmp_name' => '', 'error' => $error, 'size' => 0];
                     continue;
                 }
-                $out[$key] = new UploadedFile(
+                $out[$key] = new ($this->fileClass)(
                     (string) $node['tmpName'],
                     (string) ($node['name'] ?? ''),
                     isset($node['mime']) ? (string) $node['mime'] : null,
@@ -165,7 +168,7 @@ final class HttpFoundation
                 );
                 continue;
             }
-            $out[$key] = self::files($node);
+            $out[$key] = $this->files($node);
         }
         return $out;
     }
