@@ -45,7 +45,7 @@ def laravel_config(app, workers=2):
             },
         },
         "http": {
-            "middleware": ["static"],
+            "middleware": ["static", "sendfile"],
             "static": {"dir": f"{app}/public", "forbid": [".php"]},
             "pool": {"num_workers": workers},
         },
@@ -230,6 +230,9 @@ class LaravelTest(LaravelServer):
         with open(os.path.join(self.app, "public", "assets", "app.css"), "rb") as f:
             self.assertEqual(body, f.read())
         self.assertEqual(r.headers["Content-Disposition"], 'attachment; filename=style.css')
+        self.assertIsNone(r.headers.get("X-Sendfile"))  # sent by the server from the file (sendfile middleware)
+        status, r, part = self.client().request("GET", "/download", headers={"Range": "bytes=0-9"})
+        self.assertEqual((status, part), (206, body[:10]))
 
     def test_memory_does_not_grow_with_requests(self):
         c = self.client()

@@ -91,7 +91,7 @@ final class Runner
                 $worker->error('the application failed: see the worker\'s log');
                 return;
             }
-            $this->bridge->send($worker, $response, $printed);
+            $this->bridge->send($worker, $response, $printed, $request->headers->get('X-Sendfile-Type') === 'X-Sendfile');
             $kernel->terminate($request, $response);
         } finally {
             $this->sandbox->end($sandbox);
