@@ -11,6 +11,8 @@
 #   ROUNDS     interleaved rounds; the table shows medians (default 3)
 #   WORKERS    PHP processes: Ferry num_workers and php-fpm pm.max_children (default 2)
 #   CONNS      wrk connections (default 16)
+#   FORK       1 = Ferry's workers forked from a booted template (http.pool.fork: true: they share its opcache
+#              and its booted app's pages copy-on-write), 0 = each worker starts PHP (default 0)
 #   APPS       comma-separated: symfony,laravel (default: each example that exists)
 #   REPORT     file name under bench/results (default frameworks-<date>.md)
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
@@ -21,13 +23,14 @@ DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-2}
 CONNS=${CONNS:-16}
+FORK=${FORK:-0}
 DEFAULT_APPS=symfony
 [[ -f "$ROOT/examples/laravel/public/index.php" ]] && DEFAULT_APPS+=,laravel
 APPS=${APPS:-$DEFAULT_APPS}
 REPORT=${REPORT:-frameworks-$(date -u +%Y-%m-%d-%H%M).md}
 [[ "$REPORT" =~ ^[A-Za-z0-9._-]+\.md$ ]] || { echo "REPORT must be a file name ending in .md" >&2; exit 1; }
 RESULTS_DIR="$ROOT/bench/results"
-CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS CONNS=$CONNS APPS=$APPS bench/frameworks.sh"
+CMDLINE="DURATION=$DURATION ROUNDS=$ROUNDS WORKERS=$WORKERS CONNS=$CONNS FORK=$FORK APPS=$APPS bench/frameworks.sh"
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -74,6 +77,7 @@ http:
     forbid: [".php"]
   pool:
     num_workers: $WORKERS
+    fork: $([[ "$FORK" == 1 ]] && echo true || echo false)
 EOF
   : >"$out"
   (cd "$dir" && exec "$FERRY" serve -c "$conf") >"$out" 2>"$TMP/ferry-$app.err" &
@@ -95,7 +99,7 @@ start_fpm_app() {
     symfony) env_lines="env[APP_ENV] = prod
 env[APP_DEBUG] = 0" ;;
     laravel) env_lines="env[APP_ENV] = production
-env[APP_DEBUG] = false" ;;
+env[APP_DEBUG] = 0" ;;
   esac
   cat >"$TMP/fpm-$app.conf" <<EOF
 [global]
