@@ -146,18 +146,24 @@ warm() {
   done
 }
 
-# Memory per PHP worker in KiB, "RSS PSS": the descendants of ferry (its workers), the children of the php-fpm
-# master. PSS shares each shared page among the processes that map it (php-fpm's children share the master's
-# opcache; CLI workers each have their own), so it is the fairer figure of what one more worker costs.
+# Memory per PHP worker in KiB, "RSS PSS". RSS: the mean of the serving processes (Ferry's workers, php-fpm's
+# children). PSS (each shared page divided among the processes that map it: php-fpm's children share the
+# master's opcache, CLI workers each have their own unless forked from a template): the PSS of every PHP
+# process (with php-fpm's master and Ferry's fork template) divided by WORKERS, what one worker costs.
 worker_mem() {
-  local pids p rss=0 pss=0
-  mapfile -t pids < <(descendants "$1")
-  [[ ${#pids[@]} -gt 0 ]] || { echo "0 0"; return; }
-  rss=$(sum_status_kib VmRSS "${pids[@]}")
+  local root=$1 with_root=$2 pids all p rss=0 pss=0 n=0
+  mapfile -t pids < <(descendants "$root")
+  all=("${pids[@]}")
+  [[ "$with_root" == 1 ]] && all+=("$root")
   for p in "${pids[@]}"; do
+    [[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" == *"php-fpm: master"* ]] && continue
+    rss=$((rss + $(awk '$1 == "VmRSS:" { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0))); n=$((n + 1))
+  done
+  for p in "${all[@]}"; do
     pss=$((pss + $(awk '$1 == "Pss:" { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)))
   done
-  echo "$((rss / ${#pids[@]})) $((pss / ${#pids[@]}))"
+  ((n > 0)) || n=1
+  echo "$((rss / n)) $((pss / WORKERS))"
 }
 
 declare -A RPS P99
@@ -205,8 +211,8 @@ for app in "${app_list[@]}"; do
 done
 notes=""
 for app in "${app_list[@]}"; do
-  read -r fk fkp <<<"$(worker_mem "${FERRY_PID[$app]}")"
-  read -r pk pkp <<<"$(worker_mem "${FPM_PID[$app]}")"
+  read -r fk fkp <<<"$(worker_mem "${FERRY_PID[$app]}" 0)"
+  read -r pk pkp <<<"$(worker_mem "${FPM_PID[$app]}" 1)"
   pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.0f %%", (b > 0 ? 100 * (a - b) / b : 0) }'; }
   notes+="- $app, memory per PHP worker after the runs: RSS Ferry $((fk / 1024)) MiB, php-fpm child $((pk / 1024)) MiB ($(pct "$fk" "$pk")); PSS Ferry $((fkp / 1024)) MiB, php-fpm child $((pkp / 1024)) MiB ($(pct "$fkp" "$pkp"))
 "
