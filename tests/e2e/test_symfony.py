@@ -310,19 +310,30 @@ class SymfonyTest(unittest.TestCase):
             self.assertEqual([n["text"] for n in got["notes"]], ["from the new file"])
 
     def test_sessions_are_isolated_under_concurrency(self):
-        # 4 users with their own sessions over 2 workers, 25 requests each: each sees only its own data
+        # 4 users with their own sessions over 2 workers, 25 requests each: each sees only its own data (session
+        # values, locale and what the translator says, a shared service's state)
         errors = []
+
+        locales = {0: ("fr", "Bonjour"), 1: ("de", "Hallo"), 2: ("es", "Hola"), 3: (None, None)}
 
         def user(k):
             c = Client(self.srv)
+            locale, hello = locales[k]
             try:
-                got = c.json("POST", "/session", body=f"name=user{k}",
+                form = f"name=user{k}" + (f"&locale={locale}" if locale else "")
+                got = c.json("POST", "/session", body=form,
                              headers={"Content-Type": "application/x-www-form-urlencoded"})
                 sid = got["id"]
                 for n in range(2, 26):
                     got = c.json("GET", "/session")
-                    if got != {"n": n, "name": f"user{k}", "id": sid}:
+                    # user 3 chose no locale: the default, never the one another user's request set
+                    want = {"n": n, "name": f"user{k}", "id": sid, "locale": locale or "en", "hello": hello or "Hello"}
+                    if got != want:
                         errors.append((k, n, got))
+                        return
+                    state = c.json("GET", f"/state?set=user{k}-{n}")
+                    if state["before"] is not None:  # another request's value in a shared service
+                        errors.append((k, n, state))
                         return
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append((k, repr(e)))
@@ -338,6 +349,31 @@ class SymfonyTest(unittest.TestCase):
         c = self.client()
         got = c.json("GET", "/session")
         self.assertEqual((got["n"], got["name"]), (1, None))
+
+
+@unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
+class LeakingApp(unittest.TestCase):
+    def test_a_worker_past_max_worker_memory_is_replaced_between_requests(self):
+        limit_mb = 96
+        with tempfile.TemporaryDirectory(prefix="ferry-symfony-") as tmp:
+            app = copy_app(tmp)
+            cfg = symfony_config(app)
+            cfg["http"]["pool"]["supervisor"] = {"max_worker_memory": limit_mb, "watch_tick": "200ms"}
+            with Server(cfg) as srv:
+                c = Client(srv)
+                answers = []
+                try:
+                    for _ in range(60):  # 8 MB a request over 2 workers: several generations each
+                        answers.append(c.json("GET", "/leak?mb=8"))
+                finally:
+                    c.close()
+                pids = {a["pid"] for a in answers}
+                self.assertGreaterEqual(len(pids), 4, pids)
+                # soft, but bounded: a worker at twice its limit is stopped after its request
+                self.assertLess(max(a["rss_kb"] for a in answers), (2 * limit_mb + 8) * 1024)
+                log = srv.stderr()
+                self.assertRegex(log, rf"worker \d+ uses \d+ MB \(max_worker_memory {limit_mb} MB\): replacing it")
+                self.assertNotIn("unexpectedly", log)
 
 
 @unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")

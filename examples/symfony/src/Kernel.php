@@ -32,6 +32,8 @@ class Kernel extends BaseKernel
                 'cookie_samesite' => 'lax',
             ],
             'csrf_protection' => true,
+            'default_locale' => 'en',
+            'translator' => ['default_path' => '%kernel.project_dir%/translations', 'fallbacks' => ['en']],
             'php_errors' => ['log' => true],
             'router' => ['utf8' => true],
         ]);
@@ -59,6 +61,7 @@ class Kernel extends BaseKernel
         $routes->add('boom', '/boom')->controller([$c, 'boom'])->methods(['GET']);
         $routes->add('fatal', '/exit')->controller([$c, 'exit'])->methods(['GET']);
         $routes->add('download', '/download')->controller([$c, 'download'])->methods(['GET', 'HEAD']);
+        $routes->add('leak', '/leak')->controller([$c, 'leak'])->methods(['GET']);
         $routes->add('cookie', '/cookie')->controller([$c, 'cookie'])->methods(['GET']);
         $routes->add('request', '/request')->controller([$c, 'request'])->methods(['GET', 'POST', 'PUT']);
     }

@@ -10,6 +10,7 @@ require_once '/usr/share/php/Symfony/Bundle/FrameworkBundle/autoload.php';
 require_once '/usr/share/php/Symfony/Bundle/TwigBundle/autoload.php';
 require_once '/usr/share/php/Twig/autoload.php';
 require_once '/usr/share/php/Symfony/Component/Security/Csrf/autoload.php';
+require_once '/usr/share/php/Symfony/Component/Translation/autoload.php';
 
 $ferry = getenv('FERRY_WORKER_AUTOLOAD') ?: dirname(__DIR__, 3).'/php-worker/autoload.php';
 if (is_file($ferry)) {

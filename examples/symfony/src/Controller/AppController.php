@@ -10,10 +10,12 @@ use Symfony\Component\HttpFoundation\JsonResponse;
 use Symfony\Component\HttpFoundation\Request;
 use Symfony\Component\HttpFoundation\Response;
 use Symfony\Component\HttpFoundation\StreamedResponse;
+use Symfony\Contracts\Translation\TranslatorInterface;
 
 class AppController extends AbstractController
 {
     private static int $served = 0; // requests this worker's kernel served: it is booted once
+    private static array $leaked = []; // what /leak keeps for the life of the worker
 
     public function home(Request $request, Notes $notes): Response
     {
@@ -64,15 +66,25 @@ class AppController extends AbstractController
         ]);
     }
 
-    // GET: this client's counter and name; POST name=...: stores the name.
-    public function session(Request $request): JsonResponse
+    // GET: this client's counter, name and locale; POST name=...[&locale=fr]: stores them (the locale is
+    // applied from the next request on, by App\EventSubscriber\SessionLocale).
+    public function session(Request $request, TranslatorInterface $translator): JsonResponse
     {
         $session = $request->getSession();
         if ($request->isMethod('POST')) {
             $session->set('name', (string) $request->request->get('name'));
+            if ($request->request->has('locale')) {
+                $session->set('_locale', (string) $request->request->get('locale'));
+            }
         }
         $session->set('n', $session->get('n', 0) + 1);
-        return new JsonResponse(['n' => $session->get('n'), 'name' => $session->get('name'), 'id' => $session->getId()]);
+        return new JsonResponse([
+            'n' => $session->get('n'),
+            'name' => $session->get('name'),
+            'id' => $session->getId(),
+            'locale' => $request->getLocale(),
+            'hello' => $translator->trans('hello'),
+        ]);
     }
 
     public function upload(Request $request): JsonResponse
@@ -140,6 +152,19 @@ class AppController extends AbstractController
     public function download(): Response
     {
         return $this->file($this->getParameter('kernel.project_dir').'/files/manual.txt', 'manual.txt');
+    }
+
+    // A leaking app: keeps ?mb= megabytes for the life of the worker; http.pool.supervisor.max_worker_memory
+    // replaces the worker between requests, never during one.
+    public function leak(Request $request): JsonResponse
+    {
+        self::$leaked[] = str_repeat(chr(count(self::$leaked) % 256), max(0, min(64, $request->query->getInt('mb', 1))) << 20);
+        return new JsonResponse(['pid' => getmypid(), 'served' => ++self::$served, 'rss_kb' => self::rssKb()]);
+    }
+
+    private static function rssKb(): int
+    {
+        return preg_match('/^VmRSS:\s+(\d+)/m', (string) @file_get_contents('/proc/self/status'), $m) ? (int) $m[1] : 0;
     }
 
     public function cookie(Request $request): Response
