@@ -164,6 +164,28 @@ final class SymfonyRuntimeTest extends TestCase
         self::assertFileDoesNotExist($file);
     }
 
+    public function testAPsr15HandlerIsServedThroughPsr7(): void
+    {
+        $worker = $this->worker(Wire::request(['uri' => 'http://h/a?x=1', 'rawQuery' => 'x=1']) . Wire::request(['uri' => 'http://h/b']));
+        $psr17 = new \Nyholm\Psr7\Factory\Psr17Factory();
+        $handler = new class ($psr17) {
+            public function __construct(private readonly \Nyholm\Psr7\Factory\Psr17Factory $f)
+            {
+            }
+
+            public function handle(\Psr\Http\Message\ServerRequestInterface $r): \Psr\Http\Message\ResponseInterface
+            {
+                return $this->f->createResponse(202)->withHeader('X-Path', $r->getUri()->getPath())
+                    ->withBody($this->f->createStream('q=' . \json_encode($r->getQueryParams())));
+            }
+        };
+        self::assertSame(0, (new \Ferry\Runtime\Psr15Runner($handler, $worker))->run());
+        $frames = $this->sent();
+        [$status, $headers, $body] = self::response($frames[0]);
+        self::assertSame([202, ['/a'], 'q={"x":"1"}'], [$status, $headers['X-Path'], $body]);
+        self::assertSame(['/b'], self::response($frames[1])[1]['X-Path']);
+    }
+
     public function testTheRunnerServesRequestsAndTerminates(): void
     {
         $worker = $this->worker(Wire::request(['uri' => 'http://h/one']) . Wire::request(['uri' => 'http://h/echo'])

@@ -20,7 +20,9 @@ use Symfony\Component\Runtime\SymfonyRuntime;
  *         APP_RUNTIME: Ferry\Runtime\Runtime
  *
  * and the same file still runs under php-fpm (without APP_RUNTIME). The kernel is booted once per worker
- * and serves every request of that worker (KernelRunner). Options are SymfonyRuntime's.
+ * and serves every request of that worker (KernelRunner); a closure that returns a Response serves it to
+ * every request, one that returns a PSR-15 request handler or a PSR-7 response is served through Psr7Worker
+ * (Psr15Runner). Options are SymfonyRuntime's.
  */
 class Runtime extends SymfonyRuntime
 {
@@ -44,6 +46,11 @@ class Runtime extends SymfonyRuntime
                     return 0;
                 }
             };
+        }
+        if ($application instanceof \Psr\Http\Message\ResponseInterface
+            || (\interface_exists(\Psr\Http\Server\RequestHandlerInterface::class)
+                && $application instanceof \Psr\Http\Server\RequestHandlerInterface)) {
+            return new Psr15Runner($application);
         }
         return parent::getRunner($application);
     }
