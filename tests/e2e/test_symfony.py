@@ -226,6 +226,7 @@ class SymfonyTest(unittest.TestCase):
         status, r, body = c.request("GET", "/echo")
         self.assertEqual(status, 200)
         self.assertEqual(body, b"printed by the controller\nand printf\nthe response body\n")
+        self.assertIsNone(r.headers.get("X-Legacy"))  # header() has no effect under the CLI (documented)
         # the protocol is intact: the next request on this connection is answered normally
         self.assertEqual(c.json("GET", "/api/info")["framework"], "symfony")
 
@@ -247,6 +248,12 @@ class SymfonyTest(unittest.TestCase):
         self.assertEqual(status, 502)
         self.assertTrue(self.srv.wait_for_log("exit", 5.0))
         for _ in range(4):  # the worker was replaced; everyone else is served
+            self.assertEqual(self.srv.request("GET", "/api/info")[0], 200)
+        status, _, body = self.srv.request("GET", "/fatal")
+        self.assertIn(status, (500, 502))
+        self.assertTrue(self.srv.wait_for_log("Allowed memory size of 67108864 bytes exhausted", 5.0),
+                        self.srv.stderr()[-3000:])
+        for _ in range(4):
             self.assertEqual(self.srv.request("GET", "/api/info")[0], 200)
 
     def test_form_with_csrf_flash_and_sqlite(self):

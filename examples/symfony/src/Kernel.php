@@ -59,7 +59,8 @@ class Kernel extends BaseKernel
         $routes->add('echo', '/echo')->controller([$c, 'echo'])->methods(['GET']);
         $routes->add('state', '/state')->controller([$c, 'state'])->methods(['GET']);
         $routes->add('boom', '/boom')->controller([$c, 'boom'])->methods(['GET']);
-        $routes->add('fatal', '/exit')->controller([$c, 'exit'])->methods(['GET']);
+        $routes->add('exit', '/exit')->controller([$c, 'exit'])->methods(['GET']);
+        $routes->add('fatal', '/fatal')->controller([$c, 'fatal'])->methods(['GET']);
         $routes->add('download', '/download')->controller([$c, 'download'])->methods(['GET', 'HEAD']);
         $routes->add('leak', '/leak')->controller([$c, 'leak'])->methods(['GET']);
         $routes->add('cookie', '/cookie')->controller([$c, 'cookie'])->methods(['GET']);

@@ -123,6 +123,7 @@ class AppController extends AbstractController
     // Legacy code that prints from a controller: php-fpm sends it before the body; so does Ferry.
     public function echo(): Response
     {
+        header('X-Legacy: set with header()'); // no effect under the CLI (docs/symfony.md); harmless
         echo "printed by the controller\n";
         printf("%s\n", 'and printf');
         return new Response("the response body\n", 200, ['Content-Type' => 'text/plain']);
@@ -146,6 +147,17 @@ class AppController extends AbstractController
     public function exit(): Response
     {
         exit(3);
+    }
+
+    // A fatal error (memory exhausted): the worker dies, this client gets 502, the PHP message is logged.
+    public function fatal(): Response
+    {
+        ini_set('memory_limit', '64M');
+        $blocks = [];
+        for ($i = 0; $i < 100; ++$i) {
+            $blocks[] = str_repeat('x', 8 << 20);
+        }
+        return new Response((string) count($blocks));
     }
 
     // A BinaryFileResponse: with http.middleware "sendfile" Ferry sends the file itself (Range, 304 included).
