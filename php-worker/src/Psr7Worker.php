@@ -49,12 +49,16 @@ final class Psr7Worker
     /** Sends status, every header value and the whole body (rewound when seekable). */
     public function respond(ResponseInterface $response): void
     {
+        $this->worker->respond($response->getStatusCode(), $response->getHeaders(), self::content($response));
+    }
+
+    private static function content(ResponseInterface $response): string
+    {
         $body = $response->getBody();
         if ($body->isSeekable()) {
             $body->rewind();
         }
-        $content = $body->isReadable() ? $body->getContents() : (string) $body;
-        $this->worker->respond($response->getStatusCode(), $response->getHeaders(), $content);
+        return $body->isReadable() ? $body->getContents() : (string) $body;
     }
 
     public function error(string $message): void
@@ -68,7 +72,8 @@ final class Psr7Worker
     }
 
     /**
-     * Loops over requests with a PSR-15-like callable; exceptions become ERROR frames (see Worker::serve()).
+     * Loops over requests with a PSR-15-like callable; exceptions become ERROR frames, and what the handler
+     * prints goes before the response body (see Worker::serve()).
      *
      * @param callable(ServerRequestInterface): ResponseInterface $handler
      */
@@ -81,8 +86,7 @@ final class Psr7Worker
                     'the handler must return a ' . ResponseInterface::class . ', got ' . \get_debug_type($response),
                 );
             }
-            $this->respond($response);
-            return null;
+            return [$response->getStatusCode(), $response->getHeaders(), self::content($response)];
         });
     }
 

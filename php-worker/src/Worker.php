@@ -236,7 +236,9 @@ final class Worker
     /**
      * Loops over requests: $handler(Request) returns a Response, [status, headers, body] or a string
      * (200). An uncaught Throwable becomes an ERROR frame (the server answers 500), is logged to stderr
-     * and the loop goes on. The handler may answer by itself (respond(), error(), requestStop()).
+     * and the loop goes on. The handler may answer by itself (respond(), error(), requestStop()). What the
+     * handler prints (echo, print, var_dump) is sent before the body it returns, as php-fpm sends it; when
+     * it answered by itself or failed, what it printed goes to the log.
      *
      * @param callable(Request): mixed $handler returns Response|array{int, array, string}|string|null
      */
@@ -244,14 +246,33 @@ final class Worker
     {
         while (($request = $this->waitRequest()) !== null) {
             $frame = null;
+            $printed = '';
             try {
-                $result = $handler($request);
+                $level = \ob_get_level();
+                \ob_start();
+                try {
+                    $result = $handler($request);
+                } finally {
+                    while (\ob_get_level() > $level) {
+                        $printed = \ob_get_clean() . $printed;
+                    }
+                }
                 if ($this->pending && $result instanceof StreamedResponse) {
-                    $this->stream($result->status, $result->headers, $result->chunks);
+                    $chunks = $printed === '' ? $result->chunks : (static function () use ($printed, $result): \Generator {
+                        yield $printed;
+                        yield from $result->chunks;
+                    })();
+                    $printed = '';
+                    $this->stream($result->status, $result->headers, $chunks);
                     continue;
                 }
                 if ($this->pending) {
                     [$status, $headers, $body] = self::result($result);
+                    if ($printed !== '') { // printed before the body, as php-fpm sends it (and the length is ours)
+                        $headers = \array_filter($headers, static fn ($n): bool => \strcasecmp((string) $n, 'Content-Length') !== 0, \ARRAY_FILTER_USE_KEY);
+                        $body = $printed . $body;
+                        $printed = '';
+                    }
                     $frame = $this->responseFrame($status, $headers, $body);
                 }
             } catch (\Throwable $e) {
@@ -267,6 +288,10 @@ final class Worker
                     $this->error($e->getMessage() !== '' ? $e->getMessage() : $e::class);
                 }
                 continue;
+            } finally {
+                if ($printed !== '') {
+                    echo $printed; // the handler answered by itself, or failed: to the log (StdoutGuard)
+                }
             }
             if ($frame !== null) {
                 // Outside the try: a failing relay is not the application's error.
