@@ -5,8 +5,6 @@ use Illuminate\Support\Facades\Route;
 
 Route::get('/', [AppController::class, 'home']);
 Route::post('/notes', [AppController::class, 'storeNote']);
-Route::get('/api/info', [AppController::class, 'info']);
-Route::get('/api/notes', [AppController::class, 'notes']);
 Route::post('/upload', [AppController::class, 'upload']);
 Route::get('/download', [AppController::class, 'download']);
 Route::get('/stream', [AppController::class, 'stream']);

@@ -10,6 +10,7 @@ class RouteServiceProvider extends ServiceProvider
     public function boot()
     {
         $this->routes(function () {
+            Route::prefix('api')->middleware('api')->group(base_path('routes/api.php')); // no session, no CSRF
             Route::middleware('web')->group(base_path('routes/web.php'));
         });
     }
