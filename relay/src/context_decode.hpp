@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 
 namespace ferry::relay::detail {
 
@@ -166,15 +167,49 @@ template <typename A, typename V> Result<void> decode_tree(const V &root, Respon
     if (A::kind(*hs) != Kind::map)
         return fail("response headers are not a map: " + A::show(*hs));
     std::string bad;
+    // A name given twice (a msgpack map can; PHP's arrays and JSON objects cannot): the last one counts, in
+    // the first one's place, as Boost.JSON parses {"a":1,"a":2}, so both codecs answer alike (fuzz/context).
+    // Names are looked up through an index past a few headers (a 64 KiB head holds thousands).
+    std::unordered_map<std::string, std::size_t> index;
+    auto find = [&](std::string_view name) -> std::size_t {
+        if (out.headers.size() < 16) {
+            for (std::size_t i = 0; i < out.headers.size(); ++i)
+                if (out.headers[i].name == name)
+                    return i;
+            return out.headers.size();
+        }
+        if (index.size() != out.headers.size()) {
+            index.clear();
+            for (std::size_t i = 0; i < out.headers.size(); ++i)
+                index.emplace(out.headers[i].name, i);
+        }
+        auto it = index.find(std::string(name));
+        return it == index.end() ? out.headers.size() : it->second;
+    };
     bool ok = A::members(*hs, [&](std::string_view name, const V &v) {
         std::vector<std::string> values;
         if (!header_values<A>(v, values)) {
             bad = "response header " + shown(name) + " is not a string or a list of strings";
             return false;
         }
+        if (name.empty())
+            return true;
+        const std::size_t at = find(name);
+        if (at < out.headers.size()) {
+            if (values.empty()) { // null or [] last: nothing to send under this name
+                out.headers.erase(out.headers.begin() + static_cast<std::ptrdiff_t>(at));
+                index.clear();
+            } else {
+                out.headers[at].values = std::move(values);
+            }
+            return true;
+        }
         // A header with no values (null or an empty list) has nothing to send.
-        if (!name.empty() && !values.empty())
+        if (!values.empty()) {
             out.headers.push_back(HeaderField{std::string(name), std::move(values)});
+            if (!index.empty())
+                index.emplace(out.headers.back().name, out.headers.size() - 1);
+        }
         return true;
     });
     if (!ok)
