@@ -4,11 +4,9 @@ Laravel Octane does); Blade, CSRF forms, sessions, encrypted cookies, uploads, s
 output, errors, SQLite, and nothing of one request or one user reaching the next."""
 
 import hashlib
-import http.client
 import json
 import os
 import re
-import shutil
 import socket
 import sqlite3
 import subprocess
@@ -16,11 +14,10 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
+from frameworks import Client, check_streamed_lines, copy_example
 from harness import HOST, ROOT, Server, wait_until
 
-EXAMPLE = os.path.join(ROOT, "examples", "laravel")
 RUNNER = os.path.join(ROOT, "php-worker", "bin", "ferry-laravel")
 HAVE_LARAVEL = os.path.isfile("/usr/share/php/Illuminate/autoload.php") and \
     subprocess.run(["php", "-r", "exit(extension_loaded('pdo_sqlite') ? 0 : 1);"]).returncode == 0
@@ -28,9 +25,7 @@ HAVE_LARAVEL = os.path.isfile("/usr/share/php/Illuminate/autoload.php") and \
 
 def copy_app(dest):
     """The example as a project of its own (storage/ and the database in the test's directory)."""
-    app = os.path.join(dest, "app")
-    shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns("storage", "database.sqlite"))
-    return app
+    return copy_example("laravel", dest, ignore=("storage", "database.sqlite"))
 
 
 def laravel_config(app, workers=2):
@@ -50,37 +45,6 @@ def laravel_config(app, workers=2):
             "pool": {"num_workers": workers},
         },
     }
-
-
-class Client:
-    """One user: a keep-alive connection and a cookie jar."""
-
-    def __init__(self, srv):
-        self.conn = http.client.HTTPConnection(HOST, srv.port, timeout=20)
-        self.cookies = {}
-
-    def request(self, method, path, body=None, headers=None):
-        h = dict(headers or {})
-        if self.cookies:
-            h["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        if isinstance(body, dict):
-            body = urllib.parse.urlencode(body)
-            h.setdefault("Content-Type", "application/x-www-form-urlencoded")
-        self.conn.request(method, path, body=body, headers=h)
-        r = self.conn.getresponse()
-        data = r.read()
-        for value in r.headers.get_all("Set-Cookie") or []:
-            name, _, rest = value.partition("=")
-            self.cookies[name] = rest.split(";", 1)[0]
-        return r.status, r, data
-
-    def json(self, method, path, body=None, headers=None):
-        status, r, data = self.request(method, path, body, headers)
-        assert status == 200, (method, path, status, data[:800])
-        return json.loads(data)
-
-    def close(self):
-        self.conn.close()
 
 
 def check_isolation(test):
@@ -254,25 +218,7 @@ class LaravelTest(LaravelServer):
                 self.assertLess(last[pid] - m, 256 * 1024, (first, last))
 
     def test_streamed_response_arrives_as_it_is_printed(self):
-        s = socket.create_connection((HOST, self.srv.port), timeout=20)
-        try:
-            t0 = time.monotonic()
-            s.sendall(b"GET /stream?n=4&ms=400 HTTP/1.1\r\nHost: x\r\n\r\n")
-            data = b""
-            while b"line 1 " not in data:
-                data += s.recv(65536)
-            first = time.monotonic() - t0
-            while not data.endswith(b"0\r\n\r\n"):
-                chunk = s.recv(65536)
-                self.assertTrue(chunk, data)
-                data += chunk
-            total = time.monotonic() - t0
-        finally:
-            s.close()
-        self.assertIn(b"Transfer-Encoding: chunked", data)
-        self.assertEqual(len(re.findall(rb"line \d at ", data)), 4)
-        self.assertLess(first, 1.0)  # the first line came before the other three were produced (1.2 s)
-        self.assertGreater(total, 1.2)
+        check_streamed_lines(self, self.srv)
 
     def test_encrypted_cookies_round_trip(self):
         c = self.client()

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -14,18 +13,16 @@ import threading
 import time
 import unittest
 
+from frameworks import Client, check_streamed_lines, copy_example
 from harness import HOST, ROOT, Server, wait_until
 
-EXAMPLE = os.path.join(ROOT, "examples", "symfony")
 HAVE_SYMFONY = os.path.isfile("/usr/share/php/Symfony/Component/Runtime/SymfonyRuntime.php") and \
     os.path.isfile("/usr/share/php/Symfony/Bundle/TwigBundle/autoload.php")
 
 
 def copy_app(dest):
     """The example as a project of its own (its var/ — cache, sessions, uploads — in the test's directory)."""
-    app = os.path.join(dest, "app")
-    shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns("var"))
-    return app
+    return copy_example("symfony", dest, ignore=("var",))
 
 
 def symfony_config(app, workers=2):
@@ -45,35 +42,6 @@ def symfony_config(app, workers=2):
             "pool": {"num_workers": workers},
         },
     }
-
-
-class Client:
-    """One user: a keep-alive connection and a cookie jar."""
-
-    def __init__(self, srv):
-        import http.client
-        self.conn = http.client.HTTPConnection(HOST, srv.port, timeout=20)
-        self.cookies = {}
-
-    def request(self, method, path, body=None, headers=None):
-        h = dict(headers or {})
-        if self.cookies:
-            h["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        self.conn.request(method, path, body=body, headers=h)
-        r = self.conn.getresponse()
-        data = r.read()
-        for value in r.headers.get_all("Set-Cookie") or []:
-            name, _, rest = value.partition("=")
-            self.cookies[name] = rest.split(";", 1)[0]
-        return r.status, r, data
-
-    def json(self, method, path, body=None, headers=None):
-        status, r, data = self.request(method, path, body, headers)
-        assert status == 200, (status, data[:500])
-        return json.loads(data)
-
-    def close(self):
-        self.conn.close()
 
 
 @unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
@@ -201,25 +169,7 @@ class SymfonyTest(unittest.TestCase):
         self.assertTrue(wait_until(lambda: not os.path.exists(got["tmp"]), 5.0), got["tmp"])
 
     def test_streamed_response_arrives_as_it_is_printed(self):
-        s = socket.create_connection((HOST, self.srv.port), timeout=20)
-        try:
-            t0 = time.monotonic()
-            s.sendall(b"GET /stream?n=4&ms=400 HTTP/1.1\r\nHost: x\r\n\r\n")
-            data = b""
-            while b"line 1 " not in data:
-                data += s.recv(65536)
-            first = time.monotonic() - t0
-            while not data.endswith(b"0\r\n\r\n"):
-                chunk = s.recv(65536)
-                self.assertTrue(chunk, data)
-                data += chunk
-            total = time.monotonic() - t0
-        finally:
-            s.close()
-        self.assertIn(b"Transfer-Encoding: chunked", data)
-        self.assertEqual(len(re.findall(rb"line \d at ", data)), 4)
-        self.assertLess(first, 1.0)  # the first line came before the other three were produced (1.2 s)
-        self.assertGreater(total, 1.2)
+        check_streamed_lines(self, self.srv)
 
     def test_printed_output_goes_before_the_body(self):
         c = self.client()
