@@ -130,7 +130,8 @@ const schema::Table<HttpConfig> &http()
             }
             h.static_files.enabled =
                 std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
-            h.sendfile = std::find(h.middleware.begin(), h.middleware.end(), "sendfile") != h.middleware.end();
+            h.sendfile =
+                std::find(h.middleware.begin(), h.middleware.end(), "sendfile") != h.middleware.end();
         },
     };
     return table;

@@ -27,7 +27,7 @@ struct Head {
     int status = 200;
     const relay::ResponseContext *worker = nullptr; // headers from PHP (may be null)
     std::string_view content_type;                  // used when `worker` is null
-    std::string_view extra;                         // more header lines, each "Name: value\r\n", already valid
+    std::string_view extra; // more header lines, each "Name: value\r\n", already valid
     Framing framing = Framing::length;
     std::size_t content_length = 0;
     bool keep_alive = true;

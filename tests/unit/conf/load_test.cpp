@@ -200,8 +200,9 @@ TEST(ConfLoad, WebsocketBudgetsAndMessageTimeout)
     EXPECT_EQ(c.websockets.max_send_queue_memory, 0u); // no limit
     EXPECT_EQ(c.websockets.message_timeout, std::chrono::milliseconds(1500));
     // A bare number is megabytes, as for every size key; a bad value names the key and its line.
-    EXPECT_EQ(load(minimal + "websockets:\n  max_assembly_memory: 48\n").config.websockets.max_assembly_memory,
-              48ull << 20);
+    EXPECT_EQ(
+        load(minimal + "websockets:\n  max_assembly_memory: 48\n").config.websockets.max_assembly_memory,
+        48ull << 20);
     const std::string e =
         error_of("websockets:\n  max_send_queue_memory: lots\n", {"server.command=php w.php"});
     EXPECT_TRUE(contains(e, ".rr.yaml:2:")) << e;

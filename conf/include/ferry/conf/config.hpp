@@ -153,8 +153,8 @@ struct HttpConfig {
     // "sendfile" in http.middleware (RoadRunner's): a PHP response with an X-Sendfile header is answered with
     // the file it names, sent by the server; PHP sees "X-Sendfile-Type: X-Sendfile" in each request.
     bool sendfile = false;
-    bool access_logs = false;            // http.access_logs: a log line per request (logger "http.access")
-    StaticConfig static_files;           // http.static
+    bool access_logs = false;  // http.access_logs: a log line per request (logger "http.access")
+    StaticConfig static_files; // http.static
     PoolConfig pool;
 
     friend bool operator==(const HttpConfig &, const HttpConfig &) = default;
