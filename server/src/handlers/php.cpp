@@ -72,12 +72,15 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
         field.values.resize(1);
         field.values[0].assign(value);
     }
-    ctx.headers.resize(used);
     if (sendfile) { // http.middleware "sendfile": PHP may answer with X-Sendfile (handlers/sendfile.hpp)
-        auto &field = ctx.headers.emplace_back();
-        field.name = "X-Sendfile-Type";
-        field.values.assign(1, "X-Sendfile");
+        if (used == ctx.headers.size())
+            ctx.headers.emplace_back();
+        auto &field = ctx.headers[used++]; // reused as the others are: no allocation per request
+        field.name.assign("X-Sendfile-Type");
+        field.values.resize(1);
+        field.values[0].assign("X-Sendfile");
     }
+    ctx.headers.resize(used);
     ctx.parsed = false;
 }
 
