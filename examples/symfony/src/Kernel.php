@@ -25,7 +25,9 @@ class Kernel extends BaseKernel
             'secret' => '%env(APP_SECRET)%',
             'http_method_override' => false,
             'session' => [
-                'handler_id' => null, // PHP's files handler
+                // PHP's files handler in the app's own var/sessions (handler_id null would use php.ini's
+                // session.save_path, the system's /var/lib/php/sessions, and ignore save_path)
+                'handler_id' => 'session.handler.native_file',
                 'save_path' => '%kernel.project_dir%/var/sessions/%kernel.environment%',
                 'storage_factory_id' => 'session.storage.factory.native',
                 'cookie_secure' => 'auto',
