@@ -14,6 +14,9 @@ namespace Ferry\Worker;
  */
 final class Worker
 {
+    /** Garbage a worker lets build up between two collections of reference cycles (tidyMemory()). */
+    private const GARBAGE_BYTES = 1 << 20;
+
     private const STOP_PAYLOAD = '{"stop":true}';
 
     private bool $msgpack;
@@ -23,6 +26,8 @@ final class Worker
     private bool $exitOnFailure = false;
     /** The server asked this process to be its fork template (its pid), until the first waitRequest(). */
     private ?int $templateFor = null;
+    /** What the heap holds between requests once garbage is collected (null before the first request). */
+    private ?int $liveHeap = null;
 
     /**
      * @param bool|null $msgpack   announce msgpack in the handshake (null: when ext-msgpack is loaded)
@@ -75,6 +80,7 @@ final class Worker
             throw new \LogicException('answer the current request (respond(), error(), requestStop()) first');
         }
         StdoutGuard::rearm();
+        $this->tidyMemory();
         if ($this->templateFor !== null) {
             // Everything the script did before its first waitRequest() is shared by the workers forked here.
             $server = $this->templateFor;
@@ -329,6 +335,28 @@ final class Worker
     /**
      * @param array<array-key, mixed> $headers
      */
+    /**
+     * Between two requests, what php-fpm gets by ending each request: a worker's heap does not keep a
+     * request's garbage or peak. Reference cycles a request left (framework objects point at each other)
+     * are collected once they hold GARBAGE_BYTES more than the heap held after the last collection (PHP's
+     * own collector waits for 10,000 possible roots, megabytes later); and after a request that grew the
+     * heap past what it now uses, the memory manager's freed chunks go back to the system.
+     */
+    private function tidyMemory(): void
+    {
+        $used = \memory_get_usage();
+        if ($this->liveHeap === null) {
+            $this->liveHeap = $used; // the first request: what the boot left
+        } elseif ($used > $this->liveHeap + self::GARBAGE_BYTES) {
+            \gc_collect_cycles();
+            $this->liveHeap = \memory_get_usage();
+        }
+        if (\memory_get_peak_usage(true) > \memory_get_usage(true)) {
+            \gc_mem_caches();
+            \memory_reset_peak_usage();
+        }
+    }
+
     private function responseFrame(int $status, array $headers, string $body): string
     {
         [$ctx, $len] = $this->context($status, $headers);

@@ -416,6 +416,24 @@ final class WorkerTest extends TestCase
         $this->assertSame(['text/event-stream'], $ctx['headers']['Content-Type']);
     }
 
+    public function testReferenceCyclesARequestLeftAreCollectedBeforeTheNextRequest(): void
+    {
+        $w = $this->worker(Wire::pidFrame() . Wire::request() . Wire::request());
+        self::assertNotNull($w->waitRequest());
+        $w->respond(200);
+        $before = \memory_get_usage();
+        for ($i = 0; $i < 100; ++$i) { // 4 MB in 100 cycles: refcounting frees none, PHP's collector waits
+            $node = new \stdClass();    // for 10,000 roots
+            $node->self = $node;
+            $node->data = \str_repeat('x', 40_000);
+        }
+        unset($node);
+        self::assertGreaterThan($before + (3 << 20), \memory_get_usage());
+        self::assertNotNull($w->waitRequest());
+        self::assertLessThan($before + (1 << 20), \memory_get_usage(), 'the cycles were collected');
+        $w->respond(200);
+    }
+
     private function captureStderr(callable $fn): string
     {
         return CaptureFilter::stderr($fn);
