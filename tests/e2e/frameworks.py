@@ -1,6 +1,6 @@
-"""What the framework suites (test_symfony, test_laravel) share: a user with a cookie jar on a keep-alive
-connection, the example copied into a test's directory, and the check that a streamed response arrives as it is
-printed."""
+"""What the framework suites (test_symfony, test_laravel) share: the example copied into a test's directory and
+served for a test class (AppServer), a user with a cookie jar on a keep-alive connection, and the check that a
+streamed response arrives as it is printed."""
 
 import http.client
 import json
@@ -8,10 +8,12 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 import time
+import unittest
 import urllib.parse
 
-from harness import HOST, ROOT
+from harness import HOST, ROOT, Server
 
 
 def copy_example(name, dest, ignore=()):
@@ -19,6 +21,48 @@ def copy_example(name, dest, ignore=()):
     app = os.path.join(dest, "app")
     shutil.copytree(os.path.join(ROOT, "examples", name), app, ignore=shutil.ignore_patterns(*ignore))
     return app
+
+
+class AppServer(unittest.TestCase):
+    """One Ferry serving a fresh copy of an example for the whole test class. A suite sets PREFIX and
+    defines copy_app(dest) -> app directory and config(app) -> Ferry config; a class may add POOL
+    (http.pool keys) and ENV (the server's environment)."""
+    PREFIX = "ferry-app-"
+    ENV = {}
+    POOL = {}
+
+    @classmethod
+    def copy_app(cls, dest):
+        raise NotImplementedError
+
+    @classmethod
+    def config(cls, app):
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix=cls.PREFIX)
+        try:
+            cls.app = cls.copy_app(cls.tmp.name)
+            config = cls.config(cls.app)
+            config["http"]["pool"].update(cls.POOL)
+            cls.srv = Server(config, env=cls.ENV).start(timeout=30)
+        except BaseException:
+            cls.tmp.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.srv.stop()
+        finally:
+            cls.srv.close()
+            cls.tmp.cleanup()
+
+    def client(self):
+        c = Client(self.srv)
+        self.addCleanup(c.close)
+        return c
 
 
 class Client:

@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 
-from frameworks import Client, check_streamed_lines, copy_example
+from frameworks import AppServer, Client, check_streamed_lines, copy_example
 from harness import HOST, ROOT, Server, wait_until
 
 RUNNER = os.path.join(ROOT, "php-worker", "bin", "ferry-laravel")
@@ -89,30 +89,16 @@ def check_isolation(test):
     return sessions
 
 
-class LaravelServer(unittest.TestCase):
-    ENV = {}
-    POOL = {}
+class LaravelServer(AppServer):
+    PREFIX = "ferry-laravel-"
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="ferry-laravel-")
-        cls.app = copy_app(cls.tmp.name)
-        config = laravel_config(cls.app)
-        config["http"]["pool"].update(cls.POOL)
-        cls.srv = Server(config, env=cls.ENV).start(timeout=30)
+    def copy_app(cls, dest):
+        return copy_app(dest)
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.srv.stop()
-        finally:
-            cls.srv.close()
-            cls.tmp.cleanup()
-
-    def client(self):
-        c = Client(self.srv)
-        self.addCleanup(c.close)
-        return c
+    def config(cls, app):
+        return laravel_config(app)
 
 
 @unittest.skipUnless(HAVE_LARAVEL, "Laravel from Debian (scripts/setup.sh installs php-laravel-framework, php-sqlite3)")

@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from frameworks import Client, check_streamed_lines, copy_example
+from frameworks import AppServer, Client, check_streamed_lines, copy_example
 from harness import HOST, ROOT, Server, wait_until
 
 HAVE_SYMFONY = os.path.isfile("/usr/share/php/Symfony/Component/Runtime/SymfonyRuntime.php") and \
@@ -44,27 +44,20 @@ def symfony_config(app, workers=2):
     }
 
 
+class SymfonyServer(AppServer):
+    PREFIX = "ferry-symfony-"
+
+    @classmethod
+    def copy_app(cls, dest):
+        return copy_app(dest)
+
+    @classmethod
+    def config(cls, app):
+        return symfony_config(app)
+
+
 @unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
-class SymfonyTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="ferry-symfony-")
-        cls.app = copy_app(cls.tmp.name)
-        cls.srv = Server(symfony_config(cls.app)).start(timeout=30)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.srv.stop()
-        finally:
-            cls.srv.close()
-            cls.tmp.cleanup()
-
-    def client(self):
-        c = Client(self.srv)
-        self.addCleanup(c.close)
-        return c
-
+class SymfonyTest(SymfonyServer):
     def test_kernel_boots_once_per_worker(self):
         c = self.client()
         seen = {}
@@ -86,6 +79,8 @@ class SymfonyTest(unittest.TestCase):
         self.assertIn(b"Symfony 5.4", body)
         self.assertIn(b'<span id="visits">1</span>', body)
         self.assertIn("PHPSESSID", c.cookies)
+        # the session is a file of the app's var/sessions (framework.session.save_path), not of php.ini's
+        self.assertTrue(os.path.isfile(os.path.join(self.app, "var", "sessions", "prod", "sess_" + c.cookies["PHPSESSID"])))
         status, r, body = c.request("GET", "/")
         self.assertIn(b'<span id="visits">2</span>', body)
         status, r, body = c.request("GET", "/assets/app.css")
@@ -306,6 +301,27 @@ class SymfonyTest(unittest.TestCase):
         c = self.client()
         got = c.json("GET", "/session")
         self.assertEqual((got["n"], got["name"]), (1, None))
+
+
+@unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
+class ForkedWorkers(SymfonyServer):
+    POOL = {"fork": True, "max_jobs": 7}
+
+    def test_workers_forked_from_the_booted_kernel(self):
+        # http.pool.fork (what the example's .rr.yaml sets): the kernel boots once in the template; each worker
+        # (recycled every 7 requests) is forked from it, opens its own SQLite connection and serves sessions
+        self.assertTrue(self.srv.wait_for_log("ready: new workers are forked from it", 10.0))
+        c = self.client()
+        pids = set()
+        for n in range(1, 31):
+            info = c.json("GET", "/api/info")
+            pids.add(info["pid"])
+            self.assertLessEqual(info["served"], 7, info)  # counted from the template's 0
+            self.assertEqual(c.json("GET", "/api/notes")["in_transaction"], False)
+            got = c.json("POST", "/session", {"name": f"forked{n}"})
+            self.assertEqual((got["n"], got["name"]), (n, f"forked{n}"))
+        self.assertGreater(len(pids), 2, pids)  # recycled workers, forked again
+        self.assertNotIn("unexpectedly", self.srv.stderr())
 
 
 @unittest.skipUnless(HAVE_SYMFONY, "Symfony from Debian (scripts/setup.sh installs php-symfony-*)")
