@@ -226,6 +226,15 @@ class LaravelTest(LaravelServer):
             status, r, body = self.client().request("GET", "/cookie")
             self.assertFalse([v for v in r.headers.get_all("Set-Cookie") or [] if v.startswith("flavour=")])
 
+    def test_json_and_form_bodies_are_the_requests_input(self):
+        c = self.client()
+        body = json.dumps({"name": "json-user", "a": {"b": 2}})
+        status, r, data = c.request("POST", "/api/input", body, {"Content-Type": "application/json"})
+        self.assertEqual(status, 200, data[:300])
+        self.assertEqual(json.loads(data), {"all": {"name": "json-user", "a": {"b": 2}}, "name": "json-user", "b": 2})
+        got = c.json("POST", "/api/input", {"name": "form-user", "a[b]": "3"})
+        self.assertEqual((got["name"], got["b"]), ("form-user", "3"))
+
     def test_printed_output_goes_before_the_body(self):
         c = self.client()
         status, r, body = c.request("GET", "/echo")

@@ -7,3 +7,4 @@ use Illuminate\Support\Facades\Route;
 
 Route::get('/info', [AppController::class, 'info']);
 Route::get('/notes', [AppController::class, 'notes']);
+Route::post('/input', [AppController::class, 'input']);

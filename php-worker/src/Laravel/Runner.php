@@ -28,7 +28,7 @@ final class Runner
         $server = $_SERVER;
         unset($server['argv'], $server['argc'], $server['SCRIPT_FILENAME'], $server['SCRIPT_NAME'], $server['PHP_SELF'], $server['PATH_TRANSLATED']);
         $front = $app->publicPath() . '/index.php';
-        $this->bridge = new HttpFoundation($server, '/index.php', \is_file($front) ? (\realpath($front) ?: $front) : '', UploadedFile::class);
+        $this->bridge = new HttpFoundation($server, '/index.php', \is_file($front) ? (\realpath($front) ?: $front) : '', UploadedFile::class, Request::class);
         // Some providers and the URL generator want a request while they boot; the real one comes per request.
         $app->instance('request', Request::create('http://localhost/'));
         $app->make(HttpKernel::class)->bootstrap();
@@ -69,7 +69,11 @@ final class Runner
     public function serve(Worker $worker, \Ferry\Worker\Request $ferryRequest): void
     {
         $this->databases()?->prepare();
-        $request = Request::createFromBase($this->bridge->toSymfony($ferryRequest));
+        $request = $this->bridge->toSymfony($ferryRequest); // an Illuminate\Http\Request
+        \assert($request instanceof Request);
+        if ($request->isJson()) { // as Request::createFromBase() does: a JSON body is the request's input
+            $request->request = $request->json();
+        }
         $sandbox = $this->sandbox->create();
         $this->app->instance('request', $request); // what the base app's resolvers (captured at boot) see
         $kernel = $sandbox->make(HttpKernel::class);

@@ -134,9 +134,16 @@ final class Sandbox
         }
         if ($app->resolved('translator')) {
             $config = $this->app['config']; // the boot configuration (a request's App::setLocale() changed its copy)
-            $app['translator']->setLocale((string) $config->get('app.locale', 'en'));
-            $app['translator']->setFallback((string) $config->get('app.fallback_locale', 'en'));
-            if (\class_exists(\Carbon\Laravel\ServiceProvider::class)) {
+            $locale = (string) $config->get('app.locale', 'en');
+            $translator = $app['translator'];
+            if ($translator->getLocale() !== $locale) {
+                $translator->setLocale($locale);
+            }
+            $translator->setFallback((string) $config->get('app.fallback_locale', 'en'));
+            // Carbon's locale follows the app's (Carbon's provider); set again only when a request changed it
+            // (the provider's updateLocale() costs more than a small request's whole handling)
+            if (\class_exists(\Carbon\Laravel\ServiceProvider::class)
+                && (\Carbon\Carbon::getLocale() !== $locale || \Carbon\CarbonImmutable::getLocale() !== $locale)) {
                 (new \Carbon\Laravel\ServiceProvider($app))->updateLocale();
             }
         }

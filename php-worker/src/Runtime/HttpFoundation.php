@@ -28,12 +28,15 @@ final class HttpFoundation
      * @param string               $scriptFile SCRIPT_FILENAME (the front controller's real path)
      * @param class-string<UploadedFile> $fileClass the uploads' class (Laravel's Illuminate\Http\UploadedFile,
      *                                   which Laravel's Request would otherwise rebuild out of test mode)
+     * @param class-string<SymfonyRequest> $requestClass the request's class (Laravel's Illuminate\Http\Request,
+     *                                   built at once rather than copied from a Symfony one)
      */
     public function __construct(
         private readonly array $baseServer,
         private readonly string $script,
         private readonly string $scriptFile,
         private readonly string $fileClass = UploadedFile::class,
+        private readonly string $requestClass = SymfonyRequest::class,
     ) {
     }
 
@@ -53,8 +56,7 @@ final class HttpFoundation
             \parse_str($content, $post);
         }
         $files = $request->uploads !== null ? $this->files($request->uploads) : [];
-        $sf = new SymfonyRequest($request->query, $post, $request->attributes, $request->cookies, $files, $server, $content);
-        return $sf;
+        return new ($this->requestClass)($request->query, $post, $request->attributes, $request->cookies, $files, $server, $content);
     }
 
     /**

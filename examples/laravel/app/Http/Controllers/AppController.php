@@ -150,6 +150,12 @@ class AppController extends Controller
     }
 
     // Legacy code that prints from a controller: php-fpm sends it before the body; so does Ferry.
+    // What the app reads from a request body: a JSON body and a form alike ($request->input())
+    public function input(Request $request)
+    {
+        return response()->json(['all' => $request->all(), 'name' => $request->input('name'), 'b' => $request->input('a.b')]);
+    }
+
     public function echo()
     {
         echo "printed by the controller\n";
