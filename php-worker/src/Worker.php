@@ -337,7 +337,7 @@ final class Worker
      */
     /**
      * Between two requests, what php-fpm gets by ending each request: a worker's heap does not keep a
-     * request's garbage or peak. Reference cycles a request left (framework objects point at each other)
+     * request's garbage or peak, nor the boot's. Reference cycles a request left (framework objects point at each other)
      * are collected once they hold GARBAGE_BYTES more than the heap held after the last collection (PHP's
      * own collector waits for 10,000 possible roots, megabytes later); and after a request that grew the
      * heap past what it now uses, the memory manager's freed chunks go back to the system.
@@ -346,7 +346,11 @@ final class Worker
     {
         $used = \memory_get_usage();
         if ($this->liveHeap === null) {
-            $this->liveHeap = $used; // the first request: what the boot left
+            // Before the first request (in a fork template: before the first fork, whose children would each
+            // map the template's heap): what the boot left as garbage (a container compiled, config parsed)
+            \gc_collect_cycles();
+            \gc_mem_caches();
+            $this->liveHeap = \memory_get_usage();
         } elseif ($used > $this->liveHeap + self::GARBAGE_BYTES) {
             \gc_collect_cycles();
             $this->liveHeap = \memory_get_usage();
