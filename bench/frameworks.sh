@@ -48,12 +48,19 @@ declare -A ROUTES=([symfony]="/api/info /:returning /:first" [laravel]="/api/inf
 declare -A ROUTE_LABEL=([/api/info]="\`/api/info\`" [/:returning]="\`/\` returning visitor" [/:first]="\`/\` first visit")
 declare -A FERRY_PORT FPM_PORT FERRY_PID FPM_PID APPDIR
 
-# The app as a project of its own under $TMP (its var/ or storage/ fresh), its front controller's path.
+# The app as a project of its own under $TMP (its var/ or storage/ fresh), deployed as in production: Symfony's
+# container compiled into var/cache beforehand (what bin/console cache:warmup does at a deploy; else the first
+# php-fpm request, or Ferry's fork template, would compile it while serving).
 prepare_app() {
   local app=$1 dir="$TMP/$1"
   cp -r "$ROOT/examples/$app" "$dir"
   rm -rf "$dir/var" "$dir/storage/framework/cache/data" 2>/dev/null || true
   APPDIR[$app]=$dir
+  if [[ "$app" == symfony ]]; then
+    (cd "$dir" && APP_ENV=prod APP_DEBUG=0 php "${OPCACHE_PROD[@]}" -r \
+      'require "vendor/autoload.php"; (new App\Kernel("prod", false))->boot();') || die "symfony: cache warm-up failed"
+    [[ -d "$dir/var/cache/prod" ]] || die "symfony: no var/cache/prod after the warm-up"
+  fi
 }
 
 start_ferry_app() {
