@@ -18,7 +18,8 @@ constexpr const char *usage_text = R"(usage: ferry <command> [options]
 
 commands:
   serve            start the HTTP server and its PHP worker pool (default config: ./.rr.yaml)
-  config           print the effective configuration and exit (same as serve --dry-run)
+  config           print the effective configuration and exit (same as serve --dry-run);
+                   config --reference: every key, its values, default and meaning (Markdown)
   workers [pool]   list the running server's workers (pid, state, jobs, memory, age) [--json] [-i: every second]
   reset [pool]     rolling reset of the running server's workers (pool: http, or websockets)
   stop             graceful stop of the running server
@@ -68,6 +69,10 @@ int main(int argc, char **argv)
     }
     if (command == "version" || command == "--version" || command == "-v") {
         std::printf("ferry %s\n", ferry::version);
+        return 0;
+    }
+    if (command == "config" && args.size() == 2 && args[1] == "--reference") {
+        std::fputs(ferry::conf::reference().c_str(), stdout);
         return 0;
     }
     const bool control = command == "workers" || command == "reset" || command == "stop";

@@ -63,15 +63,30 @@ const schema::Table<Config> &config()
         {
             string("version", &Config::version, "\"3\" (or \"2.7\")")
                 .checked(supported_version)
-                .warn_if_missing(),
-            section("server", &Config::server, server()),
-            section("http", &Config::http, http()),
-            section("rpc", &Config::rpc, rpc()),
-            section("reload", &Config::reload, reload()),
-            section("websockets", &Config::websockets, websockets()),
-            section("status", &Config::status, status()),
-            section("logs", &Config::logs, logs()),
-            section("metrics", &Config::metrics, metrics()),
+                .warn_if_missing()
+                .described("The configuration format: RoadRunner's `\"3\"` (or `\"2.7\"`); anything else is "
+                           "refused."),
+            section("server", &Config::server, server())
+                .described("The PHP workers: the command Ferry starts and their environment."),
+            section("http", &Config::http, http())
+                .described("The HTTP server: listener, event loops, limits and timeouts, uploads, "
+                           "middleware, static files and the worker pool."),
+            section("rpc", &Config::rpc, rpc())
+                .described("The control socket (RoadRunner's RPC: `ferry workers`, `ferry reset`, `ferry "
+                           "stop` and PHP's RPC client reach the server here)."),
+            section("reload", &Config::reload, reload())
+                .described("The file watcher: present, it resets the workers when a watched file changes "
+                           "(development)."),
+            section("websockets", &Config::websockets, websockets())
+                .described("WebSockets and server-sent events held by the server; PHP authorizes connections "
+                           "and handles messages in a pool of its own."),
+            section("status", &Config::status, status())
+                .described("Health checks: present, `GET /health` and `GET /ready` are served on their own "
+                           "address."),
+            section("logs", &Config::logs, logs())
+                .described("The server's log: absent, info level on stderr in console encoding."),
+            section("metrics", &Config::metrics, metrics())
+                .described("Prometheus metrics: present, `GET /metrics` is served on its own address."),
         },
         {"broadcast", "kv", "jobs", "grpc", "tcp", "service", "temporal", "otel", "endure", "fileserver",
          "centrifuge", "lock", "redis"},

@@ -49,11 +49,19 @@ const schema::Table<HttpConfig> &uploads()
     using namespace schema;
     static const Table<HttpConfig> table{
         {
-            string("dir", &HttpConfig::uploads_dir, "a directory for temp files"),
-            list("forbid", &HttpConfig::uploads_forbid, "a list of file extensions such as \".php\""),
-            list("allow", &HttpConfig::uploads_allow, "a list of file extensions such as \".jpg\""),
+            string("dir", &HttpConfig::uploads_dir, "a directory for temp files")
+                .described("Where large request bodies and uploaded files are written (empty: `$TMPDIR` or "
+                           "`/tmp`; checked at start). Files left by a server killed with -9 are removed at "
+                           "the next start."),
+            list("forbid", &HttpConfig::uploads_forbid, "a list of file extensions such as \".php\"")
+                .described("Uploaded files with these extensions get error 8 (`UPLOAD_ERR_EXTENSION`)."),
+            list("allow", &HttpConfig::uploads_allow, "a list of file extensions such as \".jpg\"")
+                .described(
+                    "When set, only uploaded files with these extensions are kept; others get error 8."),
             size("max_file_size", &HttpConfig::uploads_max_file_size,
-                 "a number of megabytes, or a size such as \"512KB\" (0 = no limit)", 0),
+                 "a number of megabytes, or a size such as \"512KB\" (0 = no limit)", 0)
+                .described("Ferry's own: the largest uploaded file (0: no limit); a larger one gets error 1 "
+                           "(`UPLOAD_ERR_INI_SIZE`)."),
         },
     };
     return table;
@@ -64,22 +72,35 @@ const schema::Table<HttpConfig> &limits()
     using namespace schema;
     static const Table<HttpConfig> table{{
         size("max_request_line", &HttpConfig::max_request_line,
-             "a positive number of megabytes, or a size such as \"8KB\""),
+             "a positive number of megabytes, or a size such as \"8KB\"")
+            .described("The longest request line; longer: 414."),
         size("max_header_size", &HttpConfig::max_header_size,
-             "a positive number of megabytes, or a size such as \"64KB\""),
+             "a positive number of megabytes, or a size such as \"64KB\"")
+            .described("The request line and headers together; larger: 431."),
         size("body_buffer_size", &HttpConfig::body_buffer_size,
-             "a positive number of megabytes, or a size such as \"1MB\""),
+             "a positive number of megabytes, or a size such as \"1MB\"")
+            .described("A request body larger than this goes to a temp file in `uploads.dir`."),
         size("max_head_memory", &HttpConfig::max_head_memory,
-             "a number of megabytes, or a size such as \"64MB\" (0 = no limit)", 0),
+             "a number of megabytes, or a size such as \"64MB\" (0 = no limit)", 0)
+            .described("Receive buffers past each connection's first 8 KiB (large heads, pipelined "
+                       "requests), all connections together; past it new requests get 503 (0: no limit)."),
         size("max_body_memory", &HttpConfig::max_body_memory,
-             "a positive number of megabytes, or a size such as \"256MB\""),
-        integer("max_pipelined", &HttpConfig::max_pipelined, "a positive integer", 1),
+             "a positive number of megabytes, or a size such as \"256MB\"")
+            .described("Request and response bodies, forms and multipart fields held in memory, all "
+                       "connections together; one connection takes at most 1/8 (a form past it: 413)."),
+        integer("max_pipelined", &HttpConfig::max_pipelined, "a positive integer", 1)
+            .described("Responses batched before a flush on a pipelined connection."),
         size("max_form_size", &HttpConfig::max_form_size,
-             "a positive number of megabytes, or a size such as \"8MB\""),
-        integer("max_form_fields", &HttpConfig::max_form_fields, "a positive integer", 1),
-        integer("max_form_depth", &HttpConfig::max_form_depth, "a positive integer", 1),
+             "a positive number of megabytes, or a size such as \"8MB\"")
+            .described("A urlencoded form is parsed in memory: a larger one gets 413."),
+        integer("max_form_fields", &HttpConfig::max_form_fields, "a positive integer", 1)
+            .described("Fields per form (PHP's `max_input_vars`): more gets 400 naming this key."),
+        integer("max_form_depth", &HttpConfig::max_form_depth, "a positive integer", 1)
+            .described("Brackets per field name (PHP's `max_input_nesting_level`): deeper gets 400."),
         size("min_body_rate", &HttpConfig::min_body_rate,
-             "megabytes per second, or a size such as \"1KB\" per second (0 = no minimum)", 0),
+             "megabytes per second, or a size such as \"1KB\" per second (0 = no minimum)", 0)
+            .described("Bytes per second a body must keep arriving at once `timeouts.read_body` has passed "
+                       "since its first read (slower: 408; 0: no minimum)."),
     }};
     return table;
 }
@@ -88,10 +109,14 @@ const schema::Table<HttpConfig> &timeouts()
 {
     using namespace schema;
     static const Table<HttpConfig> table{{
-        duration("read_header", &HttpConfig::read_header_timeout),
-        duration("read_body", &HttpConfig::read_body_timeout),
-        duration("write", &HttpConfig::write_timeout),
-        duration("idle", &HttpConfig::idle_timeout),
+        duration("read_header", &HttpConfig::read_header_timeout)
+            .described("To receive a whole request head (408 past it)."),
+        duration("read_body", &HttpConfig::read_body_timeout)
+            .described("Between two reads of a request body (408 past it)."),
+        duration("write", &HttpConfig::write_timeout)
+            .described("Without progress while writing a response; the connection is closed past it."),
+        duration("idle", &HttpConfig::idle_timeout)
+            .described("A keep-alive connection without a request is closed after this."),
     }};
     return table;
 }
@@ -103,24 +128,45 @@ const schema::Table<HttpConfig> &http()
     using namespace schema;
     static const Table<HttpConfig> table{
         {
-            address("address", &HttpConfig::address),
+            address("address", &HttpConfig::address)
+                .described("Where the HTTP server listens: `host:port`; `:8080` is every interface; port 0 "
+                           "takes a free port (logged)."),
             integer("io_threads", &HttpConfig::io_threads,
-                    "a number of event loops from 0 (one per two CPUs) to 1024", 0, 1024),
-            string("accept", &HttpConfig::accept, "\"handoff\" or \"reuseport\"").checked(accept_mode),
+                    "a number of event loops from 0 (one per two CPUs) to 1024", 0, 1024)
+                .described("Ferry's own: event loops, one thread each; 0: half the usable CPUs rounded up, "
+                           "at least 2 when two or more workers are pinned (`pool.cpu_affinity`)."),
+            string("accept", &HttpConfig::accept, "\"handoff\" or \"reuseport\"")
+                .checked(accept_mode)
+                .described("Ferry's own: `handoff` (one listener, each connection to the loop with the "
+                           "fewest) or `reuseport` (one `SO_REUSEPORT` listener per loop)."),
             size("max_request_size", &HttpConfig::max_request_size,
-                 "a positive number of megabytes, or a size such as \"10MB\""),
+                 "a positive number of megabytes, or a size such as \"10MB\"")
+                .described(
+                    "The largest request body (RoadRunner's key, in megabytes when bare); larger: 413."),
             integer("internal_error_code", &HttpConfig::internal_error_code,
-                    "an HTTP status code from 400 to 599", 400, 599),
-            boolean("raw_body", &HttpConfig::raw_body),
+                    "an HTTP status code from 400 to 599", 400, 599)
+                .described("The status sent when a worker answers with an error frame."),
+            boolean("raw_body", &HttpConfig::raw_body)
+                .described("RoadRunner's: urlencoded and multipart bodies reach PHP unparsed."),
             list("trusted_subnets", &HttpConfig::trusted_subnets, "a list of subnets such as \"10.0.0.0/8\"")
-                .checked(subnets),
-            group("uploads", uploads()),
-            group("limits", limits()),
-            group("timeouts", timeouts()),
-            list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\""),
-            boolean("access_logs", &HttpConfig::access_logs),
-            section("static", &HttpConfig::static_files, static_files()),
-            section("pool", &HttpConfig::pool, pool()),
+                .checked(subnets)
+                .described(
+                    "Proxies whose `X-Forwarded-For`, `X-Real-Ip`, `Forwarded` and `X-Forwarded-Proto` are "
+                    "believed (what RoadRunner's `proxy_ip_parser` middleware does)."),
+            group("uploads", uploads()).described("Uploaded files and large bodies."),
+            group("limits", limits())
+                .described(
+                    "Ferry's own: what one request and all connections together may make the server hold."),
+            group("timeouts", timeouts()).described("Ferry's own: the client side's timeouts."),
+            list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
+                .described("`static` (files from `http.static.dir` before PHP) and `sendfile` (a worker's "
+                           "`X-Sendfile` header answered from the file); other RoadRunner middleware is "
+                           "warned and ignored."),
+            boolean("access_logs", &HttpConfig::access_logs)
+                .described("One log line per request (logger `http.access`, info level)."),
+            section("static", &HttpConfig::static_files, static_files())
+                .described("Static files, served before PHP when `middleware` lists `static`."),
+            section("pool", &HttpConfig::pool, pool()).described("The HTTP workers."),
         },
         {"headers", "gzip", "ssl", "fcgi", "http2", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {

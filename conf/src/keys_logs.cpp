@@ -75,10 +75,23 @@ const schema::Table<LogsConfig> &logs()
     using namespace schema;
     static const Table<LogsConfig> table{
         {
-            string("mode", &LogsConfig::mode, mode_expected).checked(mode),
-            string("level", &LogsConfig::level, level_expected).checked(level),
-            string("encoding", &LogsConfig::encoding, encoding_expected).checked(encoding),
-            string("output", &LogsConfig::output, output_expected).checked(output),
+            string("mode", &LogsConfig::mode, mode_expected)
+                .checked(mode)
+                .described("`development` (debug, console), `production` (info, json), `raw` (the message "
+                           "alone), `off` (nothing); `none` is `off`."),
+            string("level", &LogsConfig::level, level_expected)
+                .checked(level)
+                .described(
+                    "Overrides the mode's level: `debug`, `info`, `warn` (`warning`), `error` (`panic` and "
+                    "`fatal` read as `error`); `--log-level` and `FERRY_LOG_LEVEL` override it in turn."),
+            string("encoding", &LogsConfig::encoding, encoding_expected)
+                .checked(encoding)
+                .described("Overrides the mode's encoding: `console` (one text line) or `json` (one object "
+                           "per line)."),
+            string("output", &LogsConfig::output, output_expected)
+                .checked(output)
+                .described("`stderr`, `stdout` or a file path (appended to, created 0644, checked at start); "
+                           "RoadRunner's list form is not read yet."),
         },
         // err_output only receives zap's own errors (a failed write), which Ferry's logger has no second
         // place for; channels (a level per plugin), file rotation, custom formats: not yet.

@@ -9,8 +9,12 @@ const schema::Table<MetricsConfig> &metrics()
     using namespace schema;
     static const Table<MetricsConfig> table{
         {
-            address("address", &MetricsConfig::address).warned(every_interface),
-            duration("first_byte_timeout", &MetricsConfig::first_byte_timeout).checked(positive_duration),
+            address("address", &MetricsConfig::address)
+                .warned(every_interface)
+                .described("Where `GET /metrics` is served; every interface (`:2112`) is warned."),
+            duration("first_byte_timeout", &MetricsConfig::first_byte_timeout)
+                .checked(positive_duration)
+                .described("Ferry's own: as `rpc.first_byte_timeout`."),
         },
         {"collect"},
         nullptr,

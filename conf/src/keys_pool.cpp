@@ -51,14 +51,24 @@ const schema::Table<PoolConfig> &supervisor()
     using namespace schema;
     static const Table<PoolConfig> table{
         {
-            duration("exec_ttl", &PoolConfig::exec_ttl),
-            duration("client_gone_ttl", &PoolConfig::client_gone_ttl),
-            duration("exec_warn", &PoolConfig::exec_warn),
-            duration("watch_tick", &PoolConfig::watch_tick).checked(positive_duration),
-            duration("ttl", &PoolConfig::ttl),
-            duration("idle_ttl", &PoolConfig::idle_ttl),
+            duration("exec_ttl", &PoolConfig::exec_ttl)
+                .described("A request running longer gets 504 and its worker is killed (0: off); a streamed "
+                           "response is timed until its head."),
+            duration("client_gone_ttl", &PoolConfig::client_gone_ttl)
+                .described("Ferry's own: a request whose client closed or reset its connection may run this "
+                           "long more; then its worker is killed and replaced (0: until `exec_ttl`)."),
+            duration("exec_warn", &PoolConfig::exec_warn)
+                .described("Ferry's own: log a request running longer than this (0: off)."),
+            duration("watch_tick", &PoolConfig::watch_tick)
+                .checked(positive_duration)
+                .described("How often `ttl`, `idle_ttl` and `max_worker_memory` are checked."),
+            duration("ttl", &PoolConfig::ttl)
+                .described("A worker's lifetime; then it is replaced between requests (0: unlimited)."),
+            duration("idle_ttl", &PoolConfig::idle_ttl)
+                .described("A worker idle this long after its first request is replaced (0: unlimited)."),
             size("max_worker_memory", &PoolConfig::max_worker_memory,
-                 "a number of megabytes, or a size such as \"256MB\"; 0 = unlimited", 0),
+                 "a number of megabytes, or a size such as \"256MB\"; 0 = unlimited", 0)
+                .described("A worker whose RSS passes this is replaced between requests (0: unlimited)."),
         },
         {},
     };
@@ -72,22 +82,48 @@ const schema::Table<PoolConfig> &pool()
     using namespace schema;
     static const Table<PoolConfig> table{
         {
-            integer("num_workers", &PoolConfig::num_workers, "a non-negative integer"),
-            integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited"),
-            string("fork", &PoolConfig::fork, fork_expected).checked(fork_mode),
-            boolean("fork_fast_exit", &PoolConfig::fork_fast_exit),
+            integer("num_workers", &PoolConfig::num_workers, "a non-negative integer")
+                .described("PHP workers; 0: the CPUs this process may run on."),
+            integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited")
+                .described("A worker is replaced after this many requests (0: never)."),
+            string("fork", &PoolConfig::fork, fork_expected)
+                .checked(fork_mode)
+                .described("Ferry's own: `true` forks workers from a template process, after the app's boot "
+                           "for Ferry's PHP library (after PHP's start for other workers); `php` always "
+                           "after PHP's start; `false` starts each worker with the command."),
+            boolean("fork_fast_exit", &PoolConfig::fork_fast_exit)
+                .described("Ferry's own: a stopped forked worker ends with `_exit(0)` after PHP's request "
+                           "shutdown, without the engine's teardown."),
             string("recycle_priority", &PoolConfig::recycle_priority, recycle_priority_expected)
-                .checked(recycle_priority),
-            string("cpu_affinity", &PoolConfig::cpu_affinity, cpu_affinity_expected).checked(cpu_affinity),
-            duration("allocate_timeout", &PoolConfig::allocate_timeout),
-            integer("max_queue_size", &PoolConfig::max_queue_size, "a non-negative integer; 0 = no limit"),
-            duration("destroy_timeout", &PoolConfig::destroy_timeout),
-            duration("boot_timeout", &PoolConfig::boot_timeout),
-            duration("reset_timeout", &PoolConfig::reset_timeout),
+                .checked(recycle_priority)
+                .described("Ferry's own: `idle` boots replacements and ends retired workers under "
+                           "`SCHED_IDLE` (needs `CAP_SYS_NICE` or `RLIMIT_NICE` 20); `normal` never; `auto`: "
+                           "normal when workers are pinned, else idle when allowed."),
+            string("cpu_affinity", &PoolConfig::cpu_affinity, cpu_affinity_expected)
+                .checked(cpu_affinity)
+                .described("Ferry's own: `auto` pins each worker to one CPU once booted (with at least 2 "
+                           "CPUs and no more workers than CPUs) and each event loop beside its workers; "
+                           "`off` leaves them to the scheduler."),
+            duration("allocate_timeout", &PoolConfig::allocate_timeout)
+                .described("How long a request waits for a free worker; then 503."),
+            integer("max_queue_size", &PoolConfig::max_queue_size, "a non-negative integer; 0 = no limit")
+                .described("Requests waiting for a worker (all loops) beyond which 503 comes at once (0: no "
+                           "limit)."),
+            duration("destroy_timeout", &PoolConfig::destroy_timeout)
+                .described("The whole graceful stop; what is left after it is killed."),
+            duration("boot_timeout", &PoolConfig::boot_timeout)
+                .described("Ferry's own: one worker's start and PID handshake."),
+            duration("reset_timeout", &PoolConfig::reset_timeout)
+                .described("A rolling reset waits this long for a busy old worker, then kills it (its client "
+                           "gets 503)."),
             integer("max_recycling", &PoolConfig::max_recycling,
-                    "a non-negative integer; 0 = num_workers / 4"),
-            boolean("debug", &PoolConfig::debug),
-            group("supervisor", supervisor()),
+                    "a non-negative integer; 0 = num_workers / 4")
+                .described("Ferry's own: workers replaced at once per loop (reset, supervisor); 0: "
+                           "`num_workers` / 4, at least 1."),
+            boolean("debug", &PoolConfig::debug)
+                .described("A fresh worker for every request, stopped after it (development)."),
+            group("supervisor", supervisor())
+                .described("Limits on each worker, checked between requests or every `watch_tick`."),
         },
         {"stream_timeout", "command", "dynamic_allocator"},
         resolve_pool,

@@ -31,10 +31,17 @@ const schema::Table<ReloadService> &service()
 {
     using namespace schema;
     static const Table<ReloadService> table{{
-        list("dirs", &ReloadService::dirs, "a list of directories").checked(non_empty_items),
-        boolean("recursive", &ReloadService::recursive),
-        list("ignore", &ReloadService::ignore, "a list of directories or globs").checked(non_empty_items),
-        list("patterns", &ReloadService::patterns, "a list of globs or suffixes").checked(non_empty_items),
+        list("dirs", &ReloadService::dirs, "a list of directories")
+            .checked(non_empty_items)
+            .described("The directories this service watches (merged into `reload.dirs`)."),
+        boolean("recursive", &ReloadService::recursive)
+            .described("Whether this service's directories are watched with their subdirectories."),
+        list("ignore", &ReloadService::ignore, "a list of directories or globs")
+            .checked(non_empty_items)
+            .described("Directories or globs this service does not watch."),
+        list("patterns", &ReloadService::patterns, "a list of globs or suffixes")
+            .checked(non_empty_items)
+            .described("The files this service watches: globs or RoadRunner suffixes such as `.php`."),
     }};
     return table;
 }
@@ -42,7 +49,9 @@ const schema::Table<ReloadService> &service()
 const schema::Table<ReloadServices> &services()
 {
     using namespace schema;
-    static const Table<ReloadServices> table{{section("http", &ReloadServices::http, service())}};
+    static const Table<ReloadServices> table{
+        {section("http", &ReloadServices::http, service())
+             .described("RoadRunner 2.x's per-service watch lists; merged into the lists above.")}};
     return table;
 }
 
@@ -77,15 +86,27 @@ const schema::Table<ReloadConfig> &reload()
     using namespace schema;
     static const Table<ReloadConfig> table{
         {
-            duration("interval", &ReloadConfig::interval),
+            duration("interval", &ReloadConfig::interval)
+                .described("The workers are reset this long after the last change (RoadRunner 2.x: its poll "
+                           "period)."),
             list("patterns", &ReloadConfig::patterns, "a list of globs (\"**/*.php\") or suffixes (\".php\")")
-                .checked(non_empty_items),
-            list("dirs", &ReloadConfig::dirs, "a list of directories").checked(non_empty_items),
-            boolean("recursive", &ReloadConfig::recursive),
-            list("ignore", &ReloadConfig::ignore, "a list of directories or globs").checked(non_empty_items),
-            string("backend", &ReloadConfig::backend, "\"auto\", \"inotify\" or \"poll\"").checked(backend),
-            duration("poll_interval", &ReloadConfig::poll_interval),
-            section("services", &ReloadConfig::services, services()),
+                .checked(non_empty_items)
+                .described("The files watched: globs (`**/*.php`) or RoadRunner 2.x suffixes (`.php`)."),
+            list("dirs", &ReloadConfig::dirs, "a list of directories")
+                .checked(non_empty_items)
+                .described("The directories watched, relative to the working directory."),
+            boolean("recursive", &ReloadConfig::recursive)
+                .described("Watch the directories' subdirectories too."),
+            list("ignore", &ReloadConfig::ignore, "a list of directories or globs")
+                .checked(non_empty_items)
+                .described("Directory names, relative paths or globs not watched (`.git` never is)."),
+            string("backend", &ReloadConfig::backend, "\"auto\", \"inotify\" or \"poll\"")
+                .checked(backend)
+                .described("Ferry's own: `auto` (inotify, else polling), `inotify` or `poll`."),
+            duration("poll_interval", &ReloadConfig::poll_interval)
+                .described("Ferry's own: the polling backend's period."),
+            section("services", &ReloadConfig::services, services())
+                .described("RoadRunner 2.x's shape, `services.http.{dirs, recursive, ignore, patterns}`."),
         },
         {},
         resolve,

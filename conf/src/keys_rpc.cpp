@@ -38,9 +38,15 @@ const schema::Table<RpcConfig> &rpc()
     static const Table<RpcConfig> table{
         {
             string("listen", &RpcConfig::listen, "\"tcp://127.0.0.1:6001\" or \"unix:///path\"")
-                .checked(rpc_address),
-            boolean("allow_remote", &RpcConfig::allow_remote),
-            duration("first_byte_timeout", &RpcConfig::first_byte_timeout).checked(positive_duration),
+                .checked(rpc_address)
+                .described("Where the control socket listens: `tcp://host:port` or `unix:///path` (mode "
+                           "0600); `none` or empty: no listener."),
+            boolean("allow_remote", &RpcConfig::allow_remote)
+                .described("Ferry's own: allow `listen` on an address other than loopback (warned)."),
+            duration("first_byte_timeout", &RpcConfig::first_byte_timeout)
+                .checked(positive_duration)
+                .described("Ferry's own: a connection that sends nothing this long is closed (64 connections "
+                           "at most; the oldest idle one makes room for a new caller)."),
         },
     };
     return table;

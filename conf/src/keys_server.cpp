@@ -31,9 +31,16 @@ const schema::Table<ServerConfig> &server()
             list("command", &ServerConfig::command,
                  "the PHP worker command, e.g. \"php worker.php\", or a list of arguments", 1)
                 .checked(program_named)
-                .required_as("the PHP worker command", "\"php worker.php\""),
-            env("env", &ServerConfig::env),
-            string("relay", &ServerConfig::relay, "\"pipes\"").checked(pipes_only),
+                .required_as("the PHP worker command", "\"php worker.php\"")
+                .described("The worker command: a string split on spaces, or a list of arguments; started in "
+                           "the working directory (`-w`)."),
+            env("env", &ServerConfig::env)
+                .described(
+                    "Variables added to the workers' environment (names upper-cased), besides `RR_RELAY`, "
+                    "`RR_MODE`, `RR_VERSION`, `FERRY_VERSION` and `RR_RPC` that Ferry sets."),
+            string("relay", &ServerConfig::relay, "\"pipes\"")
+                .checked(pipes_only)
+                .described("How workers are reached: `pipes` (their stdin and stdout) is the only relay."),
         },
         {"on_init", "after_init", "user", "group", "relay_timeout"},
     };

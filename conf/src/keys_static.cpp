@@ -78,25 +78,47 @@ const schema::Table<StaticConfig> &static_files()
     using namespace schema;
     static const Table<StaticConfig> table{
         {
-            string("dir", &StaticConfig::dir, "a directory"),
+            string("dir", &StaticConfig::dir, "a directory")
+                .described("The directory served (relative to the working directory; checked at start)."),
             list("forbid", &StaticConfig::forbid, "a list of file extensions such as \".php\"")
-                .checked(extensions),
+                .checked(extensions)
+                .described("Extensions never served as files (e.g. `.php`): such a request goes to PHP (or "
+                           "403, `on_forbidden`)."),
             list("allow", &StaticConfig::allow, "a list of file extensions such as \".css\"")
-                .checked(extensions),
-            boolean("calculate_etag", &StaticConfig::calculate_etag),
-            boolean("weak", &StaticConfig::weak),
-            headers("request", &StaticConfig::request),
-            headers("response", &StaticConfig::response),
+                .checked(extensions)
+                .described("When set, only files with these extensions are served."),
+            boolean("calculate_etag", &StaticConfig::calculate_etag)
+                .described("A strong `ETag` from the content (CRC-32, once per file version); else from size "
+                           "and time."),
+            boolean("weak", &StaticConfig::weak).described("Send the ETag as weak (`W/`)."),
+            headers("request", &StaticConfig::request)
+                .described(
+                    "RoadRunner adds these headers to a static file's request: no effect here (warned)."),
+            headers("response", &StaticConfig::response)
+                .described("Headers added to every file response, e.g. `{X-Frame-Options: DENY}`."),
             list("index", &StaticConfig::index, "a list of file names such as \"index.html\"")
-                .checked(file_names),
-            boolean("precompressed", &StaticConfig::precompressed),
+                .checked(file_names)
+                .described("Ferry's own: a directory's index files, the first found wins."),
+            boolean("precompressed", &StaticConfig::precompressed)
+                .described("Ferry's own: serve `foo.css.br` or `foo.css.gz` when the client accepts it."),
             string("cache_control", &StaticConfig::cache_control,
                    "a Cache-Control value such as \"max-age=3600\"")
-                .checked(header_value),
-            string("on_forbidden", &StaticConfig::on_forbidden, "\"php\" or \"403\"").checked(php_or_403),
-            string("on_missing", &StaticConfig::on_missing, "\"php\" or \"404\"").checked(php_or_404),
-            boolean("follow_symlinks", &StaticConfig::follow_symlinks),
-            integer("max_open_files", &StaticConfig::max_open_files, "a positive integer", 1, 1u << 20),
+                .checked(header_value)
+                .described("Ferry's own: the `Cache-Control` of file responses, e.g. `public, max-age=3600` "
+                           "(empty: none)."),
+            string("on_forbidden", &StaticConfig::on_forbidden, "\"php\" or \"403\"")
+                .checked(php_or_403)
+                .described("Ferry's own: a forbidden or not allowed extension, or a hidden name: `php` (the "
+                           "request goes to PHP) or `403`."),
+            string("on_missing", &StaticConfig::on_missing, "\"php\" or \"404\"")
+                .checked(php_or_404)
+                .described("Ferry's own: no such file, or a directory without index: `php` or `404`."),
+            boolean("follow_symlinks", &StaticConfig::follow_symlinks)
+                .described("Ferry's own: symlinks may lead outside `dir` (else 403); a link whose target has "
+                           "a part starting with `.` is a hidden name either way."),
+            integer("max_open_files", &StaticConfig::max_open_files, "a positive integer", 1, 1u << 20)
+                .described("Ferry's own: open files and stat results cached per event loop (at most a "
+                           "quarter of the descriptor limit over all loops; unused ones closed after 3 s)."),
         },
         {},
         resolve,

@@ -10,10 +10,16 @@ const schema::Table<StatusConfig> &status()
     using namespace schema;
     static const Table<StatusConfig> table{
         {
-            address("address", &StatusConfig::address).warned(every_interface),
+            address("address", &StatusConfig::address)
+                .warned(every_interface)
+                .described("Where `GET /health` and `GET /ready` (`?plugin=http`) are served; every "
+                           "interface (`:2114`) is warned."),
             integer("unavailable_status_code", &StatusConfig::unavailable_status_code,
-                    "an HTTP status code from 400 to 599", 400, 599),
-            duration("first_byte_timeout", &StatusConfig::first_byte_timeout).checked(positive_duration),
+                    "an HTTP status code from 400 to 599", 400, 599)
+                .described("The status of a health or readiness answer that says no."),
+            duration("first_byte_timeout", &StatusConfig::first_byte_timeout)
+                .checked(positive_duration)
+                .described("Ferry's own: as `rpc.first_byte_timeout`."),
         },
         {},
         nullptr,

@@ -38,30 +38,53 @@ const schema::Table<WebsocketsConfig> &websockets()
     using namespace schema;
     static const Table<WebsocketsConfig> table{
         {
-            string("path", &WebsocketsConfig::path, "an absolute path such as \"/ws\"").checked(ws_path),
+            string("path", &WebsocketsConfig::path, "an absolute path such as \"/ws\"")
+                .checked(ws_path)
+                .described("The upgrade is served on this path (other requests to it go to PHP)."),
             string("allowed_origin", &WebsocketsConfig::allowed_origin,
-                   "an origin pattern such as \"https://*.example.com\""),
+                   "an origin pattern such as \"https://*.example.com\"")
+                .described("The `Origin` accepted: one pattern with `*`, e.g. `https://*.example.com`; empty "
+                           "or `*`: any."),
             size("max_message_size", &WebsocketsConfig::max_message_size,
-                 "a positive number of megabytes, or a size such as \"16MB\""),
-            duration("ping_interval", &WebsocketsConfig::ping_interval),
-            duration("idle_timeout", &WebsocketsConfig::idle_timeout),
-            integer("max_queue_messages", &WebsocketsConfig::max_queue_messages, "a positive integer", 1),
+                 "a positive number of megabytes, or a size such as \"16MB\"")
+                .described("Ferry's own: a larger message closes the connection with 1009."),
+            duration("ping_interval", &WebsocketsConfig::ping_interval)
+                .described("A ping after this long without a frame from the client (0: none)."),
+            duration("idle_timeout", &WebsocketsConfig::idle_timeout)
+                .described("Nothing received (pongs count) this long: close 1001."),
+            integer("max_queue_messages", &WebsocketsConfig::max_queue_messages, "a positive integer", 1)
+                .described("A connection's send queue, in messages; past it the `overflow` policy applies."),
             size("max_queue_bytes", &WebsocketsConfig::max_queue_bytes,
-                 "a positive number of megabytes, or a size such as \"4MB\""),
+                 "a positive number of megabytes, or a size such as \"4MB\"")
+                .described("A connection's send queue, in bytes; past it the `overflow` policy applies."),
             string("overflow", &WebsocketsConfig::overflow, "\"drop_oldest\" or \"close\"")
-                .checked(overflow_policy),
+                .checked(overflow_policy)
+                .described("A full send queue: `drop_oldest` (drops the oldest non-control messages) or "
+                           "`close` (1008)."),
             size("max_assembly_memory", &WebsocketsConfig::max_assembly_memory,
-                 "a number of megabytes, or a size such as \"64MB\" (0 = no limit)", 0),
+                 "a number of megabytes, or a size such as \"64MB\" (0 = no limit)", 0)
+                .described("Messages being received, all connections together: past it the connection that "
+                           "needs more is closed with 1009 (0: no limit)."),
             size("max_send_queue_memory", &WebsocketsConfig::max_send_queue_memory,
-                 "a number of megabytes, or a size such as \"128MB\" (0 = no limit)", 0),
-            duration("message_timeout", &WebsocketsConfig::message_timeout),
-            boolean("relay", &WebsocketsConfig::relay),
+                 "a number of megabytes, or a size such as \"128MB\" (0 = no limit)", 0)
+                .described("Send queues, all connections together: past it the overflow policy applies (0: "
+                           "no limit)."),
+            duration("message_timeout", &WebsocketsConfig::message_timeout)
+                .described(
+                    "A message begun must end within this (pings do not extend it): else 1008 (0: off)."),
+            boolean("relay", &WebsocketsConfig::relay)
+                .described("Client messages go to the connection's topics, not to PHP."),
             string("sse_path", &WebsocketsConfig::sse_path, "an absolute path such as \"/events\", or \"\"")
-                .checked(sse_path),
+                .checked(sse_path)
+                .described("Server-sent events on this path (empty: off)."),
             integer("sse_history", &WebsocketsConfig::sse_history,
-                    "a non-negative integer (messages per topic)"),
-            duration("sse_heartbeat", &WebsocketsConfig::sse_heartbeat),
-            section("pool", &WebsocketsConfig::pool, pool()),
+                    "a non-negative integer (messages per topic)")
+                .described("Text messages kept per topic for `Last-Event-ID` resumption (bounded by "
+                           "`max_queue_bytes`)."),
+            duration("sse_heartbeat", &WebsocketsConfig::sse_heartbeat)
+                .described("A comment line this often on each event stream."),
+            section("pool", &WebsocketsConfig::pool, pool())
+                .described("The websockets workers: the keys of `http.pool`."),
         },
         {"broker"},
         nullptr,

@@ -1,6 +1,5 @@
 // The schema machinery: the walk that reads a YAML tree through the key tables (each kind's parsing and
-// messages, missing keys, unknown and unsupported keys with "did you mean"), and the dump that writes a
-// struct back as YAML through the same tables.
+// messages, missing keys, unknown and unsupported keys with "did you mean"). The dump is in dump.cpp.
 #include "schema.hpp"
 
 #include "ferry/conf/text.hpp"
@@ -83,68 +82,6 @@ std::string upper(std::string s)
         }
     }
     return s;
-}
-
-// ---- dump -----------------------------------------------------------------------------------------
-
-void emit(YAML::Emitter &out, const Key &key, const Value &value)
-{
-    switch (key.kind) {
-    case Kind::boolean:
-        out << std::get<bool>(value);
-        return;
-    case Kind::integer:
-        out << std::get<std::uint64_t>(value);
-        return;
-    case Kind::size:
-        // A bare number would be megabytes: spell out the bytes.
-        out << std::to_string(std::get<std::uint64_t>(value)) + "B";
-        return;
-    case Kind::duration:
-        out << detail::format_duration(std::get<Duration>(value));
-        return;
-    case Kind::string:
-        out << YAML::DoubleQuoted << std::get<std::string>(value);
-        return;
-    case Kind::address:
-        out << YAML::DoubleQuoted << std::get<Address>(value).to_string();
-        return;
-    case Kind::list:
-        out << YAML::BeginSeq;
-        for (const std::string &item : std::get<std::vector<std::string>>(value)) {
-            out << YAML::DoubleQuoted << item;
-        }
-        out << YAML::EndSeq;
-        return;
-    case Kind::env:
-    case Kind::headers:
-        out << YAML::BeginMap;
-        for (const auto &[name, text] : std::get<schema::EnvVars>(value)) {
-            out << YAML::Key << YAML::DoubleQuoted << name << YAML::Value << YAML::DoubleQuoted << text;
-        }
-        out << YAML::EndMap;
-        return;
-    case Kind::section:
-        break;
-    }
-    throw std::logic_error("schema: a section has no value of its own");
-}
-
-void emit(YAML::Emitter &out, const Section &section, const void *object)
-{
-    out << YAML::BeginMap;
-    for (const Key &key : section.keys) {
-        if (key.kind == Kind::section && key.section->is_present &&
-            !key.section->is_present(key.enter_const(object)))
-            continue; // absent means something: not dumped
-        out << YAML::Key << std::string(key.name) << YAML::Value;
-        if (key.kind == Kind::section) {
-            emit(out, *key.section, key.enter_const(object));
-        } else {
-            emit(out, key, key.fetch(object));
-        }
-    }
-    out << YAML::EndMap;
 }
 
 // ---- reading -------------------------------------------------------------------------------------
@@ -395,10 +332,9 @@ Result<> Walk::missing(const YAML::Node *section_node, const std::string &sectio
     case IfMissing::keep_default:
         return {};
     case IfMissing::warn: {
-        YAML::Emitter shown;
-        emit(shown, key, key.fetch(object));
         doc_.warn(mark, section_path,
-                  "no " + quote(path) + " key; assuming " + std::string(key.name) + ": " + shown.c_str());
+                  "no " + quote(path) + " key; assuming " + std::string(key.name) + ": " +
+                      schema::show(key, key.fetch(object)));
         return {};
     }
     case IfMissing::fail: {
@@ -492,14 +428,6 @@ Result<> Walk::section(const YAML::Node *node, const std::string &path, const Se
 Result<> detail::read_document(Document &doc, const YAML::Node &root, const Section &section, void *object)
 {
     return Walk(doc).section(&root, "", section, object, {});
-}
-
-std::string schema::dump(const Section &section, const void *object, std::string_view comment)
-{
-    YAML::Emitter out;
-    out << YAML::Comment(std::string(comment));
-    emit(out, section, object);
-    return std::string(out.c_str()) + "\n";
 }
 
 std::optional<bool> schema::yaml_bool(std::string_view text)

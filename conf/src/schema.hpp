@@ -93,6 +93,7 @@ struct Key {
     IfMissing if_missing = IfMissing::keep_default;
     std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
     std::string_view example;  // IfMissing::fail: a value to show, e.g. "\"php worker.php\""
+    std::string_view help;     // what the key does, for the reference (`ferry config --reference`)
     Check check = nullptr;
     Warning warning = nullptr;
     const Section *section = nullptr;            // Kind::section: the nested keys
@@ -134,6 +135,12 @@ template <typename S> struct Field : Key {
     Field warned(Warning w) &&
     {
         warning = w;
+        return std::move(*this);
+    }
+    // What the key does, one or two sentences of Markdown for docs/configuration.md.
+    Field described(std::string_view text) &&
+    {
+        help = text;
         return std::move(*this);
     }
 };
@@ -290,6 +297,12 @@ Result<std::vector<std::string>> load(const Section &section, void *object, cons
                                       const EnvLookup &env);
 // `object` as YAML, keys in table order, after a comment line (schema.cpp).
 std::string dump(const Section &section, const void *object, std::string_view comment);
+// One value as YAML on one line, as the dump writes it ("60s", ["index.html"], "php") (schema.cpp).
+std::string show(const Key &key, const Value &value);
+// Every key of `section` as Markdown tables, one per top-level section: path, values, default (from
+// `defaults`, an object of the section's struct as constructed) and help; then the RoadRunner keys each
+// section accepts without supporting them (reference.cpp).
+std::string reference(const Section &section, const void *defaults, std::string_view preamble);
 
 template <typename S>
 Result<std::vector<std::string>> load(const Table<S> &table, S &object, const std::string &yaml,

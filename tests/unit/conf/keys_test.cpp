@@ -398,3 +398,38 @@ TEST(ConfKeys, RecyclePriorityDefaultsToAutoInBothPools)
     expect_auto_pool_key("recycle_priority", &ferry::conf::PoolConfig::recycle_priority,
                          {"idle", "normal", "auto"}, "normal");
 }
+
+// Every key and section says what it does: docs/configuration.md (`ferry config --reference`) is generated
+// from these texts, and a key added without one would be a blank line of it.
+TEST(Keys, EveryKeyAndSectionHasHelpForTheReference)
+{
+    std::vector<std::string> lacking;
+    auto walk = [&](auto &self, const schema::Section &section, const std::string &prefix) -> void {
+        for (const schema::Key &key : section.keys) {
+            const std::string path =
+                prefix.empty() ? std::string(key.name) : prefix + "." + std::string(key.name);
+            if (key.help.empty()) {
+                lacking.push_back(path);
+            }
+            if (key.kind == schema::Kind::section) {
+                self(self, *key.section, path);
+            }
+        }
+    };
+    walk(walk, ferry::conf::keys::config().section(), "");
+    EXPECT_EQ(lacking, std::vector<std::string>{});
+}
+
+TEST(Keys, TheReferenceHasARowPerKeyWithItsDefault)
+{
+    const std::string md = ferry::conf::reference();
+    EXPECT_NE(md.find("| `http.pool.max_jobs` | a non-negative integer; 0 = unlimited | `0` | "),
+              std::string::npos);
+    EXPECT_NE(md.find("| `http.max_request_size` | "), std::string::npos);
+    EXPECT_NE(md.find("| `1GB` | "),
+              std::string::npos); // max_request_size's default, in a unit a user writes
+    EXPECT_NE(md.find("| `server.command` | "), std::string::npos);
+    EXPECT_NE(md.find("*required*"), std::string::npos);
+    EXPECT_NE(md.find("`server.user`"), std::string::npos); // a RoadRunner key accepted without support
+    EXPECT_EQ(md.find("| `http.pool.num_workers` |  |"), std::string::npos);
+}

@@ -325,6 +325,8 @@ Result<LoadResult> load_string(const std::string &yaml, const std::string &name,
 // The effective configuration as YAML (for `ferry serve --dry-run` / `ferry config`); it loads back to the
 // same Config.
 std::string dump(const Config &config);
+// Every key as Markdown (`ferry config --reference`, docs/configuration.md): values, default, meaning.
+std::string reference();
 
 // "60s", "500ms", "1m", "1h", "1m30s", bare integer = seconds; the error says why not.
 Result<Duration> parse_duration(std::string_view text);
