@@ -146,8 +146,8 @@ final class ForkTemplate
             return false;
         }
         // One fork, the server as the worker's parent: measured on the benchmark VM, the middle process of two
-        // forks (its page tables copied and torn down) cost ~9 ms of serving per new worker (README, "Where a
-        // fork-mode swap's cost lands").
+        // forks (its page tables copied and torn down) cost ~9 ms of serving per new worker (bench/results/
+        // 2026-12-05-fork-swap-trace.md).
         $pid = self::forkToParent($serverPid);
         if ($pid === 0) {
             self::becomeWorker($fds, $serverPid);

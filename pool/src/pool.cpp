@@ -1161,8 +1161,8 @@ struct Pool::Impl {
     // With workers pinned and several loops, each loop's thread goes to the CPUs of its own workers
     // (Shard::cpus), so that a request's hops between the loop and its worker stay on one CPU (or one core's
     // hardware threads): on the 2-vCPU benchmark VM a wake-up across vCPUs is dear, and two loops left to the
-    // scheduler read anywhere from 38k to 70k req/s by where they settled, 61k to 98k pinned (README,
-    // "Event loops beside their workers"). The HTTP pool's choice; the websockets pool's workers use the
+    // scheduler read anywhere from 38k to 70k req/s by where they settled, 61k to 98k pinned (bench/results/
+    // 2026-12-05-loops-beside-workers.md). The HTTP pool's choice; the websockets pool's workers use the
     // same split.
     awaitable<void> pin_loops()
     {
@@ -1205,7 +1205,7 @@ struct Pool::Impl {
             return {};
         const bool automatic = opt.recycle_priority == RecyclePriority::automatic;
         if (automatic && pinning.load(std::memory_order_relaxed)) {
-            // Measured (README, "Choosing max_jobs, fork, recycle_priority and cpu_affinity"): with workers
+            // Measured (docs/tuning.md, "max_jobs, fork, recycle_priority"): with workers
             // pinned, a replacement booted at idle priority costs more throughput than one booted at normal
             // priority.
             log::debug("pool", "replacements boot at normal priority (" + opt.mode +

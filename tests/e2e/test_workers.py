@@ -158,7 +158,7 @@ class MaxJobsTest(ServerTestCase):
         self.assertEqual(len(srv.workers()), 2, srv.workers())
 
     def test_max_jobs_bounded_while_replacement_boots(self):
-        # README: a worker past max_jobs (+ at most 25 % jitter) keeps serving only while its replacement
+        # docs/workers.md: a worker past max_jobs (+ at most 25 % jitter) keeps serving only while its replacement
         # boots (no throughput dip), and never beyond twice its limit.
         srv = self.start_server({"http": {"pool": {"num_workers": 1, "max_jobs": 4}}})
         counts = collections.Counter()

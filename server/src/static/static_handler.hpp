@@ -1,5 +1,5 @@
-// The static files handler (internal to server/; http.static, README "Static files"): serves GET and HEAD
-// for files under http.static.dir with sendfile(2), conditional requests, single byte ranges and
+// The static files handler (internal to server/; http.static, docs/http.md "Static files"): serves GET and
+// HEAD for files under http.static.dir with sendfile(2), conditional requests, single byte ranges and
 // precompressed siblings; everything it does not serve falls through to the next handler (PHP).
 #pragma once
 

@@ -118,7 +118,7 @@ struct HttpConfig {
     std::string accept = "handoff";
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
-    // Ferry's own limits (documented in README). Every size key reads a bare number as megabytes, as
+    // Ferry's own limits (docs/configuration.md). Every size key reads a bare number as megabytes, as
     // max_request_size (schema::size_bare_unit); the members hold bytes.
     std::uint64_t max_request_line = 8 * 1024;    // http.limits.max_request_line (414 beyond)
     std::uint64_t max_header_size = 64 * 1024;    // http.limits.max_header_size ("64KB"; a bare number: MB)
@@ -298,8 +298,8 @@ unsigned usable_cpus();
 // http.io_threads when not set: half the usable CPUs, rounded up (docs/architecture.md, "Several loops": per
 // hello-world request the front end needs about as much CPU as PHP, so half the cores keep it from being the
 // bottleneck while PHP has the other half), and at least two when the HTTP pool will pin two or more workers
-// (`pinned_workers`, pinned_http_workers()): each loop then runs beside its own (README, "Event loops beside
-// their workers": on 2 CPUs, 1.15-1.24x of one loop at c64).
+// (`pinned_workers`, pinned_http_workers()): each loop then runs beside its own (on 2 CPUs, 1.15-1.24x of one
+// loop at c64: bench/results/2026-12-05-loops-beside-workers.md).
 unsigned default_io_threads(unsigned cpus, unsigned pinned_workers = 0);
 // The workers the HTTP pool will pin to CPUs of their own (pool/src/pool.cpp, resolve_cpu_affinity): all of
 // them with cpu_affinity auto, no debug, at least two usable CPUs and no more workers than CPUs; else 0.

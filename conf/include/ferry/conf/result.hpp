@@ -1,4 +1,4 @@
-// The project's error convention (README, "Notes for engineers"):
+// The project's error convention (docs/design-notes.md):
 // - An expected failure (bad input, a config error, a worker that misbehaves, a full disk) is a value:
 //   Result<T> holds a T or an Error that says what went wrong in words fit for a log line.
 // - An outcome with several kinds the caller must tell apart (a request answered, timed out, dropped...)

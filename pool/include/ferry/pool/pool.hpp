@@ -66,7 +66,7 @@ struct Options {
     // automatic: a worker is pinned to one CPU once its boot is done (the boot runs wherever there is spare
     // CPU), spread evenly over the CPUs the server may run on; a replacement takes the CPU of the worker it
     // replaces. The front end's loops are not pinned. With workers pinned, recycle_priority's automatic is
-    // normal (pool/src/affinity.hpp; README, "Choosing max_jobs, fork, recycle_priority and cpu_affinity").
+    // normal (pool/src/affinity.hpp; docs/tuning.md, "max_jobs, fork, recycle_priority").
     CpuAffinity cpu_affinity = CpuAffinity::automatic;
     std::chrono::milliseconds idle_boot_limit{1000};
     std::chrono::milliseconds allocate_timeout{60000};
