@@ -33,6 +33,7 @@ options:
   -w, --workdir DIR        change to DIR before reading the config and starting workers
       --dry-run            print the effective configuration and exit
       --log-level LEVEL    debug, info, warn, error (default info; env FERRY_LOG_LEVEL)
+  -h, --help               this text (after any command too)
 )";
 
 int usage_error(const std::string &msg)
@@ -94,6 +95,10 @@ int main(int argc, char **argv)
             (void)name;
             return &args[++i];
         };
+        if (a == "-h" || a == "--help") { // `ferry serve --help`: the usage, not an error
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
         if (a == "-c" || a == "--config") {
             auto v = value("-c");
             if (!v)

@@ -231,6 +231,14 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("every interface", p.stderr)
 
+    def test_help_prints_the_usage_and_exits_0(self):
+        for args in (["--help"], ["help"], ["-h"], ["serve", "--help"], ["config", "-h"], ["workers", "--help"]):
+            p = run_ferry(*args)
+            self.assertEqual(p.returncode, 0, (args, p.stderr))
+            self.assertTrue(p.stdout.startswith("usage: ferry <command> [options]"), (args, p.stdout[:200]))
+            self.assertIn("--config FILE", p.stdout)
+            self.assertEqual(p.stderr, "")
+
     def test_unknown_option_usage_error(self):
         p = run_ferry("serve", "--no-such-option")
         self.assertEqual(p.returncode, 2)
