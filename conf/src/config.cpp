@@ -163,8 +163,8 @@ loader itself uses (`conf/src/keys*.cpp`); a test fails when this file and the c
 coming from RoadRunner, see [roadrunner.md](roadrunner.md); `ferry config -c FILE` prints a file's effective
 configuration.
 
-- The file is YAML, a regular file of at most 4 MiB. `${VAR}` and `${VAR:-default}` in any string are replaced
-  from the environment; `-o key.path=value` (repeatable) overrides a key from the command line.
+- The file is YAML, a regular file of at most 4 MiB. `$VAR`, `${VAR}` and `${VAR:-default}` in any string are
+  replaced from the environment; `-o key.path=value` (repeatable) overrides a key from the command line.
 - **Sizes**: `512B`, `64KB`, `1MB`, `1GB` (1 KB = 1024 bytes); a bare number is megabytes, RoadRunner's rule
   for `max_request_size`.
 - **Durations**: `500ms`, `60s`, `1m30s`, `1h`; a bare number is seconds.

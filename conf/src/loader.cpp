@@ -136,19 +136,38 @@ Result<> apply_overrides(const detail::Document &doc, YAML::Node &root,
 
 } // namespace
 
-// ---- ${VAR} ---------------------------------------------------------------------------------------
+// ---- ${VAR}, $VAR ---------------------------------------------------------------------------------
 
 Result<std::string> expand_env(std::string_view s, const EnvLookup &env)
 {
     std::string out;
     std::size_t i = 0;
     while (i < s.size()) {
-        const std::size_t open = s.find("${", i);
+        const std::size_t open = s.find('$', i);
         if (open == std::string_view::npos) {
             out.append(s.substr(i));
             break;
         }
         out.append(s.substr(i, open - i));
+        if (open + 1 < s.size() && is_name_start(s[open + 1])) {
+            // $NAME without braces, as RoadRunner (Go's os.ExpandEnv) reads it: the longest name.
+            std::size_t end = open + 2;
+            while (end < s.size() && (is_name_start(s[end]) || is_digit(s[end]))) {
+                ++end;
+            }
+            if (env) {
+                if (std::optional<std::string> value = env(std::string(s.substr(open + 1, end - open - 1)))) {
+                    out += *value;
+                }
+            }
+            i = end;
+            continue;
+        }
+        if (open + 1 >= s.size() || s[open + 1] != '{') {
+            out += '$'; // "$5", "$$", a final "$": left as written (Go would drop "$$" and "$1")
+            i = open + 1;
+            continue;
+        }
         const std::size_t close = closing_brace(s, open);
         if (close == std::string_view::npos) {
             return fail("unterminated \"${\" at \"" + std::string(s.substr(open, 24)) +

@@ -258,9 +258,9 @@ TEST(ConfEnv, KeysUpperCasedValuesExpanded)
 {
     const LoadResult r = load(minimal + "  env:\n    db_host: ${DB_HOST}\n    Port: ${DB_PORT:-5432}\n"
                                         "    empty: ${NOPE}\n    nothing:\n    literal: $HOME\n",
-                              {}, fake_env({{"DB_HOST", "db.local"}}));
+                              {}, fake_env({{"DB_HOST", "db.local"}, {"HOME", "/home/app"}}));
     const std::vector<std::pair<std::string, std::string>> env{
-        {"DB_HOST", "db.local"}, {"PORT", "5432"}, {"EMPTY", ""}, {"NOTHING", ""}, {"LITERAL", "$HOME"}};
+        {"DB_HOST", "db.local"}, {"PORT", "5432"}, {"EMPTY", ""}, {"NOTHING", ""}, {"LITERAL", "/home/app"}};
     EXPECT_EQ(r.config.server.env, env);
 }
 
@@ -337,7 +337,7 @@ http:
 
 TEST(ConfEnv, ExpandEnvFunction)
 {
-    const EnvLookup env = fake_env({{"A", "x"}, {"EMPTY", ""}, {"B", "${A}"}});
+    const EnvLookup env = fake_env({{"A", "x"}, {"EMPTY", ""}, {"B", "${A}"}, {"A_B1", "y"}});
     struct Case {
         std::string in, out;
     };
@@ -352,8 +352,12 @@ TEST(ConfEnv, ExpandEnvFunction)
         {"${UNSET:-}", ""},
         {"${UNSET:-a:-b}", "a:-b"},
         {"${UNSET:-${A}y}", "xy"},
-        {"${B}", "${A}"}, // values are not expanded again
-        {"$A $ {A} }", "$A $ {A} }"},
+        {"${B}", "${A}"},            // values are not expanded again
+        {"$A $ {A} }", "x $ {A} }"}, // $NAME as RoadRunner reads it
+        {"$A_B1-z", "y-z"},          // the longest name
+        {"$UNSET.", "."},
+        {"cost $5, $$ and a$", "cost $5, $$ and a$"}, // no name after "$": as written
+        {"$B", "${A}"},
         {"", ""},
     };
     for (const Case &c : cases) {
