@@ -167,7 +167,8 @@ configuration.
   replaced from the environment; `-o key.path=value` (repeatable) overrides a key from the command line.
 - **Sizes**: `512B`, `64KB`, `1MB`, `1GB` (1 KB = 1024 bytes); a bare number is megabytes, RoadRunner's rule
   for `max_request_size`.
-- **Durations**: `500ms`, `60s`, `1m30s`, `1h`; a bare number is seconds.
+- **Durations**: `500ms`, `60s`, `1m30s`, `1h`; a bare number is seconds, with a warning (RoadRunner reads
+  nanoseconds there).
 - A key Ferry does not know is a warning (with "did you mean" when one is close), not an error; so is a
   RoadRunner key Ferry recognises but does not support (listed under each section).
 - A section whose default is "absent (off)" turns its feature on by being present, even empty.

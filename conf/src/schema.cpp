@@ -162,6 +162,14 @@ Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, cons
         if (!d) {
             return doc_.invalid(node, path, t, key.expected, d.error().message);
         }
+        if (!t.value.empty() && t.value.find_first_not_of("0123456789") == std::string::npos &&
+            t.value.find_first_not_of('0') != std::string::npos) {
+            // RoadRunner (Go) reads a bare number as nanoseconds; Ferry as seconds: say which it took.
+            doc_.warn(node.Mark(), path,
+                      path + " " + t.shown + " has no unit: taken as " + t.value +
+                          "s (RoadRunner would read nanoseconds); write \"" + t.value + "s\" or \"" +
+                          t.value + "ms\"");
+        }
         return Value(*d);
     }
     case Kind::address: {

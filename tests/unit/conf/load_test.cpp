@@ -378,3 +378,16 @@ TEST(ConfEnv, UnterminatedNamesKeyAndLine)
     const std::string in_list = error_of("version: '3'\nserver:\n  command: [php, \"${X\"]\n");
     EXPECT_TRUE(contains(in_list, ".rr.yaml:3:18: server.command[1]:")) << in_list;
 }
+
+// A duration without a unit: Ferry reads seconds, RoadRunner (Go) nanoseconds; the warning says which was
+// taken.
+TEST(ConfDurations, ABareNumberIsSecondsWithAWarningNamingTheKey)
+{
+    const LoadResult r = load(minimal + "http:\n  pool:\n    allocate_timeout: 60\n    destroy_timeout: 0\n"
+                                        "    reset_timeout: 5s\n");
+    EXPECT_EQ(r.config.http.pool.allocate_timeout, std::chrono::seconds(60));
+    ASSERT_EQ(r.warnings.size(), 1u) << r.warnings.front(); // "0" is 0 in any unit; "5s" has its unit
+    EXPECT_TRUE(contains(r.warnings[0], ":6:23: http.pool.allocate_timeout \"60\" has no unit: taken as 60s "
+                                        "(RoadRunner would read nanoseconds)"))
+        << r.warnings[0];
+}
