@@ -35,9 +35,9 @@ const schema::Table<ServerConfig> &server()
                 .described("The worker command: a string split on spaces, or a list of arguments; started in "
                            "the working directory (`-w`)."),
             env("env", &ServerConfig::env)
-                .described(
-                    "Variables added to the workers' environment (names upper-cased), besides `RR_RELAY`, "
-                    "`RR_MODE`, `RR_VERSION`, `FERRY_VERSION` and `RR_RPC` that Ferry sets."),
+                .described("Variables added to the workers' environment (a map, or RoadRunner's list of `- "
+                           "KEY: value`; names upper-cased), besides `RR_RELAY`, "
+                           "`RR_MODE`, `RR_VERSION`, `FERRY_VERSION` and `RR_RPC` that Ferry sets."),
             string("relay", &ServerConfig::relay, "\"pipes\"")
                 .checked(pipes_only)
                 .described("How workers are reached: `pipes` (their stdin and stdout) is the only relay."),

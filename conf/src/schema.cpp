@@ -233,12 +233,17 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind ki
     if (node.IsNull()) {
         return Value(std::move(vars));
     }
-    if (!node.IsMap()) {
+    // RoadRunner's reference config writes server.env as a list of one-entry maps ("- KEY: value"): read
+    // alike.
+    bool listed = !headers && node.IsSequence() && node.size() > 0;
+    for (std::size_t i = 0; listed && i < node.size(); ++i) {
+        listed = node[i].IsMap();
+    }
+    if (!node.IsMap() && !listed) {
         return doc_.error(node, path,
                           describe(node) + " is not valid here (expected " + std::string(expected) + ")");
     }
-    for (const auto &entry : node) {
-        const YAML::Node &key_node = entry.first;
+    auto add = [&](const YAML::Node &key_node, const YAML::Node &value_node) -> Result<> {
         if (!key_node.IsScalar()) {
             return doc_.error(key_node, path,
                               describe(key_node) + " is not a valid " + what + " name (expected a string)");
@@ -260,15 +265,15 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind ki
                               quote(key_node.Scalar()) + " is not a valid variable name (expected no \"=\")");
         }
         std::string value;
-        if (!entry.second.IsNull()) {
-            Result<Document::Text> t = doc_.text(entry.second, key, "a string");
+        if (!value_node.IsNull()) {
+            Result<Document::Text> t = doc_.text(value_node, key, "a string");
             if (!t) {
                 return t.error();
             }
             value = std::move(t->value);
         }
         if (headers && value.find_first_of("\r\n\0", 0, 3) != std::string::npos) {
-            return doc_.error(entry.second, key,
+            return doc_.error(value_node, key,
                               quote(value) + " is not a valid header value (expected no CR, LF or NUL)");
         }
         std::string folded = name;
@@ -284,6 +289,22 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind ki
             vars[place->second].second = std::move(value);
         } else {
             vars.emplace_back(name, std::move(value));
+        }
+        return {};
+    };
+    if (listed) {
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            for (const auto &entry : node[i]) {
+                if (Result<> r = add(entry.first, entry.second); !r) {
+                    return r.error();
+                }
+            }
+        }
+    } else {
+        for (const auto &entry : node) {
+            if (Result<> r = add(entry.first, entry.second); !r) {
+                return r.error();
+            }
         }
     }
     return Value(std::move(vars));

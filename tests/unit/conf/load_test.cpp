@@ -391,3 +391,17 @@ TEST(ConfDurations, ABareNumberIsSecondsWithAWarningNamingTheKey)
                                         "(RoadRunner would read nanoseconds)"))
         << r.warnings[0];
 }
+
+// RoadRunner's reference config writes server.env as a list of one-entry maps; both forms read alike.
+TEST(ConfEnv, TheListFormOfRoadRunnersReferenceConfig)
+{
+    const LoadResult r =
+        load(minimal + "  env:\n    - some_key: \"v1\"\n    - KEY2: ${DB_HOST}\n      key3: x\n", {},
+             fake_env({{"DB_HOST", "db.local"}}));
+    const std::vector<std::pair<std::string, std::string>> env{
+        {"SOME_KEY", "v1"}, {"KEY2", "db.local"}, {"KEY3", "x"}};
+    EXPECT_EQ(r.config.server.env, env);
+    EXPECT_TRUE(r.warnings.empty());
+    const std::string e = error_of(minimal + "  env:\n    - A: 1\n    - [x]\n");
+    EXPECT_TRUE(contains(e, "server.env: a list is not valid here")) << e; // a list of maps only
+}
