@@ -90,8 +90,10 @@ const schema::Table<LogsConfig> &logs()
                            "per line)."),
             string("output", &LogsConfig::output, output_expected)
                 .checked(output)
-                .described("`stderr`, `stdout` or a file path (appended to, created 0644, checked at start); "
-                           "RoadRunner's list form is not read yet."),
+                .first_of_a_list()
+                .described("`stderr`, `stdout` or a file path (appended to, created 0644, checked at start). "
+                           "Given as a list (RoadRunner's form), the first is used; the others are warned "
+                           "and ignored."),
         },
         // err_output only receives zap's own errors (a failed write), which Ferry's logger has no second
         // place for; channels (a level per plugin), file rotation, custom formats: not yet.

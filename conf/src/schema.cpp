@@ -312,14 +312,25 @@ Result<Value> Walk::env(const YAML::Node &node, const std::string &path, Kind ki
 
 // ---- reading a section ----------------------------------------------------------------------------
 
-Result<> Walk::key(const YAML::Node &node, const std::string &path, const Key &key, void *object)
+Result<> Walk::key(const YAML::Node &given, const std::string &path, const Key &key, void *object)
 {
+    YAML::Node node = given; // a handle: rebound with reset(), never assigned (that would edit the document)
     if (key.kind == Kind::section) {
         if (key.section->mark_present)
             key.section->mark_present(key.enter(object));
         return section(&node, path, *key.section, key.enter(object), {});
     }
     std::string shown;
+    if (key.first_of_list && node.IsSequence() && node.size() > 0) {
+        const YAML::Node first = node[0];
+        if (node.size() > 1) {
+            doc_.warn(
+                node[1].Mark(), path,
+                path + " lists " + std::to_string(node.size()) + " values; Ferry uses one, the first (" +
+                    (first.IsScalar() ? quote(first.Scalar()) : describe(first)) + "), and ignores the rest");
+        }
+        node.reset(first); // read as the scalar it stands for
+    }
     Result<Value> value = key.kind == Kind::list ? list(node, path, key)
                           : key.kind == Kind::env || key.kind == Kind::headers
                               ? env(node, path, key.kind)

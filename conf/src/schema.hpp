@@ -94,6 +94,8 @@ struct Key {
     std::string_view required; // IfMissing::fail: what is missing, e.g. "the PHP worker command"
     std::string_view example;  // IfMissing::fail: a value to show, e.g. "\"php worker.php\""
     std::string_view help;     // what the key does, for the reference (`ferry config --reference`)
+    bool first_of_list =
+        false; // a scalar key RoadRunner also takes as a list: its first item (warned past one)
     Check check = nullptr;
     Warning warning = nullptr;
     const Section *section = nullptr;            // Kind::section: the nested keys
@@ -135,6 +137,13 @@ template <typename S> struct Field : Key {
     Field warned(Warning w) &&
     {
         warning = w;
+        return std::move(*this);
+    }
+    // A scalar key that RoadRunner also reads as a list (logs.output): Ferry takes the first item; more are
+    // warned and ignored.
+    Field first_of_a_list() &&
+    {
+        first_of_list = true;
         return std::move(*this);
     }
     // What the key does, one or two sentences of Markdown for docs/configuration.md.

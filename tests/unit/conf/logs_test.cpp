@@ -85,8 +85,8 @@ TEST(ConfLogs, BadValuesNameKeyAndLine)
     EXPECT_EQ(
         error_of(minimal + "logs:\n  encoding: xml\n"),
         ".rr.yaml:5:13: logs.encoding: \"xml\" is not a valid value (expected \"console\" or \"json\")");
-    const std::string list = error_of(minimal + "logs:\n  output: [stderr]\n");
-    EXPECT_TRUE(list.starts_with(".rr.yaml:5:11: logs.output: a list is not a valid value")) << list;
+    const std::string map = error_of(minimal + "logs:\n  output: {file: x}\n");
+    EXPECT_TRUE(map.starts_with(".rr.yaml:5:11: logs.output: a map is not a valid value")) << map;
     const std::string access = error_of(minimal + "http:\n  access_logs: sometimes\n");
     EXPECT_TRUE(access.starts_with(".rr.yaml:5:16: http.access_logs: \"sometimes\" is not a valid value"))
         << access;
@@ -147,4 +147,21 @@ TEST(ConfLogs, OverrideTurnsTheSectionOnAndTheDumpLoadsBack)
     const auto again = ferry::conf::load_string(text, ".rr.yaml", {}, fake_env());
     ASSERT_TRUE(again) << again.error().message;
     EXPECT_EQ(again->config, r.config);
+}
+
+// RoadRunner reads logs.output as a list of outputs too: Ferry writes to one, the first, and says so.
+TEST(ConfLogs, OutputGivenAsAListUsesTheFirstAndWarnsOfTheRest)
+{
+    LoadResult r = load(minimal + "logs:\n  output: [stdout]\n");
+    EXPECT_EQ(r.config.logs.output, "stdout");
+    EXPECT_TRUE(r.warnings.empty());
+    r = load(minimal + "logs:\n  output:\n    - stderr\n    - /var/log/app.log\n");
+    EXPECT_EQ(r.config.logs.output, "stderr");
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_TRUE(
+        contains(r.warnings[0], ":7:7: logs.output lists 2 values; Ferry uses one, the first (\"stderr\")"))
+        << r.warnings[0];
+    const std::string e = error_of(minimal + "logs:\n  output: [[stderr]]\n");
+    EXPECT_TRUE(contains(e, ":5:12: logs.output: a list is not a valid value"))
+        << e; // the item read as the scalar
 }
