@@ -32,6 +32,7 @@ options:
   -o, --override K=V       override a config key, e.g. -o http.pool.num_workers=4 (repeatable)
   -w, --workdir DIR        change to DIR before reading the config and starting workers
       --dry-run            print the effective configuration and exit
+      --strict             unknown keys and RoadRunner keys Ferry does not support are errors, not warnings
       --log-level LEVEL    debug, info, warn, error (default info; env FERRY_LOG_LEVEL)
   -h, --help               this text (after any command too)
 )";
@@ -84,6 +85,7 @@ int main(int argc, char **argv)
     std::string config_path = ".rr.yaml";
     std::vector<std::string> overrides;
     bool dry_run = command == "config";
+    bool strict = false;
     std::string level_text;
     if (const char *l = std::getenv("FERRY_LOG_LEVEL"))
         level_text = l;
@@ -117,6 +119,8 @@ int main(int argc, char **argv)
                 return usage_error("cannot change to " + *v + ": " + std::strerror(errno));
         } else if (a == "--dry-run") {
             dry_run = true;
+        } else if (a == "--strict") {
+            strict = true;
         } else if (a == "--log-level") {
             auto v = value("--log-level");
             if (!v)
@@ -140,6 +144,12 @@ int main(int argc, char **argv)
     const auto loaded = ferry::conf::load_file(config_path, overrides);
     if (!loaded) {
         std::fprintf(stderr, "ferry: config error: %s\n", loaded.error().message.c_str());
+        return 1;
+    }
+    if (strict && !loaded->strict.empty()) {
+        for (const std::string &w : loaded->strict) {
+            std::fprintf(stderr, "ferry: config error (--strict): %s\n", w.c_str());
+        }
         return 1;
     }
     // The server's logs go where and as logs.* says from here on, its config warnings first; the other

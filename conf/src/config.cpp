@@ -63,7 +63,7 @@ Result<LoadResult> load_string(const std::string &yaml, const std::string &name,
 {
     LoadResult result;
     Result<std::vector<std::string>> warnings =
-        schema::load(keys::config(), result.config, yaml, name, overrides, env);
+        schema::load(keys::config(), result.config, yaml, name, overrides, env, &result.strict);
     if (!warnings) {
         return warnings.error();
     }

@@ -304,9 +304,12 @@ Result<> Document::key_utf8(const YAML::Node &node, const std::string &path, std
     return {};
 }
 
-void Document::warn(const YAML::Mark &mark, const std::string &path, const std::string &message)
+void Document::warn(const YAML::Mark &mark, const std::string &path, const std::string &message, bool strict)
 {
     warnings_.push_back(where(mark, path) + ": " + message);
+    if (strict) {
+        strict_.push_back(warnings_.back());
+    }
 }
 
 Result<Document::Text> Document::text(const YAML::Node &node, const std::string &path,
@@ -341,7 +344,8 @@ Result<Document::Text> Document::text(const YAML::Node &node, const std::string 
 
 Result<std::vector<std::string>> schema::load(const Section &section, void *object, const std::string &yaml,
                                               const std::string &name,
-                                              const std::vector<std::string> &overrides, const EnvLookup &env)
+                                              const std::vector<std::string> &overrides, const EnvLookup &env,
+                                              std::vector<std::string> *strict)
 {
     Result<std::vector<Override>> parsed = parse_overrides(overrides);
     if (!parsed) {
@@ -372,6 +376,9 @@ Result<std::vector<std::string>> schema::load(const Section &section, void *obje
         // Not a config error (those are returned) but yaml-cpp refusing a node it handed out: a bug, still
         // reported as a message naming the file rather than as a crash.
         return fail(name + ": " + e.what());
+    }
+    if (strict != nullptr) {
+        *strict = doc.take_strict();
     }
     return doc.take_warnings();
 }

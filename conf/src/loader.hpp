@@ -59,8 +59,11 @@ public:
     Error out_of_range(const YAML::Node &node, const std::string &path, const Text &text,
                        std::string_view expected) const;
 
-    void warn(const YAML::Mark &mark, const std::string &path, const std::string &message);
+    // `strict`: a warning that `--strict` makes an error (an unknown or unsupported key).
+    void warn(const YAML::Mark &mark, const std::string &path, const std::string &message,
+              bool strict = false);
     std::vector<std::string> take_warnings() { return std::move(warnings_); }
+    std::vector<std::string> take_strict() { return std::move(strict_); }
 
 private:
     bool from_override(const YAML::Mark &mark, const std::string &path) const;
@@ -69,6 +72,7 @@ private:
     const EnvLookup &env_;
     std::vector<std::string> overridden_;
     std::vector<std::string> warnings_;
+    std::vector<std::string> strict_;
     std::map<std::string, YAML::Mark, std::less<>> key_marks_; // key path -> position of the key
 };
 

@@ -140,6 +140,10 @@ std::string reference(const Section &section, const void *defaults, std::string_
         w.rows(*key.section, key.enter_const(defaults), std::string(key.name));
         std::string lacking;
         w.unsupported(*key.section, std::string(key.name), lacking);
+        for (const auto &[name, why] : key.section->refused) {
+            w.out += "\nRefused (a config error): `" + std::string(key.name) + "." + std::string(name) +
+                     "`: " + std::string(why) + ".\n";
+        }
         if (!lacking.empty()) {
             w.out +=
                 "\nRecognised RoadRunner keys Ferry does not support (accepted with a warning): " + lacking +

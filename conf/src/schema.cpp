@@ -100,8 +100,8 @@ private:
     Result<> key(const YAML::Node &node, const std::string &path, const Key &key, void *object);
     Result<> missing(const YAML::Node *section_node, const std::string &section_path, const Key &key,
                      void *object, const std::vector<std::string_view> &absent);
-    void unknown(const Section &section, const YAML::Node &key_node, const std::string &path,
-                 const std::string &full);
+    Result<> unknown(const Section &section, const YAML::Node &key_node, const std::string &path,
+                     const std::string &full);
 
     // `shown` is how messages show the scalar, for a check.
     Result<Value> scalar(const YAML::Node &node, const std::string &path, const Key &key, std::string &shown);
@@ -393,20 +393,26 @@ Result<> Walk::missing(const YAML::Node *section_node, const std::string &sectio
     throw std::logic_error("schema: unknown IfMissing of " + path);
 }
 
-void Walk::unknown(const Section &section, const YAML::Node &key_node, const std::string &path,
-                   const std::string &full)
+Result<> Walk::unknown(const Section &section, const YAML::Node &key_node, const std::string &path,
+                       const std::string &full)
 {
     const std::string &key = key_node.Scalar();
+    for (const auto &[name, why] : section.refused) {
+        if (name == key) {
+            return doc_.error(key_node, full, std::string(why));
+        }
+    }
     if (std::find(section.unsupported.begin(), section.unsupported.end(), key) != section.unsupported.end()) {
         doc_.warn(key_node.Mark(), full,
-                  "key " + quote(full) + " is recognised but not supported yet; ignored");
-        return;
+                  "key " + quote(full) + " is recognised but not supported yet; ignored", true);
+        return {};
     }
     std::string message = "unknown key " + quote(full) + " (ignored)";
     if (const std::string_view best = closest(section, key); !best.empty()) {
         message += "; did you mean " + quote(detail::join(path, best)) + "?";
     }
-    doc_.warn(key_node.Mark(), full, message);
+    doc_.warn(key_node.Mark(), full, message, true);
+    return {};
 }
 
 Result<> Walk::section(const YAML::Node *node, const std::string &path, const Section &section, void *object,
@@ -440,7 +446,9 @@ Result<> Walk::section(const YAML::Node *node, const std::string &path, const Se
             const auto known = std::find_if(section.keys.begin(), section.keys.end(),
                                             [&](const Key &k) { return k.name == name; });
             if (known == section.keys.end()) {
-                unknown(section, key_node, path, full);
+                if (Result<> ok = unknown(section, key_node, path, full); !ok) {
+                    return ok;
+                }
                 continue;
             }
             seen[static_cast<std::size_t>(known - section.keys.begin())] = true;

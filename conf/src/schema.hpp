@@ -108,7 +108,10 @@ struct Key {
 struct Section {
     std::vector<Key> keys;                     // in dump order
     std::vector<std::string_view> unsupported; // RoadRunner keys Ferry lacks: a warning, not an error
-    std::function<void(void *)> resolve;       // after reading (present or not): derived values
+    // RoadRunner keys whose absence of support would change security (http.ssl: plain HTTP where the file
+    // asks for TLS): a config error saying why, never ignored.
+    std::vector<std::pair<std::string_view, std::string_view>> refused;
+    std::function<void(void *)> resolve; // after reading (present or not): derived values
     // A section whose presence means something (reload: turns the watcher on): marks it present when the key
     // is there, even empty; the dump leaves it out when it is not.
     std::function<void(void *)> mark_present;
@@ -174,6 +177,12 @@ public:
         }
     }
     const Section &section() const { return section_; }
+    // A RoadRunner key refused while unsupported (see Section::refused), with why and what to do instead.
+    Table refusing(std::string_view key, std::string_view why) &&
+    {
+        section_.refused.emplace_back(key, why);
+        return std::move(*this);
+    }
 
 private:
     Section section_;
@@ -301,9 +310,11 @@ template <typename S> Field<S> group(std::string_view name, const Table<S> &tabl
 // Reads the YAML text `yaml` (called `name` in messages) into `object` following `section`, after applying
 // the -o `overrides` ("key.path=value"), ${VAR} expanded through `env`: the warnings, or the config error
 // (loader.cpp).
+// `strict`, when given, receives the warnings that `--strict` makes errors: unknown keys and RoadRunner keys
+// Ferry recognises without supporting them.
 Result<std::vector<std::string>> load(const Section &section, void *object, const std::string &yaml,
                                       const std::string &name, const std::vector<std::string> &overrides,
-                                      const EnvLookup &env);
+                                      const EnvLookup &env, std::vector<std::string> *strict = nullptr);
 // `object` as YAML, keys in table order, after a comment line (schema.cpp).
 std::string dump(const Section &section, const void *object, std::string_view comment);
 // One value as YAML on one line, as the dump writes it ("60s", ["index.html"], "php") (schema.cpp).
@@ -316,9 +327,9 @@ std::string reference(const Section &section, const void *defaults, std::string_
 template <typename S>
 Result<std::vector<std::string>> load(const Table<S> &table, S &object, const std::string &yaml,
                                       const std::string &name, const std::vector<std::string> &overrides,
-                                      const EnvLookup &env)
+                                      const EnvLookup &env, std::vector<std::string> *strict = nullptr)
 {
-    return load(table.section(), &object, yaml, name, overrides, env);
+    return load(table.section(), &object, yaml, name, overrides, env, strict);
 }
 
 template <typename S> std::string dump(const Table<S> &table, const S &object, std::string_view comment)

@@ -239,6 +239,28 @@ class ConfigTest(unittest.TestCase):
             self.assertIn("--config FILE", p.stdout)
             self.assertEqual(p.stderr, "")
 
+    def test_strict_makes_unknown_and_unsupported_keys_errors(self):
+        path = self.tmpfile("typo.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                         'http:\n  adress: 127.0.0.1:0\n  http3: {{}}\n')
+        p = run_ferry("config", "-c", path)
+        self.assertEqual(p.returncode, 0, p.stderr)  # warnings by default
+        self.assertIn('unknown key "http.adress" (ignored); did you mean "http.address"?', p.stderr)
+        for args in (["config", "--strict", "-c", path], ["serve", "--strict", "-c", path]):
+            p = run_ferry(*args)
+            self.assertEqual(p.returncode, 1, (args, p.stderr))
+            self.assertIn(f'ferry: config error (--strict): {path}:5:3: unknown key "http.adress"', p.stderr)
+            self.assertIn('key "http.http3" is recognised but not supported yet', p.stderr)
+            self.assertEqual(p.stdout, "")
+
+    def test_http_ssl_is_refused(self):
+        path = self.tmpfile("tls.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                        'http:\n  address: 127.0.0.1:0\n  ssl:\n    address: 127.0.0.1:0\n'
+                                        '    cert: a.crt\n    key: a.key\n')
+        p = run_ferry("serve", "-c", path)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"{path}:6:3: http.ssl: TLS is not supported yet", p.stderr)
+        self.assertNotIn("listening", p.stdout + p.stderr)
+
     def test_unknown_option_usage_error(self):
         p = run_ferry("serve", "--no-such-option")
         self.assertEqual(p.returncode, 2)

@@ -405,3 +405,29 @@ TEST(ConfEnv, TheListFormOfRoadRunnersReferenceConfig)
     const std::string e = error_of(minimal + "  env:\n    - A: 1\n    - [x]\n");
     EXPECT_TRUE(contains(e, "server.env: a list is not valid here")) << e; // a list of maps only
 }
+
+// Keys that would change security are refused while unsupported: http.ssl would otherwise serve plain HTTP.
+TEST(ConfRoadRunner, HttpSslIsRefusedNotIgnored)
+{
+    const std::string e =
+        error_of(minimal + "http:\n  ssl:\n    address: :443\n    cert: a.crt\n    key: a.key\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:5:3: http.ssl: TLS is not supported yet")) << e;
+    EXPECT_TRUE(contains(e, "terminate TLS in front of Ferry")) << e;
+}
+
+// What `--strict` turns into errors: unknown keys and unsupported RoadRunner keys, not other warnings.
+TEST(ConfRoadRunner, StrictListsUnknownAndUnsupportedKeysOnly)
+{
+    const auto r = ferry::conf::load_string(
+        minimal + "http:\n  adress: :8080\n  http2: {h2c: true}\n  timeouts:\n    idle: 30\nstatus:\n"
+                  "  address: :2114\n",
+        ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->warnings.size(), 4u); // the two keys, a duration without unit, every interface
+    ASSERT_EQ(r->strict.size(), 2u);
+    EXPECT_TRUE(
+        contains(r->strict[0], ":5:3: unknown key \"http.adress\" (ignored); did you mean \"http.address\"?"))
+        << r->strict[0];
+    EXPECT_TRUE(contains(r->strict[1], "key \"http.http2\" is recognised but not supported yet"))
+        << r->strict[1];
+}

@@ -288,6 +288,9 @@ struct Config {
 struct LoadResult {
     Config config;
     std::vector<std::string> warnings; // e.g. unknown keys, with file:line and key path
+    // Those of the warnings that `--strict` makes errors: unknown keys (a typo such as http.adress) and
+    // RoadRunner keys Ferry recognises but does not support.
+    std::vector<std::string> strict;
 };
 
 // The CPUs this process may run on (sched_getaffinity: `taskset` and cgroup cpusets count, unlike
