@@ -24,13 +24,15 @@ std::optional<schema::Problem> php_or_404(const schema::Value &value, const std:
     return php_or(value, shown, "404");
 }
 
-// ".css" or "css": stored with the dot, lower-cased, so that matching is one comparison.
+// ".css" or "css": stored with the dot, lower-cased, so that matching is one comparison. "" is the extension
+// of a name without one ("Makefile"), as RoadRunner (Go's filepath.Ext) reads it: its own reference config
+// forbids "".
 std::optional<schema::Problem> extensions(const schema::Value &value, const std::string &)
 {
     const auto &list = std::get<std::vector<std::string>>(value);
     for (std::size_t i = 0; i < list.size(); ++i) {
         const std::string &e = list[i];
-        if (e.empty() || e.find_first_of("/\\", 0) != std::string::npos || e.find('\0') != std::string::npos)
+        if (e == "." || e.find_first_of("/\\", 0) != std::string::npos || e.find('\0') != std::string::npos)
             return schema::Problem{"\"" + e + "\" is not a file extension (expected e.g. \".css\")", i};
     }
     return std::nullopt;
@@ -61,7 +63,7 @@ std::string dotted_lower(std::string e)
     for (char &c : e)
         if (c >= 'A' && c <= 'Z')
             c = static_cast<char>(c - 'A' + 'a');
-    return e.front() == '.' ? e : "." + e;
+    return e.empty() || e.front() == '.' ? e : "." + e;
 }
 
 void resolve(StaticConfig &s)
@@ -82,8 +84,8 @@ const schema::Table<StaticConfig> &static_files()
                 .described("The directory served (relative to the working directory; checked at start)."),
             list("forbid", &StaticConfig::forbid, "a list of file extensions such as \".php\"")
                 .checked(extensions)
-                .described("Extensions never served as files (e.g. `.php`): such a request goes to PHP (or "
-                           "403, `on_forbidden`)."),
+                .described("Extensions never served as files (e.g. `.php`; `\"\"` for names without one): "
+                           "such a request goes to PHP (or 403, `on_forbidden`)."),
             list("allow", &StaticConfig::allow, "a list of file extensions such as \".css\"")
                 .checked(extensions)
                 .described("When set, only files with these extensions are served."),

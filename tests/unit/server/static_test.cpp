@@ -308,3 +308,19 @@ TEST(StaticHandler, PathsThatGoToPhpAreRememberedWithinBounds)
 }
 
 } // namespace
+
+// forbid: [""] (RoadRunner's own reference config has it): "" is the extension of a name without one, as Go's
+// filepath.Ext reads it, so such files are not served; names with an extension still are.
+TEST(StaticPath, AnEmptyExtensionMeansNamesWithoutOne)
+{
+    const auto loaded = ferry::conf::load_string(
+        "version: \"3\"\nserver:\n  command: php w.php\nhttp:\n  static:\n    forbid: [\"\", PHP]\n",
+        "t.yaml");
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    const ferry::conf::StaticConfig &cfg = loaded->config.http.static_files;
+    EXPECT_EQ(cfg.forbid, (std::vector<std::string>{"", ".php"}));
+    EXPECT_TRUE(extension_denied(cfg, "/Makefile"));
+    EXPECT_TRUE(extension_denied(cfg, "/dir.d/LICENSE"));
+    EXPECT_TRUE(extension_denied(cfg, "/index.PHP"));
+    EXPECT_FALSE(extension_denied(cfg, "/app.css"));
+}
