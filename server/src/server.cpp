@@ -7,6 +7,7 @@
 #include "control/metrics.hpp"
 #include "control/status.hpp"
 #include "descriptors.hpp"
+#include "error_text.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
 #include "forms/upload_files.hpp"
@@ -457,7 +458,8 @@ int run(const conf::Config &cfg)
     try {
         detail::listen(rt, cfg);
     } catch (const std::exception &e) {
-        log::error("core", "cannot listen on " + cfg.http.address.to_string() + ": " + e.what());
+        log::error("core", "http.address: cannot listen on " + cfg.http.address.to_string() + ": " +
+                               detail::error_text(e));
         return 1;
     }
 

@@ -1,4 +1,5 @@
 #include "control/probe_server.hpp"
+#include "error_text.hpp"
 
 #include "control/conn_slots.hpp"
 #include "ferry/relay/log.hpp"
@@ -150,7 +151,7 @@ Result<void> ProbeServer::bind()
         s.acceptor.bind(ep);
         s.acceptor.listen();
     } catch (const std::exception &e) {
-        return fail(s.key + ": cannot listen on " + s.addr.to_string() + ": " + e.what());
+        return fail(s.key + ": cannot listen on " + s.addr.to_string() + ": " + error_text(e));
     }
     return {};
 }
