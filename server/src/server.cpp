@@ -20,6 +20,7 @@
 #include "runtime.hpp"
 #include "shared_state.hpp"
 #include "static/static_handler.hpp"
+#include "worker_script.hpp"
 #include "ws/connection.hpp"
 #include "ws/hub.hpp"
 #include "ws/rpc.hpp"
@@ -281,6 +282,10 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
 
 int run(const conf::Config &cfg)
 {
+    if (const std::optional<std::string> bad = detail::check_worker_script(cfg.server.command)) {
+        log::error("core", *bad);
+        return 1;
+    }
     detail::configure_allocator();
     const std::uint64_t fd_limit = detail::prepare_descriptor_limit(); // before any worker starts
     const unsigned n_loops = std::max(1u, cfg.http.io_threads);

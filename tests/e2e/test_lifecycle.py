@@ -252,6 +252,17 @@ class ConfigTest(unittest.TestCase):
             self.assertIn('key "http.http3" is recognised but not supported yet', p.stderr)
             self.assertEqual(p.stdout, "")
 
+    def test_a_missing_worker_script_is_one_message_naming_it(self):
+        path = self.tmpfile("missing.yaml", 'version: "3"\nserver:\n  command: "php -d x=1 no-such-worker.php"\n'
+                                            'http:\n  address: 127.0.0.1:0\n')
+        workdir = os.path.dirname(path)
+        p = run_ferry("serve", "-w", workdir, "-c", path)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"server.command: cannot open no-such-worker.php (in {os.path.realpath(workdir)}): "
+                      "No such file or directory", p.stderr)
+        self.assertNotIn("failed to boot", p.stderr)  # found before any worker starts
+        self.assertEqual(p.stderr.count("no-such-worker.php"), 1, p.stderr)
+
     def test_http_ssl_is_refused(self):
         path = self.tmpfile("tls.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
                                         'http:\n  address: 127.0.0.1:0\n  ssl:\n    address: 127.0.0.1:0\n'
