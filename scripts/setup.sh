@@ -3,6 +3,8 @@
 # third_party/msgpack-cxx/ (see shared design §6). Idempotent, and quiet when everything is there.
 #
 #   scripts/setup.sh            build + tests
+#   scripts/setup.sh --serve    only what building ferry and serving the examples needs (scripts/serve.sh):
+#                               no test framework, browser, Node.js or npm packages
 #   scripts/setup.sh --bench    also the benchmark-only packages (nginx, php8.2-fpm, wrk); bench/run.sh
 #                               calls this itself
 #   scripts/setup.sh --fuzz     also the fuzzing-only packages (clang-14, libfuzzer-14-dev); bench/fuzz.sh
@@ -17,13 +19,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: scripts/setup.sh [--bench] [--fuzz]   (--bench: also nginx, php8.2-fpm, wrk for bench/run.sh;"
-  echo "       --fuzz: also clang-14, libfuzzer-14-dev for bench/fuzz.sh)"
+  echo "usage: scripts/setup.sh [--serve] [--bench] [--fuzz]   (--serve: only building and serving;"
+  echo "       --bench: also nginx, php8.2-fpm, wrk for bench/run.sh; --fuzz: also clang-14, libfuzzer-14-dev)"
 }
+SERVE_ONLY=0
 BENCH=0
 FUZZ=0
 for arg in "$@"; do
   case "$arg" in
+    --serve) SERVE_ONLY=1 ;;
     --bench) BENCH=1 ;;
     --fuzz) FUZZ=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -31,21 +35,28 @@ for arg in "$@"; do
   esac
 done
 
+# Building ferry and serving the examples (scripts/serve.sh installs these alone).
 PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
-  libboost1.81-dev libyaml-cpp-dev node-llhttp libgtest-dev
-  php8.2-cli php-msgpack phpunit php-nyholm-psr7
-  # examples/symfony and its tests (Ferry\Runtime\Runtime): Symfony 5.4 from Debian
+  libboost1.81-dev libyaml-cpp-dev node-llhttp libssl-dev media-types procps
+  php8.2-cli php-msgpack php-nyholm-psr7
+  # examples/symfony (Ferry\Runtime\Runtime): Symfony 5.4 from Debian
   php-symfony-runtime php-symfony-http-kernel php-symfony-framework-bundle php-symfony-routing
   php-symfony-twig-bundle php-twig php-symfony-security-csrf
-  # examples/laravel and its tests (php-worker/bin/ferry-laravel): Laravel 8 from Debian, SQLite for its database
+  # examples/laravel (php-worker/bin/ferry-laravel): Laravel 8 from Debian, SQLite for its database
   php-laravel-framework php-sqlite3
-  python3 procps media-types libssl-dev
+)
+# The tests: GoogleTest, PHPUnit, the end-to-end clients.
+TEST_PKGS=(
+  libgtest-dev phpunit python3
   python3-prometheus-client  # tests/e2e/test_metrics.py: /metrics checked by the reference parser
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)
 )
-# Node.js and npm for the test clients (ws; later playwright-core): the machine's own when it has them.
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+if [ "$SERVE_ONLY" -eq 0 ]; then
+  PKGS+=("${TEST_PKGS[@]}")
+  # Node.js and npm for the test clients (ws, playwright-core): the machine's own when it has them.
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+fi
 BENCH_PKGS=(nginx php8.2-fpm wrk)
 [ "$BENCH" -eq 1 ] && PKGS+=("${BENCH_PKGS[@]}")
 FUZZ_PKGS=(clang-14 libfuzzer-14-dev)
@@ -114,7 +125,9 @@ if [ ! -f "$MSGPACK/include/msgpack.hpp" ]; then
 fi
 # --- npm packages of the end-to-end clients -> tests/e2e/node/node_modules (git-ignored), as locked
 NODE_CLIENTS=tests/e2e/node
-if [ ! -f "$NODE_CLIENTS/node_modules/.package-lock.json" ] ||
+if [ "$SERVE_ONLY" -eq 1 ]; then
+  : # serving needs none
+elif [ ! -f "$NODE_CLIENTS/node_modules/.package-lock.json" ] ||
    [ "$NODE_CLIENTS/package-lock.json" -nt "$NODE_CLIENTS/node_modules/.package-lock.json" ]; then
   echo "setup: npm ci in $NODE_CLIENTS/"
   ( cd "$NODE_CLIENTS" && npm ci --no-audit --no-fund --loglevel=error )
