@@ -89,7 +89,9 @@ const schema::Table<Config> &config()
                 .described("Prometheus metrics: present, `GET /metrics` is served on its own address."),
         },
         {"broadcast", "kv", "jobs", "grpc", "tcp", "service", "temporal", "otel", "endure", "fileserver",
-         "centrifuge", "lock", "redis"},
+         "centrifuge", "lock", "redis",
+         // the jobs drivers' and the cache middleware's own sections
+         "amqp", "beanstalk", "sqs", "nats", "kafka", "boltdb", "memcached", "http_cache"},
     };
     return table;
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -430,4 +431,73 @@ TEST(ConfRoadRunner, StrictListsUnknownAndUnsupportedKeysOnly)
         << r->strict[0];
     EXPECT_TRUE(contains(r->strict[1], "key \"http.http2\" is recognised but not supported yet"))
         << r->strict[1];
+}
+
+// A RoadRunner configuration with most of RoadRunner's plugins
+// (tests/unit/conf/fixtures/roadrunner-full.yaml, written for these tests in the shapes of RoadRunner's
+// reference config): it loads, what Ferry has reads as RoadRunner reads it, and what it lacks is a warning
+// naming the key; --strict would refuse it.
+TEST(ConfRoadRunner, AFullRoadRunnerConfigLoadsWithWarningsForWhatFerryLacks)
+{
+    const std::string path = std::string(FERRY_CONF_FIXTURES) + "/roadrunner-full.yaml";
+    const auto r = ferry::conf::load_file(path, {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    const ferry::conf::Config &c = r->config;
+    EXPECT_EQ(c.server.command, (std::vector<std::string>{"php", "psr-worker.php"}));
+    const std::vector<std::pair<std::string, std::string>> env{{"APP_ENV", "production"},
+                                                               {"APP_DEBUG", "false"}};
+    EXPECT_EQ(c.server.env, env);
+    EXPECT_EQ(c.logs.output, "stderr");
+    EXPECT_EQ(c.http.internal_error_code, 505u);
+    EXPECT_EQ(c.http.pool.num_workers, 4u);
+    EXPECT_EQ(c.http.pool.max_jobs, 64u);
+    EXPECT_EQ(c.http.pool.max_worker_memory, 128u << 20);
+    EXPECT_EQ(c.http.static_files.forbid, (std::vector<std::string>{""}));
+    EXPECT_TRUE(c.websockets.enabled);
+    EXPECT_TRUE(c.status.enabled);
+    EXPECT_TRUE(c.reload.enabled);
+    auto warned = [&](const std::string &key) {
+        return std::any_of(r->warnings.begin(), r->warnings.end(),
+                           [&](const std::string &w) { return contains(w, "\"" + key + "\""); });
+    };
+    for (const char *key : {"server.on_init",
+                            "server.relay_timeout",
+                            "logs.channels",
+                            "logs.file_logger_options",
+                            "http.http2",
+                            "http.fcgi",
+                            "http.headers",
+                            "http.new_relic",
+                            "metrics.collect",
+                            "temporal",
+                            "kv",
+                            "service",
+                            "redis",
+                            "http_cache",
+                            "otel",
+                            "broadcast",
+                            "nats",
+                            "kafka",
+                            "amqp",
+                            "beanstalk",
+                            "sqs",
+                            "jobs",
+                            "grpc",
+                            "tcp",
+                            "fileserver",
+                            "endure",
+                            "lock",
+                            "centrifuge",
+                            "websockets.broker"})
+        EXPECT_TRUE(warned(key)) << key;
+    for (const char *plugin :
+         {"nats", "kafka", "amqp", "http_cache"}) // RoadRunner's: recognised, not "unknown"
+        EXPECT_TRUE(std::any_of(r->warnings.begin(), r->warnings.end(), [&](const std::string &w) {
+            return contains(w, "key \"" + std::string(plugin) + "\" is recognised but not supported");
+        })) << plugin;
+    EXPECT_FALSE(r->strict.empty()); // --strict refuses it
+    // ... and the same file asking for TLS is refused, with or without --strict
+    const std::string tls =
+        error_of("version: \"3\"\nserver:\n  command: php w.php\nhttp:\n  ssl:\n    address: :443\n");
+    EXPECT_TRUE(contains(tls, "http.ssl: TLS is not supported yet")) << tls;
 }
