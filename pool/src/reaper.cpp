@@ -46,6 +46,15 @@ awaitable<void> forward_stderr(WorkerPtr w)
     std::string pending;
     char buf[4096];
     const std::string prefix = "pid " + std::to_string(w->pid) + ": ";
+    // What PHP prints while it boots (before its handshake) is often why it fails to, or a deprecation in the
+    // app's boot: a warning. Afterwards the app's own stderr: info.
+    auto emit = [&](std::string_view line) {
+        if (w->state == State::spawning) {
+            log::warn("worker", prefix + std::string(line));
+        } else {
+            log::info("worker", prefix + std::string(line));
+        }
+    };
     for (;;) {
         auto [ec, n] = co_await w->err.async_read_some(asio::buffer(buf), nothrow);
         if (ec)
@@ -62,17 +71,17 @@ awaitable<void> forward_stderr(WorkerPtr w)
             std::string_view line(pending.data() + start, nl - start);
             if (!line.empty() && line.back() == '\r')
                 line.remove_suffix(1);
-            log::info("worker", prefix + std::string(line));
+            emit(line);
             start = nl + 1;
         }
         pending.erase(0, start);
         if (pending.size() > stderr_line_max) {
-            log::info("worker", prefix + pending);
+            emit(pending);
             pending.clear();
         }
     }
     if (!pending.empty())
-        log::info("worker", prefix + pending);
+        emit(pending);
 }
 
 } // namespace ferry::pool
