@@ -87,6 +87,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // reset in progress why it stopped.
     std::uint64_t generation = 0;
     bool boot_broken = false;
+    bool started = false; // start() returned: boot failures are logged here, not by the caller of start()
     std::string reset_failure;
     unsigned reset_kills = 0;
     clock::time_point stop_deadline = clock::time_point::max();
@@ -466,6 +467,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (w->cpu >= 0)
             detail::CpuPins::process().release(pid);
         bool expected = w->state == State::stopping || w->state == State::dead;
+        // Exited before its handshake: a boot failure, which the handshake's failure reports with its output.
+        const bool booting = w->state == State::spawning && !stopping.raised();
+        if (booting && w->cause == Cause::none)
+            w->cause = Cause::boot_failure;
         if (w->cause == Cause::none)
             w->cause = expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash;
         // Marked for replacement (a limit reached, its replacement started early) but still serving when it
@@ -478,7 +483,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (!w->is_template)
             bump(exits_total[static_cast<unsigned>(w->cause)]);
         std::string what = w->tag() + " " + describe_status(status);
-        if (expected && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        if ((expected && WIFEXITED(status) && WEXITSTATUS(status) == 0) || w->cause == Cause::boot_failure)
             log::debug("pool", what);
         else if (expected)
             log::info("pool", what);
@@ -574,7 +579,13 @@ struct Shard : std::enable_shared_from_this<Shard> {
                 s->unexpected_output(wp, what);
         };
         w->channel->watch();
-        asio::co_spawn(self->io, forward_stderr(w), log_exceptions{"worker stderr"});
+        asio::co_spawn(self->io,
+                       forward_stderr(w,
+                                      [weak = std::weak_ptr<Shard>(self)](std::string_view line) {
+                                          auto s = weak.lock();
+                                          return s && s->spawner.boot_line_repeated(line);
+                                      }),
+                       log_exceptions{"worker stderr"});
         log::debug("pool", w->tag() + (w->idle_boot ? " spawned (booting at idle priority)" : " spawned"));
         if (w->idle_boot)
             asio::co_spawn(self->io, limit_idle_boot(self, w), asio::detached);
@@ -596,7 +607,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
             co_await wait_exit(w, std::chrono::milliseconds(200));
             self->kill_broken(w, Cause::boot_failure);
             co_await wait_exit(w, std::chrono::milliseconds(500));
-            self->boot_failed(Spawner::boot_failure(*w, booted.error().message));
+            self->boot_failed(
+                Spawner::boot_failure(*w, booted.error().message, self->spawner.command_line()));
             co_return;
         }
         // Only a worker with the current code shows that new workers boot: one started before a reset (a
@@ -662,9 +674,12 @@ struct Shard : std::enable_shared_from_this<Shard> {
     {
         spawner.boot_failed(msg);
         const bool in_reset = older_than(generation) > 0;
-        // During a reset every loop tries its own new workers: the error is logged by the first loop only.
-        if (!in_reset || first_boot_failure())
-            log::error("pool", msg);
+        // Once per back-off step (the workers that boot together fail together); during a reset every loop
+        // tries its own new workers: logged by the first loop only; while starting, start()'s error is the
+        // report (the server logs it once).
+        std::string line = spawner.report_failure();
+        if (started && !line.empty() && (!in_reset || first_boot_failure()))
+            log::error("pool", line);
         else
             log::debug("pool", msg);
         if (hold_replacements())
@@ -889,6 +904,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
             if (stopping.raised())
                 co_return fail("stopped while starting");
             if (serving(true) >= opt.num_workers) {
+                started = true;
                 if (opt.debug)
                     start_on_demand();
                 co_return Result<void>{};

@@ -41,7 +41,7 @@ void Reaper::stop()
     sigchld_.cancel(ignored);
 }
 
-awaitable<void> forward_stderr(WorkerPtr w)
+awaitable<void> forward_stderr(WorkerPtr w, std::function<bool(std::string_view)> repeated_at_boot)
 {
     std::string pending;
     char buf[4096];
@@ -50,7 +50,10 @@ awaitable<void> forward_stderr(WorkerPtr w)
     // app's boot: a warning. Afterwards the app's own stderr: info.
     auto emit = [&](std::string_view line) {
         if (w->state == State::spawning) {
-            log::warn("worker", prefix + std::string(line));
+            if (repeated_at_boot && repeated_at_boot(line))
+                log::debug("worker", prefix + std::string(line));
+            else
+                log::warn("worker", prefix + std::string(line));
         } else {
             log::info("worker", prefix + std::string(line));
         }

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <string_view>
 
 namespace ferry::pool {
 
@@ -28,7 +29,8 @@ private:
 };
 
 // Logs each line the worker writes to stderr ("pid 123: ..."), keeping the last 2 KiB in w->stderr_tail for
-// boot error messages; returns at EOF.
-awaitable<void> forward_stderr(WorkerPtr w);
+// boot error messages; returns at EOF. A line printed while it boots is a warning, at debug when
+// `repeated_at_boot` says another worker already printed it; later lines are the app's own: info.
+awaitable<void> forward_stderr(WorkerPtr w, std::function<bool(std::string_view)> repeated_at_boot = nullptr);
 
 } // namespace ferry::pool

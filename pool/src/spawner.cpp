@@ -82,13 +82,73 @@ Result<void> Spawner::prepare()
     return {};
 }
 
+namespace {
+// The wait before the next spawn after `failures` boot failures in a row: 100 ms, doubling up to 12.8 s.
+std::chrono::milliseconds back_off_delay(unsigned failures)
+{
+    return failures == 0 ? std::chrono::milliseconds(0)
+                         : std::chrono::milliseconds(100) * (1u << std::min(failures - 1, 7u));
+}
+
+constexpr std::size_t boot_lines_max = 64;
+} // namespace
+
 awaitable<void> Spawner::back_off()
 {
-    if (failures_ == 0)
-        co_return;
-    unsigned shift = std::min(failures_ - 1, 7u);
-    auto delay = std::chrono::milliseconds(100) * (1u << shift);             // 100 ms .. 12.8 s
-    co_await stopping_.wait_until(std::chrono::steady_clock::now() + delay); // a stop does not wait for it
+    using std::chrono::steady_clock;
+    const auto until = steady_clock::now() + back_off_delay(failures_);
+    // A stop does not wait for it, and a worker that boots meanwhile ends it: the app boots again (polled
+    // every 100 ms; the workers still waiting then start together).
+    while (failures_ > 0 && !stopping_.raised() && steady_clock::now() < until)
+        co_await stopping_.wait_until(std::min(until, steady_clock::now() + std::chrono::milliseconds(100)));
+}
+
+void Spawner::booted()
+{
+    failures_ = 0;
+    last_error_.clear();
+    quiet_until_ = {};
+    unreported_ = 0;
+    boot_lines_.clear();
+}
+
+std::string Spawner::report_failure()
+{
+    const auto now = std::chrono::steady_clock::now();
+    if (failures_ > 1 && now < quiet_until_) {
+        ++unreported_;
+        return {};
+    }
+    // Quiet until the step's retries (they wait back_off_delay()) have had their chance to fail.
+    quiet_until_ = now + back_off_delay(failures_);
+    std::string line = last_error_;
+    if (failures_ > 1)
+        line += " [" + std::to_string(failures_) + " boot failures in a row" +
+                (unreported_ ? ", " + std::to_string(unreported_) + " not reported since the last" : "") +
+                "]";
+    unreported_ = 0;
+    return line;
+}
+
+bool Spawner::boot_line_repeated(std::string_view line)
+{
+    if (std::find(boot_lines_.begin(), boot_lines_.end(), line) != boot_lines_.end())
+        return true;
+    if (boot_lines_.size() < boot_lines_max)
+        boot_lines_.emplace_back(line);
+    return false;
+}
+
+std::string Spawner::command_line() const
+{
+    std::string out;
+    for (const auto &arg : opt_.command) {
+        if (!out.empty())
+            out += ' ';
+        const bool quote = arg.empty() || arg.find_first_of(" \t\"'\\$") != std::string::npos;
+        out += quote ? "'" + arg + "'" : arg;
+    }
+    return out;
 }
 
 Result<WorkerPtr> Spawner::launch()
@@ -194,9 +254,10 @@ awaitable<Result<void>> Spawner::handshake(WorkerPtr w, bool as_template)
     co_return Result<void>{};
 }
 
-std::string Spawner::boot_failure(const Worker &w, const std::string &error)
+std::string Spawner::boot_failure(const Worker &w, const std::string &error, const std::string &command)
 {
-    std::string msg = w.tag() + " failed to boot: " + error;
+    std::string msg =
+        w.tag() + " failed to boot" + (command.empty() ? "" : " (command: " + command + ")") + ": " + error;
     if (w.exited)
         msg += " (" + describe_status(w.wait_status) + ")";
     std::string tail = w.stderr_tail;

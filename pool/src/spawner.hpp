@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ferry::pool {
@@ -28,7 +29,7 @@ public:
     Result<void> prepare();
 
     // Waits before the next spawn after consecutive boot failures: 100 ms, doubling up to 12.8 s; nothing
-    // after a success. Returns early when the pool stops.
+    // after a success. Returns early when the pool stops or a worker boots meanwhile.
     awaitable<void> back_off();
     // Starts one process (state spawning) on a fresh worker; its channel is not read yet.
     Result<WorkerPtr> launch();
@@ -46,14 +47,26 @@ public:
     // Options::boot_timeout. The error says what went wrong, in words for the log. `as_template` asks the
     // process to be the fork template; its answer is in w->template_ok / w->not_template.
     awaitable<Result<void>> handshake(WorkerPtr w, bool as_template = false);
-    // The log line for a worker that failed to boot: the error, how the process ended, its last stderr.
-    static std::string boot_failure(const Worker &w, const std::string &error);
+    // The message for a worker that failed to boot: the error, how the process ended, its last stderr, and
+    // `command` (the worker command line) when given.
+    static std::string boot_failure(const Worker &w, const std::string &error,
+                                    const std::string &command = {});
+    // The worker command as one line ("php worker.php"), for messages.
+    std::string command_line() const;
 
     // Consecutive boot failures; the last one's message.
-    void booted() { failures_ = 0, last_error_.clear(); }
+    void booted();
     void boot_failed(std::string message) { ++failures_, last_error_ = std::move(message); }
     unsigned failures() const { return failures_; }
     const std::string &last_error() const { return last_error_; }
+
+    // A crash storm is reported once per back-off step, not once per worker: after boot_failed(), the line
+    // to log at error, or empty when a failure of this step was already reported (the workers that boot
+    // together fail together). The line counts the failures in a row and those not reported since.
+    std::string report_failure();
+    // Whether `line`, printed on stderr by a booting worker, was already printed by another one since the
+    // last worker that booted (the same PHP message from every worker and every try): logged once.
+    bool boot_line_repeated(std::string_view line);
 
 private:
     asio::io_context &io_;
@@ -63,6 +76,9 @@ private:
     std::vector<std::string> args_, env_;
     unsigned failures_ = 0;
     std::string last_error_;
+    std::chrono::steady_clock::time_point quiet_until_{};
+    unsigned unreported_ = 0;
+    std::vector<std::string> boot_lines_; // bounded: boot_lines_max
 };
 
 } // namespace ferry::pool

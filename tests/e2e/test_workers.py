@@ -4,6 +4,9 @@ boot failures."""
 import collections
 import json
 import os
+import shutil
+import signal
+import tempfile
 import threading
 import time
 import unittest
@@ -224,6 +227,61 @@ class BootTest(unittest.TestCase):
         self.assertNotIn("listening on", err)
         self.assertEqual(srv.stdout_lines, [])
         self.assertTrue(wait_until(lambda: not srv.workers(), 3), srv.workers())
+
+    def test_boot_failure_at_start_is_one_message_with_the_command(self):
+        # Four workers fail together: one error, from the server, with the command and PHP's message; PHP's
+        # line once at warn; no worker reported "unexpectedly" ended (they were booting).
+        srv = Server(script="boot_fail.php", config={"http": {"pool": {"num_workers": 4}}})
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        with self.assertRaises(AssertionError):
+            srv.start(timeout=10)
+        self.assertEqual(srv.proc.wait(10), 1)
+        lines = srv.stderr().splitlines()
+        errors = [l for l in lines if " ERROR " in l]
+        self.assertEqual(len(errors), 1, srv.stderr())
+        self.assertRegex(errors[0], r"ERROR pool: cannot start workers: worker \d+ failed to boot \(command: php "
+                                    r"\S+/tests/php/boot_fail\.php\): worker closed its stdout \(exited with code 2\); "
+                                    r"its stderr: boot_fail\.php: cannot boot the application \(on purpose\)$")
+        warned = [l for l in lines if " WARN  worker: " in l]
+        self.assertEqual(len(warned), 1, srv.stderr())
+        self.assertIn("boot_fail.php: cannot boot the application (on purpose)", warned[0])
+        self.assertNotIn("unexpectedly", srv.stderr())
+
+    def test_a_crash_storm_is_reported_once_per_back_off_step(self):
+        # The app's code breaks under four running workers, then they all die: the pool retries with a
+        # back-off (100 ms doubling) and says so once per step, not once per worker; when the code is fixed,
+        # every worker is back at once (the others' back-off ends with the first boot).
+        tmp = tempfile.mkdtemp(prefix="ferry-e2e-storm-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        flag = os.path.join(tmp, "broken")
+        srv = Server(script="boot_unless_flag.php", env={"FERRY_TEST_BREAK": flag},
+                     config={"http": {"io_threads": 1, "pool": {"num_workers": 4}}})
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        srv.start()
+        open(flag, "w").close()
+        for pid in srv.workers():
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(3.5)  # steps at ~0, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2 s: failures from 4 workers
+        failed = [l for l in srv.stderr().splitlines() if "failed to boot" in l and " ERROR " in l]
+        self.assertGreaterEqual(len(failed), 2, srv.stderr())
+        self.assertLessEqual(len(failed), 6, srv.stderr())  # one per step, at most (one loop)
+        self.assertIn("(command: php ", failed[0])
+        self.assertIn('its stderr: PHP Parse error:  syntax error, unexpected token "}" in /app/src/Kernel.php',
+                      failed[0])
+        self.assertRegex(failed[-1], r"\[\d+ boot failures in a row(, \d+ not reported since the last)?\]$")
+        parse_warnings = [l for l in srv.stderr().splitlines() if " WARN  worker: " in l and "Parse error" in l]
+        self.assertEqual(len(parse_warnings), 1, srv.stderr())  # PHP's message at warn once, not per try
+        self.assertNotIn("unexpectedly while spawning", srv.stderr())
+        self.assertEqual(srv.request("GET", "/")[0], 503)
+        os.unlink(flag)
+        fixed = time.monotonic()
+        self.assertTrue(wait_until(lambda: srv.request("GET", "/")[0] == 200, 15), srv.stderr())
+        self.assertTrue(wait_until(lambda: srv.stderr().count(" ready (") >= 8, 15), srv.stderr())
+        # the longest back-off (12.8 s) is not waited out: all four are back within a few seconds
+        self.assertLess(time.monotonic() - fixed, 6.5, srv.stderr())
+        srv.stop()
 
     def test_boot_failure_is_fast(self):
         t0 = time.monotonic()

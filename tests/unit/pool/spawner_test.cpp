@@ -5,6 +5,7 @@
 #include <csignal>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace ferry;
@@ -135,6 +136,79 @@ TEST(Spawner, BackOffDoublesAndAStopCutsItShort)
     EXPECT_LT(timed(), 1000ms) << "a stop does not wait for the back-off";
     spawner.booted();
     EXPECT_EQ(spawner.failures(), 0u);
+}
+
+TEST(Spawner, AWorkerThatBootsEndsTheOthersBackOff)
+{
+    asio::io_context io;
+    auto opt = options("echo.php");
+    Flag stopping(io);
+    Spawner spawner(io, opt, stopping);
+    for (int i = 0; i < 6; ++i)
+        spawner.boot_failed("failed"); // 3.2 s
+    asio::steady_timer t(io);
+    t.expires_after(50ms);
+    t.async_wait([&](error_code) { spawner.booted(); });
+    auto start = std::chrono::steady_clock::now();
+    run(io, [&]() -> awaitable<void> { co_await spawner.back_off(); });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms) << "the app boots again: no more waiting";
+}
+
+TEST(Spawner, BootFailuresAreReportedOncePerBackOffStep)
+{
+    asio::io_context io;
+    auto opt = options("echo.php");
+    Flag stopping(io);
+    Spawner spawner(io, opt, stopping);
+    // Four workers started together fail together: one report.
+    spawner.boot_failed("worker 1 failed to boot");
+    EXPECT_EQ(spawner.report_failure(), "worker 1 failed to boot");
+    for (int i = 2; i <= 4; ++i) {
+        spawner.boot_failed("worker " + std::to_string(i) + " failed to boot");
+        EXPECT_EQ(spawner.report_failure(), "") << i;
+    }
+    // The next step (after its back-off) is reported, with the count and what was not reported.
+    std::this_thread::sleep_for(120ms);
+    spawner.boot_failed("worker 5 failed to boot");
+    EXPECT_EQ(spawner.report_failure(),
+              "worker 5 failed to boot [5 boot failures in a row, 3 not reported since the last]");
+    spawner.boot_failed("worker 6 failed to boot");
+    EXPECT_EQ(spawner.report_failure(), "") << "the step after five failures lasts 1.6 s";
+    // A boot in between starts over: the next failure is news.
+    spawner.booted();
+    spawner.boot_failed("worker 7 failed to boot");
+    EXPECT_EQ(spawner.report_failure(), "worker 7 failed to boot");
+}
+
+TEST(Spawner, AMessageEveryBootingWorkerPrintsIsLoggedOnce)
+{
+    asio::io_context io;
+    auto opt = options("echo.php");
+    Flag stopping(io);
+    Spawner spawner(io, opt, stopping);
+    EXPECT_FALSE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
+    EXPECT_FALSE(spawner.boot_line_repeated("PHP Deprecated: something else"));
+    EXPECT_TRUE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
+    spawner.booted(); // the app booted: the next time it prints it is news
+    EXPECT_FALSE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
+    for (int i = 0; i < 1000; ++i) // bounded: a worker printing a new line at every boot
+        spawner.boot_line_repeated("line " + std::to_string(i));
+    EXPECT_FALSE(spawner.boot_line_repeated("line 999")) << "only the first lines are remembered";
+}
+
+TEST(Spawner, TheCommandLineInMessages)
+{
+    asio::io_context io;
+    auto opt = options("echo.php");
+    opt.command = {"php", "-d", "memory_limit=256M", "my app/worker.php", ""};
+    Flag stopping(io);
+    Spawner spawner(io, opt, stopping);
+    EXPECT_EQ(spawner.command_line(), "php -d memory_limit=256M 'my app/worker.php' ''");
+    Worker w(io, 1024);
+    w.pid = 42;
+    EXPECT_EQ(Spawner::boot_failure(w, "no PID handshake within 60000 ms", spawner.command_line()),
+              "worker 42 failed to boot (command: php -d memory_limit=256M 'my app/worker.php' ''): "
+              "no PID handshake within 60000 ms");
 }
 
 TEST(Spawner, AHandshakeThatNeverComesTimesOut)
