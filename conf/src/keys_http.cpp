@@ -7,10 +7,60 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
 
 namespace ferry::conf::keys {
 
 namespace {
+
+// http.middleware: the names Ferry acts on, RoadRunner's that it lacks (ignored), and anything else (a typo,
+// with "did you mean"). Both warnings are errors with --strict: the file asks for something not done.
+std::optional<std::string> middleware_names(const schema::Value &value, const std::string &)
+{
+    static constexpr std::string_view done[] = {"static", "sendfile", "proxy_ip_parser"};
+    static constexpr std::string_view lacking[] = {"headers", "gzip",      "http_metrics",
+                                                   "otel",    "new_relic", "cache"};
+    std::vector<std::string> ignored, unknown;
+    for (const std::string &name : std::get<std::vector<std::string>>(value)) {
+        if (std::find(std::begin(done), std::end(done), name) != std::end(done))
+            continue;
+        if (std::find(std::begin(lacking), std::end(lacking), name) != std::end(lacking)) {
+            ignored.push_back(quote(name));
+            continue;
+        }
+        std::string text = quote(name);
+        std::string_view best;
+        std::size_t best_distance = 3;
+        for (auto list :
+             {std::span<const std::string_view>(done), std::span<const std::string_view>(lacking)})
+            for (std::string_view candidate : list)
+                if (std::size_t d = schema::detail::edit_distance(name, candidate);
+                    d < best_distance && d < candidate.size())
+                    best = candidate, best_distance = d;
+        if (!best.empty())
+            text += " (did you mean " + quote(best) + "?)";
+        unknown.push_back(text);
+    }
+    const auto joined = [](const std::vector<std::string> &items) {
+        std::string out;
+        for (const std::string &item : items)
+            out += (out.empty() ? "" : ", ") + item;
+        return out;
+    };
+    std::string message;
+    if (!ignored.empty())
+        message = "lists " + joined(ignored) + ", RoadRunner middleware that Ferry does not have";
+    if (!unknown.empty())
+        message += (message.empty() ? "lists " : ", and ") + joined(unknown) +
+                   ", not middleware Ferry or RoadRunner knows";
+    if (!message.empty())
+        message += ": ignored (Ferry's are \"static\", \"sendfile\" and \"proxy_ip_parser\")";
+    if (message.empty())
+        return std::nullopt;
+    return message;
+}
 
 // "10.0.0.0/8", "fd00::/8", or one address (all of its bits).
 std::optional<schema::Problem> subnets(const schema::Value &value, const std::string &)
@@ -163,10 +213,12 @@ const schema::Table<HttpConfig> &http()
                                "server hold."),
                 group("timeouts", timeouts()).described("Ferry's own: the client side's timeouts."),
                 list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
+                    .warned(middleware_names, true)
                     .described(
                         "`static` (files from `http.static.dir` before PHP) and `sendfile` (a worker's "
-                        "`X-Sendfile` header answered from the file); other RoadRunner middleware is "
-                        "warned and ignored."),
+                        "`X-Sendfile` header answered from the file); `proxy_ip_parser` is accepted (see "
+                        "`trusted_subnets`); other RoadRunner middleware and unknown names are warned and "
+                        "ignored (errors with `--strict`)."),
                 boolean("access_logs", &HttpConfig::access_logs)
                     .described("One log line per request (logger `http.access`, info level)."),
                 section("static", &HttpConfig::static_files, static_files())

@@ -12,18 +12,7 @@
 
 namespace ferry::conf {
 
-namespace {
-
-using detail::describe;
-using detail::Document;
-using schema::IfMissing;
-using schema::Key;
-using schema::Kind;
-using schema::Section;
-using schema::Value;
-
-// Optimal string alignment distance (Levenshtein + adjacent transpositions), for "did you mean".
-std::size_t edit_distance(std::string_view a, std::string_view b)
+std::size_t schema::detail::edit_distance(std::string_view a, std::string_view b)
 {
     std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
     for (std::size_t i = 0; i <= a.size(); ++i) {
@@ -44,13 +33,23 @@ std::size_t edit_distance(std::string_view a, std::string_view b)
     return d[a.size()][b.size()];
 }
 
+namespace {
+
+using detail::describe;
+using detail::Document;
+using schema::IfMissing;
+using schema::Key;
+using schema::Kind;
+using schema::Section;
+using schema::Value;
+
 // The closest known or unsupported key name, when close enough to be a typo; "" otherwise.
 std::string_view closest(const Section &section, std::string_view key)
 {
     std::string_view best;
     std::size_t best_distance = 3;
     const auto consider = [&](std::string_view candidate) {
-        const std::size_t d = edit_distance(key, candidate);
+        const std::size_t d = schema::detail::edit_distance(key, candidate);
         if (d < best_distance && d < candidate.size()) {
             best = candidate;
             best_distance = d;
@@ -349,7 +348,7 @@ Result<> Walk::key(const YAML::Node &given, const std::string &path, const Key &
     }
     if (key.warning != nullptr) {
         if (const std::optional<std::string> message = key.warning(*value, shown)) {
-            doc_.warn(node.Mark(), path, path + " " + *message);
+            doc_.warn(node.Mark(), path, path + " " + *message, key.warning_strict);
         }
     }
     key.store(object, std::move(*value));

@@ -98,6 +98,7 @@ struct Key {
         false; // a scalar key RoadRunner also takes as a list: its first item (warned past one)
     Check check = nullptr;
     Warning warning = nullptr;
+    bool warning_strict = false;                 // --strict makes the warning an error
     const Section *section = nullptr;            // Kind::section: the nested keys
     std::function<void(void *, Value &&)> store; // sets the member in the object the table fills
     std::function<Value(const void *)> fetch;    // reads it back, for the dump
@@ -137,9 +138,11 @@ template <typename S> struct Field : Key {
         check = c;
         return std::move(*this);
     }
-    Field warned(Warning w) &&
+    // `strict`: a warning that `--strict` makes an error (what the file asks for is ignored).
+    Field warned(Warning w, bool strict = false) &&
     {
         warning = w;
+        warning_strict = strict;
         return std::move(*this);
     }
     // A scalar key that RoadRunner also reads as a list (logs.output): Ferry takes the first item; more are
@@ -192,6 +195,9 @@ private:
 std::optional<bool> yaml_bool(std::string_view text);
 
 namespace detail {
+// Optimal string alignment distance (Levenshtein + adjacent transpositions), for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
 // A key of `kind` whose member (of type M) holds a Value alternative V.
 template <typename V, typename S, typename M>
 Field<S> member_key(std::string_view name, Kind kind, M S::*member)

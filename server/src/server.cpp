@@ -375,9 +375,6 @@ int run(const conf::Config &cfg)
         log::info("static", "serving files from \"" + st.dir + "\" before PHP (" +
                                 std::to_string(mime->size()) + " file types known)");
     }
-    for (const std::string &m : cfg.http.middleware)
-        if (m != "static" && m != "proxy_ip_parser" && m != "sendfile")
-            log::warn("core", "http.middleware: \"" + m + "\" is not supported by Ferry and is ignored");
 
     std::string temp_dir = cfg.http.uploads_dir;
     if (temp_dir.empty()) {

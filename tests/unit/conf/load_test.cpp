@@ -433,6 +433,31 @@ TEST(ConfRoadRunner, StrictListsUnknownAndUnsupportedKeysOnly)
         << r->strict[1];
 }
 
+// http.middleware: RoadRunner's names that Ferry lacks and typos are one warning at the list, with "did you
+// mean"; --strict refuses them (the file asks for something that would not be done).
+TEST(ConfRoadRunner, MiddlewareFerryLacksOrMisspeltIsWarnedAndStrictRefusesIt)
+{
+    const auto r = ferry::conf::load_string(
+        minimal + "http:\n  middleware: [static, gzip, statc, proxy_ip_parser, sendfile, zorglub]\n",
+        ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->warnings.size(), 1u);
+    EXPECT_EQ(
+        r->warnings[0],
+        ".rr.yaml:5:15: http.middleware lists \"gzip\", RoadRunner middleware that Ferry does not have, and "
+        "\"statc\" (did you mean \"static\"?), \"zorglub\", not middleware Ferry or RoadRunner knows: "
+        "ignored "
+        "(Ferry's are \"static\", \"sendfile\" and \"proxy_ip_parser\")");
+    EXPECT_EQ(r->strict, r->warnings);
+    EXPECT_TRUE(r->config.http.static_files.enabled);
+    EXPECT_TRUE(r->config.http.sendfile);
+
+    const auto fine = ferry::conf::load_string(
+        minimal + "http:\n  middleware: [static, sendfile, proxy_ip_parser]\n", ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(fine) << fine.error().message;
+    EXPECT_TRUE(fine->warnings.empty()) << fine->warnings[0];
+}
+
 // A RoadRunner configuration with most of RoadRunner's plugins
 // (tests/unit/conf/fixtures/roadrunner-full.yaml, written for these tests in the shapes of RoadRunner's
 // reference config): it loads, what Ferry has reads as RoadRunner reads it, and what it lacks is a warning
