@@ -82,7 +82,7 @@ server:
   command: "$cmd"
   env:
 $env_lines
-    FERRY_WORKER_AUTOLOAD: $ROOT/php-worker/autoload.php
+    FERRY_PHP_WORKER: $ROOT/php-worker
 http:
   address: 127.0.0.1:0
   middleware: ["static", "sendfile"]

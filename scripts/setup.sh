@@ -50,6 +50,7 @@ PKGS=(
 TEST_PKGS=(
   libgtest-dev phpunit python3
   python3-prometheus-client  # tests/e2e/test_metrics.py: /metrics checked by the reference parser
+  composer  # tests/e2e/test_install.py: php-worker/composer.json validated and required by an app (offline)
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)
 )
 if [ "$SERVE_ONLY" -eq 0 ]; then

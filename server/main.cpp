@@ -4,9 +4,11 @@
 #include "ferry/server/server.hpp"
 #include "ferry/version.hpp"
 
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -53,6 +55,32 @@ ferry::log::Options log_options(const ferry::conf::LogsConfig &logs)
     o.off = logs.mode == "off";
     o.output = logs.output;
     return o;
+}
+
+// FERRY_PHP_WORKER: the directory of Ferry's PHP library (php-worker/: autoload.php, bin/ferry-laravel), in
+// the environment of the workers and of ${FERRY_PHP_WORKER} in the config, unless it is set already: the copy
+// installed next to the binary (<prefix>/bin/ferry -> <prefix>/share/ferry/php-worker) or, for a binary run
+// from its build directory, the source tree's. Unset when neither is there.
+void export_php_library()
+{
+    if (const char *set = std::getenv("FERRY_PHP_WORKER"); set && *set)
+        return;
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return;
+    const std::filesystem::path exe(std::string(buf, static_cast<std::size_t>(n)));
+    std::vector<std::filesystem::path> candidates{exe.parent_path().parent_path() / "share/ferry/php-worker"};
+#if defined(FERRY_BUILD_DIR) && defined(FERRY_SOURCE_DIR)
+    std::error_code ec;
+    if (std::filesystem::equivalent(exe.parent_path(), FERRY_BUILD_DIR, ec))
+        candidates.emplace_back(std::filesystem::path(FERRY_SOURCE_DIR) / "php-worker");
+#endif
+    for (const auto &dir : candidates)
+        if (::access((dir / "autoload.php").c_str(), R_OK) == 0) {
+            ::setenv("FERRY_PHP_WORKER", dir.c_str(), 1);
+            return;
+        }
 }
 
 } // namespace
@@ -141,6 +169,7 @@ int main(int argc, char **argv)
         cli_level = lvl;
     }
 
+    export_php_library();
     const auto loaded = ferry::conf::load_file(config_path, overrides);
     if (!loaded) {
         std::fprintf(stderr, "ferry: config error: %s\n", loaded.error().message.c_str());

@@ -37,7 +37,8 @@ const schema::Table<ServerConfig> &server()
             env("env", &ServerConfig::env)
                 .described("Variables added to the workers' environment (a map, or RoadRunner's list of `- "
                            "KEY: value`; names upper-cased), besides `RR_RELAY`, "
-                           "`RR_MODE`, `RR_VERSION`, `FERRY_VERSION` and `RR_RPC` that Ferry sets."),
+                           "`RR_MODE`, `RR_VERSION`, `RR_RPC`, `FERRY_VERSION` and `FERRY_PHP_WORKER` (the "
+                           "directory of Ferry's PHP library) that Ferry sets."),
             string("relay", &ServerConfig::relay, "\"pipes\"")
                 .checked(pipes_only)
                 .described("How workers are reached: `pipes` (their stdin and stdout) is the only relay."),

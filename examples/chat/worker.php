@@ -12,7 +12,8 @@
 // events): signed-in users read topic "feed", and only that one.
 declare(strict_types=1);
 
-require __DIR__ . '/../../php-worker/autoload.php';
+// FERRY_PHP_WORKER: Ferry's PHP library, which ferry tells its workers (installed or in this repository).
+require (getenv('FERRY_PHP_WORKER') ?: __DIR__ . '/../../php-worker') . '/autoload.php';
 
 use Ferry\Worker\Request;
 use Ferry\Worker\Rpc;

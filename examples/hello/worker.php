@@ -4,7 +4,8 @@
 // (the page's stylesheet and logo) are served by Ferry's static handler and never reach this worker.
 declare(strict_types=1);
 
-require __DIR__ . '/../../php-worker/autoload.php';
+// FERRY_PHP_WORKER: Ferry's PHP library, which ferry tells its workers (installed or in this repository).
+require (getenv('FERRY_PHP_WORKER') ?: __DIR__ . '/../../php-worker') . '/autoload.php';
 
 use Ferry\Worker\Worker;
 

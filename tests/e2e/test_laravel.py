@@ -36,7 +36,6 @@ def laravel_config(app, workers=2):
                 "APP_BASE_PATH": app,
                 "APP_ENV": "production",
                 "APP_DEBUG": "false",
-                "FERRY_WORKER_AUTOLOAD": os.path.join(ROOT, "php-worker", "autoload.php"),
             },
         },
         "http": {

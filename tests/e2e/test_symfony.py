@@ -33,7 +33,6 @@ def symfony_config(app, workers=2):
                 "APP_RUNTIME": "Ferry\\Runtime\\Runtime",
                 "APP_ENV": "prod",
                 "APP_DEBUG": "0",
-                "FERRY_WORKER_AUTOLOAD": os.path.join(ROOT, "php-worker", "autoload.php"),
             },
         },
         "http": {

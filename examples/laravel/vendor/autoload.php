@@ -4,11 +4,11 @@
 // Laravel's own autoloader under /usr/share/php (it requires those of its dependencies: Symfony components,
 // Carbon, Monolog, Doctrine Inflector, Flysystem, Ramsey UUID...), and the app's classes (App\ in app/, as
 // composer.json's "psr-4" says). Ferry's php-worker library when the app runs under Ferry
-// (FERRY_WORKER_AUTOLOAD, set by .rr.yaml; its default is the copy in this repository).
+// (FERRY_PHP_WORKER, which ferry sets; without it, as under php-fpm, the copy in this repository).
 
 require_once '/usr/share/php/Illuminate/autoload.php';
 
-$ferry = getenv('FERRY_WORKER_AUTOLOAD') ?: dirname(__DIR__, 3).'/php-worker/autoload.php';
+$ferry = (getenv('FERRY_PHP_WORKER') ?: dirname(__DIR__, 3).'/php-worker').'/autoload.php';
 if (is_file($ferry)) {
     require_once $ferry;
 }

@@ -2,8 +2,8 @@
 
 // What Composer's vendor/autoload.php would be for this app, from Debian's packages (no Composer, no download):
 // each package's own autoloader under /usr/share/php, and the app's classes (App\ in src/, as composer.json's
-// "psr-4" would say). Ferry's php-worker library when the app runs under Ferry (FERRY_WORKER_AUTOLOAD,
-// set by .rr.yaml; its default is the copy in this repository).
+// "psr-4" would say). Ferry's php-worker library when the app runs under Ferry (FERRY_PHP_WORKER,
+// which ferry sets; without it, as under php-fpm, the copy in this repository).
 
 require_once '/usr/share/php/Symfony/Component/Runtime/autoload.php';
 require_once '/usr/share/php/Symfony/Bundle/FrameworkBundle/autoload.php';
@@ -12,7 +12,7 @@ require_once '/usr/share/php/Twig/autoload.php';
 require_once '/usr/share/php/Symfony/Component/Security/Csrf/autoload.php';
 require_once '/usr/share/php/Symfony/Component/Translation/autoload.php';
 
-$ferry = getenv('FERRY_WORKER_AUTOLOAD') ?: dirname(__DIR__, 3).'/php-worker/autoload.php';
+$ferry = (getenv('FERRY_PHP_WORKER') ?: dirname(__DIR__, 3).'/php-worker').'/autoload.php';
 if (is_file($ferry)) {
     require_once $ferry;
 }
