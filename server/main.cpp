@@ -1,5 +1,6 @@
 // ferry: the command line. `ferry serve` is the main command.
 #include "ferry/conf/config.hpp"
+#include "ferry/conf/dotenv.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/server/server.hpp"
 #include "ferry/version.hpp"
@@ -32,7 +33,9 @@ commands:
 options:
   -c, --config FILE        configuration file (default .rr.yaml)
   -o, --override K=V       override a config key, e.g. -o http.pool.num_workers=4 (repeatable)
-  -w, --workdir DIR        change to DIR before reading the config and starting workers
+  -w, --workdir DIR        change to DIR before reading the config and starting workers (default: the
+                           config file's directory, as RoadRunner does)
+      --dotenv FILE        set the variables of a .env file that the environment lacks (env DOTENV_PATH)
       --dry-run            print the effective configuration and exit
       --strict             unknown keys and RoadRunner keys Ferry does not support are errors, not warnings
       --log-level LEVEL    debug, info, warn, error (default info; env FERRY_LOG_LEVEL)
@@ -111,6 +114,8 @@ int main(int argc, char **argv)
     std::vector<std::string> control_args; // the control commands' own: --json, -i, a pool name
 
     std::string config_path = ".rr.yaml";
+    bool workdir_given = false;
+    std::string dotenv;
     std::vector<std::string> overrides;
     bool dry_run = command == "config";
     bool strict = false;
@@ -145,6 +150,12 @@ int main(int argc, char **argv)
                 return usage_error(a + " needs a directory");
             if (::chdir(v->c_str()) != 0)
                 return usage_error("cannot change to " + *v + ": " + std::strerror(errno));
+            workdir_given = true;
+        } else if (a == "--dotenv") {
+            auto v = value("--dotenv");
+            if (!v)
+                return usage_error(a + " needs a file");
+            dotenv = *v;
         } else if (a == "--dry-run") {
             dry_run = true;
         } else if (a == "--strict") {
@@ -169,6 +180,28 @@ int main(int argc, char **argv)
         cli_level = lvl;
     }
 
+    // Without -w the working directory is the config file's, as RoadRunner's (`ferry serve -c
+    // /srv/app/.rr.yaml` runs `php worker.php` in /srv/app, and finds a relative unix:// socket there).
+    if (!workdir_given) {
+        std::error_code ec;
+        const std::filesystem::path file = std::filesystem::absolute(config_path, ec);
+        const std::filesystem::path here = std::filesystem::current_path(ec);
+        if (!ec && file.parent_path() != here && ::chdir(file.parent_path().c_str()) == 0)
+            config_path = file.string();
+    }
+    // --dotenv, or $DOTENV_PATH as RoadRunner reads it (the option wins), relative to the working directory.
+    std::vector<std::string> from_dotenv;
+    if (dotenv.empty())
+        if (const char *d = std::getenv("DOTENV_PATH"); d && *d)
+            dotenv = d;
+    if (!dotenv.empty()) {
+        auto set = ferry::conf::load_dotenv(dotenv);
+        if (!set) {
+            std::fprintf(stderr, "ferry: --dotenv: %s\n", set.error().message.c_str());
+            return 1;
+        }
+        from_dotenv = std::move(*set);
+    }
     export_php_library();
     const auto loaded = ferry::conf::load_file(config_path, overrides);
     if (!loaded) {
@@ -194,6 +227,14 @@ int main(int argc, char **argv)
     }
     for (const auto &w : loaded->warnings)
         ferry::log::warn("config", w);
+    if (!dotenv.empty()) {
+        std::string names;
+        for (const std::string &n : from_dotenv)
+            names += (names.empty() ? "" : ", ") + n;
+        ferry::log::info("config", dotenv + ": " +
+                                       (names.empty() ? "no variable set (the environment has them all)"
+                                                      : "set " + names));
+    }
     if (control) {
         int code = ferry::server::control_command(command, control_args, loaded->config);
         ferry::log::flush();

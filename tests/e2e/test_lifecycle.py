@@ -272,6 +272,23 @@ class ConfigTest(unittest.TestCase):
         self.assertIn(f"{path}:6:3: http.ssl: TLS is not supported yet", p.stderr)
         self.assertNotIn("listening", p.stdout + p.stderr)
 
+    def test_an_rpc_port_in_use_names_the_key_and_no_library_internals(self):
+        # (http.address, status.address and metrics.address: test_loops, test_status, test_metrics)
+        held = socket.socket()
+        self.addCleanup(held.close)
+        held.bind((HOST, 0))
+        held.listen()
+        port = held.getsockname()[1]
+        path = self.tmpfile("rpc.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
+                                        f'http:\n  address: {HOST}:0\nrpc:\n  listen: tcp://{HOST}:{port}\n')
+        p = run_ferry("serve", "-c", path)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f'ERROR core: rpc.listen: cannot listen on "tcp://{HOST}:{port}": Address already in use\n',
+                      p.stderr)
+        for internal in ("bind:", "asio", "boost", "system:98"):
+            self.assertNotIn(internal, p.stderr)
+        self.assertNotIn("listening", p.stdout)
+
     def test_unknown_option_usage_error(self):
         p = run_ferry("serve", "--no-such-option")
         self.assertEqual(p.returncode, 2)
@@ -363,6 +380,91 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(env.get(b"RR_MODE"), b"http")
         self.assertEqual(env.get(MARK_VAR.encode()), srv.marker.encode())
         srv.stop()
+
+
+# A worker that answers with its working directory and what it reads from the environment.
+ENV_WORKER = """<?php
+require getenv('FERRY_PHP_WORKER') . '/autoload.php';
+$worker = Ferry\\Worker\\Worker::create();
+while ($req = $worker->waitRequest()) {
+    $worker->respond(200, ['Content-Type' => 'application/json'], json_encode([
+        'cwd' => getcwd(), 'greeting' => getenv('GREETING'), 'set' => getenv('FERRY_E2E_SET'),
+    ]));
+}
+"""
+
+
+class WorkingDirectoryAndDotenvTest(unittest.TestCase):
+    """As RoadRunner: without -w the working directory is the config file's; --dotenv / DOTENV_PATH."""
+
+    def app(self, dotenv=None):
+        d = tempfile.mkdtemp(prefix="ferry-e2e-wd-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        with open(os.path.join(d, "worker.php"), "w") as f:
+            f.write(ENV_WORKER)
+        with open(os.path.join(d, ".rr.yaml"), "w") as f:
+            f.write('version: "3"\nserver:\n  command: "php worker.php"\n  env:\n    GREETING: ${GREETING:-none}\n'
+                    'http:\n  address: ${FERRY_E2E_ADDR:-127.0.0.1:0}\n  pool:\n    num_workers: 1\n')
+        if dotenv is not None:
+            with open(os.path.join(d, ".env"), "w") as f:
+                f.write(dotenv)
+        return d
+
+    def serve(self, args, cwd, env=None):
+        err = tempfile.TemporaryFile()
+        proc = subprocess.Popen([BIN, "serve", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err, env=dict(os.environ, **(env or {})))
+
+        def stop():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            proc.wait(20)
+            proc.stdout.close()
+            err.close()
+        self.addCleanup(stop)
+        line, _ = read_listening_line(proc, 15)
+        err.seek(0)
+        log = err.read().decode()
+        self.assertIsNotNone(line, log)
+        port = int(line.rsplit(":", 1)[1])
+        with socket.create_connection((HOST, port), timeout=10) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            r = Reader(s).read_response()
+        self.assertEqual(r.status, 200, log)
+        err.seek(0)
+        return json.loads(r.body), err.read().decode()
+
+    def test_the_working_directory_is_the_config_files(self):
+        app = self.app()
+        seen, _ = self.serve(["-c", os.path.join(app, ".rr.yaml")], cwd="/")
+        self.assertEqual(seen["cwd"], os.path.realpath(app))  # php worker.php found there, from /
+        self.assertEqual(seen["greeting"], "none")
+        # relative to the directory ferry starts in, too
+        seen, _ = self.serve(["-c", os.path.relpath(os.path.join(app, ".rr.yaml"), "/tmp")], cwd="/tmp")
+        self.assertEqual(seen["cwd"], os.path.realpath(app))
+
+    def test_dotenv_sets_what_the_environment_lacks(self):
+        app = self.app("# the app's settings\nGREETING='hello from .env'\nFERRY_E2E_SET=from-file\n"
+                       "FERRY_E2E_ADDR=127.0.0.1:0\n")
+        env = {"FERRY_E2E_SET": "from-env"}
+        seen, log = self.serve(["-c", os.path.join(app, ".rr.yaml"), "--dotenv", ".env"], cwd="/", env=env)
+        self.assertEqual(seen["greeting"], "hello from .env")  # in ${GREETING} of the config
+        self.assertEqual(seen["set"], "from-env")  # the environment wins
+        self.assertIn("config: .env: set GREETING, FERRY_E2E_ADDR", log)
+        self.assertNotIn("hello from .env", log)  # names, not values
+        # DOTENV_PATH, as RoadRunner reads it
+        seen, _ = self.serve(["-w", app], cwd="/", env=dict(env, DOTENV_PATH=os.path.join(app, ".env")))
+        self.assertEqual(seen["greeting"], "hello from .env")
+
+    def test_a_bad_dotenv_file_is_a_clear_error(self):
+        app = self.app("GREETING=hi\nnot a variable\n")
+        p = run_ferry("serve", "-w", app, "--dotenv", ".env")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, 'ferry: --dotenv: .env:2: expected NAME=value, got "not a variable"\n')
+        p = run_ferry("serve", "-w", app, "--dotenv", "missing.env")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, "ferry: --dotenv: cannot read missing.env: No such file or directory\n")
+        self.assertEqual(run_ferry("serve", "--dotenv").returncode, 2)
 
 
 class Psr7Test(ServerTestCase):
