@@ -206,9 +206,10 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         auto booted = co_await spawner_.handshake(w, true);
         if (!booted) {
             co_await wait_exit(w, std::chrono::milliseconds(200));
-            std::string msg = Spawner::boot_failure(*w, booted.error().message);
-            if (php_level_) // prefork.php itself failed (the worker script has not run): not the worker's
-                            // boot
+            std::string msg = Spawner::boot_failure(*w, booted.error().message, spawner_.command_line());
+            // A PHP-level template: prefork.php itself failed (the worker script has not run), not the
+            // worker's boot.
+            if (php_level_)
                 co_return give_up(msg);
             retire(msg, true); // the pool logs it as the worker's boot failure
             boot_failed = true;

@@ -56,9 +56,9 @@ constexpr std::int64_t lend_margin_ns = 1'000'000;
 // its loop's thread; other loops read only `published`, `serving_pub` and `failing_pub`, and reach a shard
 // by posting to its loop.
 struct Shard : std::enable_shared_from_this<Shard> {
-    Shard(Pool::Impl &g, unsigned i, asio::io_context &io_, Options o)
+    Shard(Pool::Impl &g, unsigned i, asio::io_context &io_, Options o, BootReport &boot_report)
         : group(g), index(i), io(io_), opt(std::move(o)), stopping(io_), changed(io_),
-          allocator(io_, opt.allocate_timeout), spawner(io_, opt, stopping),
+          allocator(io_, opt.allocate_timeout), spawner(io_, opt, stopping, boot_report),
           supervisor(opt, workers, stopping, boot_broken), exchange(opt)
     {
         supervisor.on_marked = [this] { maintain(); };
@@ -1019,7 +1019,7 @@ struct Pool::Impl {
         for (unsigned i = 0; i < n; ++i) {
             Options share = opt;
             share.num_workers = opt.num_workers / n + (i < opt.num_workers % n ? 1 : 0);
-            shards.push_back(std::make_shared<Shard>(*this, i, *loops[i], std::move(share)));
+            shards.push_back(std::make_shared<Shard>(*this, i, *loops[i], std::move(share), boot_report));
             shards.back()->allocator.on_queued = [s = shards.back().get()] { s->queued(); };
             if (n > 1)
                 shards.back()->allocator.publish_to(&shards.back()->published);
@@ -1045,6 +1045,7 @@ struct Pool::Impl {
     // pinning a worker ever fails.
     std::atomic<bool> pinning{false};
     unsigned reserved_cpus = 0; // CpuPins::reserve()d by resolve_cpu_affinity(), given back by ~Pool
+    BootReport boot_report;     // every loop's spawner reports boot failures through it (before `shards`)
     std::vector<std::shared_ptr<Shard>> shards;
     std::shared_ptr<Reaper> reaper;
     std::shared_ptr<ForkTemplate> tmpl;              // Options::fork: on loops[0]

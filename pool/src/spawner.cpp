@@ -63,8 +63,8 @@ const PreforkFile &prefork_file()
 }
 } // namespace
 
-Spawner::Spawner(asio::io_context &io, const Options &opt, const Flag &stopping)
-    : io_(io), opt_(opt), stopping_(stopping)
+Spawner::Spawner(asio::io_context &io, const Options &opt, const Flag &stopping, BootReport &report)
+    : io_(io), opt_(opt), stopping_(stopping), report_(report)
 {
 }
 
@@ -107,36 +107,49 @@ void Spawner::booted()
 {
     failures_ = 0;
     last_error_.clear();
-    quiet_until_ = {};
-    unreported_ = 0;
-    boot_lines_.clear();
+    report_.booted();
 }
 
 std::string Spawner::report_failure()
 {
+    return report_.failure(last_error_, back_off_delay(failures_));
+}
+
+std::string BootReport::failure(const std::string &message, std::chrono::milliseconds step)
+{
     const auto now = std::chrono::steady_clock::now();
-    if (failures_ > 1 && now < quiet_until_) {
+    std::lock_guard lock(mu_);
+    ++in_a_row_;
+    if (in_a_row_ > 1 && now < quiet_until_) {
         ++unreported_;
         return {};
     }
-    // Quiet until the step's retries (they wait back_off_delay()) have had their chance to fail.
-    quiet_until_ = now + back_off_delay(failures_);
-    std::string line = last_error_;
-    if (failures_ > 1)
-        line += " [" + std::to_string(failures_) + " boot failures in a row" +
+    quiet_until_ = now + step; // the step's other failures (the workers that boot together fail together)
+    std::string line = message;
+    if (in_a_row_ > 1)
+        line += " [" + std::to_string(in_a_row_) + " boot failures in a row" +
                 (unreported_ ? ", " + std::to_string(unreported_) + " not reported since the last" : "") +
                 "]";
     unreported_ = 0;
     return line;
 }
 
-bool Spawner::boot_line_repeated(std::string_view line)
+bool BootReport::line_repeated(std::string_view line)
 {
-    if (std::find(boot_lines_.begin(), boot_lines_.end(), line) != boot_lines_.end())
+    std::lock_guard lock(mu_);
+    if (std::find(lines_.begin(), lines_.end(), line) != lines_.end())
         return true;
-    if (boot_lines_.size() < boot_lines_max)
-        boot_lines_.emplace_back(line);
+    if (lines_.size() < boot_lines_max)
+        lines_.emplace_back(line);
     return false;
+}
+
+void BootReport::booted()
+{
+    std::lock_guard lock(mu_);
+    quiet_until_ = {};
+    in_a_row_ = unreported_ = 0;
+    lines_.clear();
 }
 
 std::string Spawner::command_line() const

@@ -9,6 +9,7 @@
 #include "worker.hpp"
 
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +21,32 @@ namespace detail {
 bool is_php_cli(const std::string &exe);
 } // namespace detail
 
+// How a pool reports its workers' boot failures, shared by every loop's spawner (thread-safe): a crash storm
+// once per back-off step, not once per worker or per loop, and a PHP message that every booting worker prints
+// once per failure streak.
+class BootReport {
+public:
+    // After a failure: the line to log at error, or empty when a failure of this step (`step`: the back-off
+    // before the reporting loop's next try) was already reported. The line counts the failures in a row (of
+    // the pool) and those not reported since the last line.
+    std::string failure(const std::string &message, std::chrono::milliseconds step);
+    // Whether `line`, printed on stderr by a booting worker, was already printed by another one since the
+    // last worker that booted. At most 64 lines are remembered.
+    bool line_repeated(std::string_view line);
+    // A worker booted: the next failure is news.
+    void booted();
+
+private:
+    std::mutex mu_;
+    std::chrono::steady_clock::time_point quiet_until_{};
+    unsigned in_a_row_ = 0, unreported_ = 0;
+    std::vector<std::string> lines_;
+};
+
 class Spawner {
 public:
-    // `stopping` cuts a back-off short.
-    Spawner(asio::io_context &io, const Options &opt, const Flag &stopping);
+    // `stopping` cuts a back-off short; `report` is the pool's (every loop's spawner shares it).
+    Spawner(asio::io_context &io, const Options &opt, const Flag &stopping, BootReport &report);
 
     // Resolves the command in PATH and builds the workers' environment; the error names a missing command.
     Result<void> prepare();
@@ -60,13 +83,10 @@ public:
     unsigned failures() const { return failures_; }
     const std::string &last_error() const { return last_error_; }
 
-    // A crash storm is reported once per back-off step, not once per worker: after boot_failed(), the line
-    // to log at error, or empty when a failure of this step was already reported (the workers that boot
-    // together fail together). The line counts the failures in a row and those not reported since.
+    // After boot_failed(): the line to log at error, or empty (BootReport::failure, this loop's step).
     std::string report_failure();
-    // Whether `line`, printed on stderr by a booting worker, was already printed by another one since the
-    // last worker that booted (the same PHP message from every worker and every try): logged once.
-    bool boot_line_repeated(std::string_view line);
+    // BootReport::line_repeated.
+    bool boot_line_repeated(std::string_view line) { return report_.line_repeated(line); }
 
 private:
     asio::io_context &io_;
@@ -76,9 +96,7 @@ private:
     std::vector<std::string> args_, env_;
     unsigned failures_ = 0;
     std::string last_error_;
-    std::chrono::steady_clock::time_point quiet_until_{};
-    unsigned unreported_ = 0;
-    std::vector<std::string> boot_lines_; // bounded: boot_lines_max
+    BootReport &report_;
 };
 
 } // namespace ferry::pool

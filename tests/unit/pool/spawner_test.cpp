@@ -52,7 +52,8 @@ TEST(Spawner, HandshakeLearnsTheCodec)
     asio::io_context io;
     auto opt = options("echo.php");
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     ASSERT_TRUE(spawner.prepare());
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
@@ -72,7 +73,8 @@ TEST(Spawner, AFailedBootSaysHowTheProcessEndedAndWhatItPrinted)
     asio::io_context io;
     auto opt = options("boot_fail.php");
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     ASSERT_TRUE(spawner.prepare());
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
@@ -102,7 +104,8 @@ TEST(Spawner, MissingCommandIsNamed)
     auto opt = options("echo.php");
     opt.command = {"ferry-no-such-php-xyz"};
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     auto r = spawner.prepare();
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("\"ferry-no-such-php-xyz\" not found"), std::string::npos)
@@ -114,7 +117,8 @@ TEST(Spawner, BackOffDoublesAndAStopCutsItShort)
     asio::io_context io;
     auto opt = options("echo.php");
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     auto timed = [&]() {
         auto start = std::chrono::steady_clock::now();
         run(io, [&]() -> awaitable<void> { co_await spawner.back_off(); });
@@ -143,7 +147,8 @@ TEST(Spawner, AWorkerThatBootsEndsTheOthersBackOff)
     asio::io_context io;
     auto opt = options("echo.php");
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     for (int i = 0; i < 6; ++i)
         spawner.boot_failed("failed"); // 3.2 s
     asio::steady_timer t(io);
@@ -159,7 +164,8 @@ TEST(Spawner, BootFailuresAreReportedOncePerBackOffStep)
     asio::io_context io;
     auto opt = options("echo.php");
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     // Four workers started together fail together: one report.
     spawner.boot_failed("worker 1 failed to boot");
     EXPECT_EQ(spawner.report_failure(), "worker 1 failed to boot");
@@ -180,12 +186,34 @@ TEST(Spawner, BootFailuresAreReportedOncePerBackOffStep)
     EXPECT_EQ(spawner.report_failure(), "worker 7 failed to boot");
 }
 
+TEST(Spawner, TheLoopsOfAPoolShareOneReport)
+{
+    asio::io_context io;
+    auto opt = options("echo.php");
+    Flag stopping(io);
+    BootReport report;
+    Spawner first(io, opt, stopping, report), second(io, opt, stopping, report);
+    first.boot_failed("worker 1 failed to boot");
+    EXPECT_EQ(first.report_failure(), "worker 1 failed to boot");
+    second.boot_failed("worker 2 failed to boot");
+    EXPECT_EQ(second.report_failure(), "") << "another loop's worker failing in the same step";
+    EXPECT_FALSE(first.boot_line_repeated("PHP Fatal error"));
+    EXPECT_TRUE(second.boot_line_repeated("PHP Fatal error"));
+    second.booted(); // any loop's worker booting starts over for all
+    EXPECT_FALSE(first.boot_line_repeated("PHP Fatal error"));
+    first.boot_failed("worker 3 failed to boot");
+    EXPECT_EQ(first.report_failure(), "worker 3 failed to boot")
+        << "a worker of the pool booted: the report starts over (the loop's back-off keeps its own count)";
+    EXPECT_EQ(first.failures(), 2u);
+}
+
 TEST(Spawner, AMessageEveryBootingWorkerPrintsIsLoggedOnce)
 {
     asio::io_context io;
     auto opt = options("echo.php");
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     EXPECT_FALSE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
     EXPECT_FALSE(spawner.boot_line_repeated("PHP Deprecated: something else"));
     EXPECT_TRUE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
@@ -202,7 +230,8 @@ TEST(Spawner, TheCommandLineInMessages)
     auto opt = options("echo.php");
     opt.command = {"php", "-d", "memory_limit=256M", "my app/worker.php", ""};
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     EXPECT_EQ(spawner.command_line(), "php -d memory_limit=256M 'my app/worker.php' ''");
     Worker w(io, 1024);
     w.pid = 42;
@@ -217,7 +246,8 @@ TEST(Spawner, AHandshakeThatNeverComesTimesOut)
     auto opt = options("fds.php"); // never answers: it waits for EOF on stdin
     opt.boot_timeout = 200ms;
     Flag stopping(io);
-    Spawner spawner(io, opt, stopping);
+    BootReport report;
+    Spawner spawner(io, opt, stopping, report);
     ASSERT_TRUE(spawner.prepare());
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
