@@ -467,10 +467,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (w->cpu >= 0)
             detail::CpuPins::process().release(pid);
         bool expected = w->state == State::stopping || w->state == State::dead;
-        // Exited before its handshake: a boot failure, which the handshake's failure reports with its output.
-        const bool booting = w->state == State::spawning && !stopping.raised();
+        // Exited before its handshake: a boot failure, which the handshake's failure reports with its output,
+        // or the stop's SIGTERM to a booting worker; never unexpected.
+        const bool booting = w->state == State::spawning;
         if (booting && w->cause == Cause::none)
-            w->cause = Cause::boot_failure;
+            w->cause = stopping.raised() ? Cause::shutdown : Cause::boot_failure;
         if (w->cause == Cause::none)
             w->cause = expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash;
         // Marked for replacement (a limit reached, its replacement started early) but still serving when it
@@ -483,7 +484,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
         if (!w->is_template)
             bump(exits_total[static_cast<unsigned>(w->cause)]);
         std::string what = w->tag() + " " + describe_status(status);
-        if ((expected && WIFEXITED(status) && WEXITSTATUS(status) == 0) || w->cause == Cause::boot_failure)
+        if ((expected && WIFEXITED(status) && WEXITSTATUS(status) == 0) || booting ||
+            w->cause == Cause::boot_failure)
             log::debug("pool", what);
         else if (expected)
             log::info("pool", what);
