@@ -99,7 +99,9 @@ awaitable<void> Spawner::back_off()
     const auto until = steady_clock::now() + back_off_delay(failures_);
     // A stop does not wait for it, and a worker that boots meanwhile ends it: the app boots again (polled
     // every 100 ms; the workers still waiting then start together).
-    while (failures_ > 0 && !stopping_.raised() && steady_clock::now() < until)
+    const std::uint64_t recoveries = report_.recoveries(); // another loop's worker booting ends it too
+    while (failures_ > 0 && !stopping_.raised() && steady_clock::now() < until &&
+           report_.recoveries() == recoveries)
         co_await stopping_.wait_until(std::min(until, steady_clock::now() + std::chrono::milliseconds(100)));
 }
 
@@ -147,6 +149,8 @@ bool BootReport::line_repeated(std::string_view line)
 void BootReport::booted()
 {
     std::lock_guard lock(mu_);
+    if (in_a_row_ > 0)
+        recoveries_.fetch_add(1, std::memory_order_relaxed);
     quiet_until_ = {};
     in_a_row_ = unreported_ = 0;
     lines_.clear();

@@ -8,7 +8,9 @@
 #include "ferry/pool/pool.hpp"
 #include "worker.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -35,8 +37,11 @@ public:
     bool line_repeated(std::string_view line);
     // A worker booted: the next failure is news.
     void booted();
+    // How many workers of the pool booted after a failure (any loop): a back-off ends when it changes.
+    std::uint64_t recoveries() const { return recoveries_.load(std::memory_order_relaxed); }
 
 private:
+    std::atomic<std::uint64_t> recoveries_{0};
     std::mutex mu_;
     std::chrono::steady_clock::time_point quiet_until_{};
     unsigned in_a_row_ = 0, unreported_ = 0;

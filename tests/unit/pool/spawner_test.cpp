@@ -159,6 +159,25 @@ TEST(Spawner, AWorkerThatBootsEndsTheOthersBackOff)
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms) << "the app boots again: no more waiting";
 }
 
+TEST(Spawner, AWorkerThatBootsOnAnotherLoopEndsTheBackOffToo)
+{
+    asio::io_context io;
+    auto opt = options("echo.php");
+    Flag stopping(io);
+    BootReport report;
+    Spawner waiting(io, opt, stopping, report), other(io, opt, stopping, report);
+    for (int i = 0; i < 6; ++i) {
+        waiting.boot_failed("failed"); // 3.2 s
+        (void)waiting.report_failure();
+    }
+    asio::steady_timer t(io);
+    t.expires_after(50ms);
+    t.async_wait([&](error_code) { other.booted(); });
+    auto start = std::chrono::steady_clock::now();
+    run(io, [&]() -> awaitable<void> { co_await waiting.back_off(); });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms) << "the app boots again on the other loop";
+}
+
 TEST(Spawner, BootFailuresAreReportedOncePerBackOffStep)
 {
     asio::io_context io;
