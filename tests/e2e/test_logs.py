@@ -9,24 +9,10 @@ import re
 import socket
 import unittest
 
-from harness import HOST, ROOT, Reader, Server, wait_until
+from harness import HOST, Reader, Server, wait_until
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 CONSOLE_LINE = re.compile(rf"^{STAMP} (DEBUG|INFO |WARN |ERROR) [\w.]+: ")
-
-
-def _access_call_site():
-    """The server calls log::access() (server/src/http/session.cpp) once http.access_logs is wired there."""
-    for base, _, files in os.walk(os.path.join(ROOT, "server", "src")):
-        for name in files:
-            if name.endswith(".cpp"):
-                with open(os.path.join(base, name), encoding="utf-8", errors="replace") as f:
-                    if "log::access(" in f.read():
-                        return True
-    return False
-
-
-ACCESS_WIRED = _access_call_site()
 
 
 def json_lines(text):
@@ -231,8 +217,6 @@ class WorkerGarbage(LogsCase):
                             m.endswith(fffd + "b" * 100) for m in msgs))
 
 
-@unittest.skipUnless(ACCESS_WIRED, "http.access_logs is not called from the server yet (log::access in "
-                                   "server/src/http/session.cpp)")
 class AccessLogs(LogsCase):
     def public(self, srv):
         pub = srv.path("public")
