@@ -15,7 +15,9 @@
 #   RTT_MESSAGES    timed round trips of 64 bytes (default 10000, after 1000 untimed)
 #   RELAY_RECEIVERS receivers of the relay (default 20), RELAY_SIZE bytes per message (default 32768),
 #   RELAY_RATE      messages per second (default 30), RELAY_DURATION seconds of sending (default 10)
-#   WS_KIT          the kit with peers/ and clients/ (default /work/shared/ws-bench; copied to the temp dir)
+#   WS_KIT          the kit with peers/ and clients/, or as the first argument: bench/ws.sh /path/to/ws-bench
+#                   (default /work/shared/ws-bench; copied to the temp dir). It is not in this repository:
+#                   without it the script says so and exits 0 (nothing measured).
 #   FERRY_BIN       use this ferry binary instead of building build/ferry
 set -euo pipefail
 
@@ -31,7 +33,7 @@ RELAY_RECEIVERS=${RELAY_RECEIVERS:-20}
 RELAY_SIZE=${RELAY_SIZE:-32768}
 RELAY_RATE=${RELAY_RATE:-30}
 RELAY_DURATION=${RELAY_DURATION:-10}
-WS_KIT=${WS_KIT:-/work/shared/ws-bench}
+WS_KIT=${1:-${WS_KIT:-/work/shared/ws-bench}}
 WARMUP_CONNS=300
 WORKERS=1 # lib.sh's default for pools; Ferry's pools here are set in start_ferry_ws
 STAMP=$(date -u '+%Y%m%d-%H%M%S')
@@ -91,7 +93,12 @@ mkdir -p "$RUN_DIR/servers"
 T_START=$SECONDS
 
 # ---------------------------------------------------------------- the kit
-[[ -d "$WS_KIT/peers" && -d "$WS_KIT/clients" ]] || die "WS_KIT=$WS_KIT has no peers/ and clients/"
+if [[ ! -d "$WS_KIT/peers" || ! -d "$WS_KIT/clients" ]]; then
+  echo "bench/ws.sh: skipped: no WebSocket benchmark kit at $WS_KIT (peers/ and clients/, outside this repository);" \
+    "give its path: bench/ws.sh /path/to/ws-bench, or WS_KIT=/path/to/ws-bench" >&2
+  rm -rf "$RUN_DIR"
+  exit 0
+fi
 KIT="$TMP/ws-bench"
 cp -r "$WS_KIT" "$KIT"
 chmod -R u+w "$KIT"
