@@ -377,7 +377,14 @@ struct Shard : std::enable_shared_from_this<Shard> {
         return n;
     }
 
-    awaitable<Result<ResetReport>> reset(std::uint64_t gen)
+    // How this shard's part of a reset ended.
+    struct ResetEnd {
+        enum class Kind { done, boot_failed, stopping } kind = Kind::done;
+        ResetReport report;
+        std::string error; // boot_failed: the boot failure's message
+    };
+
+    awaitable<ResetEnd> reset(std::uint64_t gen)
     {
         generation = std::max(generation, gen);
         spawner.booted(); // a reset clears the boot back-off: the new code gets its try now
@@ -396,15 +403,15 @@ struct Shard : std::enable_shared_from_this<Shard> {
         maintain();
         for (;;) {
             if (stopping.raised())
-                co_return fail("the server is stopping");
+                co_return ResetEnd{ResetEnd::Kind::stopping, report, {}};
             if (!reset_failure.empty())
-                co_return fail(reset_failure);
+                co_return ResetEnd{ResetEnd::Kind::boot_failed, report, reset_failure};
             if (older_than(gen, true) == 0) // every old process is gone
                 break;
             co_await changed.wait_until(clock::time_point::max());
         }
         report.killed = reset_kills - kills_before;
-        co_return report;
+        co_return ResetEnd{ResetEnd::Kind::done, report, {}};
     }
 
     // Causes of a worker marked for replacement that still serves: what ends it first is counted instead.
@@ -1307,21 +1314,22 @@ struct Pool::Impl {
                               std::to_string(std::max(1u, opt.max_recycling)) + " at a time per loop");
         if (tmpl)
             tmpl->renew(gen); // the next fork starts a template with the new code
-        auto results = co_await on_each<Result<ResetReport>>(
+        auto results = co_await on_each<Shard::ResetEnd>(
             loops(), [this, gen](std::size_t i) { return shards[i]->reset(gen); });
         ResetReport total;
         for (auto &r : results) {
-            if (!r) {
-                log::error(
-                    "pool",
-                    "rolling reset (" + why + ") stopped: " +
-                        (r.error().message.find("failed to boot") != std::string::npos
-                             ? std::string("a new worker could not boot (above); the old ones keep serving")
-                             : r.error().message));
-                co_return r.error();
+            if (r.kind == Shard::ResetEnd::Kind::boot_failed) {
+                log::error("pool",
+                           "rolling reset (" + why +
+                               ") stopped: a new worker could not boot (above); the old ones keep serving");
+                co_return fail(r.error);
             }
-            total.replaced += r->replaced;
-            total.killed += r->killed;
+            if (r.kind == Shard::ResetEnd::Kind::stopping) {
+                log::error("pool", "rolling reset (" + why + ") stopped: the server is stopping");
+                co_return fail("the server is stopping");
+            }
+            total.replaced += r.report.replaced;
+            total.killed += r.report.killed;
         }
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count();
         log::info("pool",

@@ -9,15 +9,6 @@
 namespace ferry::server::detail::ws {
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
 // Calls f(token) for each comma-separated element of every `name` header line.
 template <typename F> void each_token(const Request &req, std::string_view name, F &&f)
 {
@@ -27,7 +18,7 @@ template <typename F> void each_token(const Request &req, std::string_view name,
         std::string_view rest = v;
         while (!rest.empty()) {
             auto comma = rest.find(',');
-            std::string_view item = trim(rest.substr(0, comma));
+            std::string_view item = trim_ows(rest.substr(0, comma));
             if (!item.empty())
                 f(item);
             if (comma == std::string_view::npos)
@@ -84,7 +75,7 @@ Refusal check_upgrade(const Request &req, std::string_view allowed_origin)
         return {400, "a WebSocket handshake needs \"Connection: Upgrade\"", {}};
     if (!req.body.empty() || req.chunked || !req.header("Content-Length").empty())
         return {400, "a WebSocket handshake has no body", {}};
-    std::string_view version = trim(req.header("Sec-WebSocket-Version"));
+    std::string_view version = trim_ows(req.header("Sec-WebSocket-Version"));
     if (version != "13")
         return {426,
                 version.empty() ? "Sec-WebSocket-Version is missing"
@@ -94,10 +85,10 @@ Refusal check_upgrade(const Request &req, std::string_view allowed_origin)
     for (const auto &[n, v] : req.headers)
         if (iequals(n, "Sec-WebSocket-Key"))
             ++keys;
-    if (keys != 1 || !valid_key(trim(req.header("Sec-WebSocket-Key"))))
+    if (keys != 1 || !valid_key(trim_ows(req.header("Sec-WebSocket-Key"))))
         return {400, "Sec-WebSocket-Key is missing or not the base64 of 16 bytes", {}};
     if (!allowed_origin.empty() && allowed_origin != "*") {
-        std::string_view origin = trim(req.header("Origin"));
+        std::string_view origin = trim_ows(req.header("Origin"));
         // Browsers always send Origin; a client without one is not a page of another site (the check is
         // against cross-site WebSocket hijacking), so it passes.
         if (!origin.empty() && !origin_matches(allowed_origin, origin))
