@@ -2,12 +2,12 @@
 // (http.accept: handoff), or one SO_REUSEPORT socket per loop (reuseport); a failed accept backs off.
 #include "descriptors.hpp"
 #include "ferry/relay/log.hpp"
+#include "listener.hpp"
 #include "runtime.hpp"
 
 #include <cerrno>
 #include <chrono>
 #include <sys/socket.h>
-#include <system_error>
 #include <unistd.h>
 #include <utility>
 
@@ -133,38 +133,28 @@ awaitable<void> accept_own(LoopRuntime *lr)
 // Binds http.address: one socket (handoff), or one SO_REUSEPORT socket per loop. SO_REUSEPORT would let a
 // second server on the same port silently share it: a plain bind first proves the port is free (it fails
 // against any socket bound there, ours included), so a second `ferry serve` still fails loudly.
-void listen(Runtime &rt, const conf::Config &cfg)
+Result<void> listen(Runtime &rt, const conf::Config &cfg)
 {
-    tcp::resolver resolver(rt.io);
-    auto results = resolver.resolve(cfg.http.address.host, std::to_string(cfg.http.address.port),
-                                    tcp::resolver::passive | tcp::resolver::numeric_service);
-    tcp::endpoint ep = *results.begin();
-    auto open = [&ep](tcp::acceptor &a, bool reuseport) {
-        a.open(ep.protocol());
-        a.set_option(tcp::acceptor::reuse_address(true));
-        if (reuseport) {
-            int one = 1;
-            if (::setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
-                throw std::system_error(errno, std::generic_category(), "SO_REUSEPORT");
-        }
-        a.bind(ep);
-    };
-    if (cfg.http.accept != "reuseport" || rt.loops.size() == 1) {
-        open(rt.acceptor, false);
-        rt.acceptor.listen(asio::socket_base::max_listen_connections);
-        rt.acceptor.non_blocking(true); // accept4() until EAGAIN
-        return;
-    }
-    if (ep.port() != 0) {
+    auto ep = listen_endpoint(rt.io, cfg.http.address);
+    if (!ep)
+        return ep.error();
+    if (cfg.http.accept != "reuseport" || rt.loops.size() == 1)
+        return open_listener(rt.acceptor, *ep, false, true, true);
+    if (ep->port() != 0) {
         tcp::acceptor probe(rt.io);
-        open(probe, false);
+        if (auto free = open_listener(probe, *ep, false, false); !free)
+            return free;
     }
     for (auto &l : rt.loops) {
         l->acceptor.emplace(l->io);
-        open(*l->acceptor, true);
-        l->acceptor->listen(asio::socket_base::max_listen_connections);
-        ep = l->acceptor->local_endpoint(); // port 0: the others join the port the first one got
+        if (auto opened = open_listener(*l->acceptor, *ep, true); !opened)
+            return opened;
+        error_code ec;
+        *ep = l->acceptor->local_endpoint(ec); // port 0: the others join the port the first one got
+        if (ec)
+            return fail(ec.message());
     }
+    return {};
 }
 
 } // namespace ferry::server::detail

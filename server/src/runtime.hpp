@@ -111,7 +111,7 @@ awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock);
 // http.accept: handoff (on loop 0, into the least loaded loop) and reuseport (each loop its own socket).
 awaitable<void> accept_handoff(Runtime *rt);
 awaitable<void> accept_own(LoopRuntime *lr);
-// Binds http.address (the acceptors of `rt`, or of each loop with reuseport).
-void listen(Runtime &rt, const conf::Config &cfg);
+// Binds http.address (the acceptors of `rt`, or of each loop with reuseport); the error is the system's text.
+Result<void> listen(Runtime &rt, const conf::Config &cfg);
 
 } // namespace ferry::server::detail

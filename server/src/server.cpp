@@ -7,7 +7,6 @@
 #include "control/metrics.hpp"
 #include "control/status.hpp"
 #include "descriptors.hpp"
-#include "error_text.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/relay/loops.hpp"
 #include "forms/upload_files.hpp"
@@ -457,11 +456,9 @@ int run(const conf::Config &cfg)
     }
     runtime = &rt;
 
-    try {
-        detail::listen(rt, cfg);
-    } catch (const std::exception &e) {
+    if (auto listening = detail::listen(rt, cfg); !listening) {
         log::error("core", "http.address: cannot listen on " + cfg.http.address.to_string() + ": " +
-                               detail::error_text(e));
+                               listening.error().message);
         return 1;
     }
 

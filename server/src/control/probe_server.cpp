@@ -1,9 +1,9 @@
 #include "control/probe_server.hpp"
-#include "error_text.hpp"
 
 #include "control/conn_slots.hpp"
 #include "ferry/relay/log.hpp"
 #include "http/response.hpp"
+#include "listener.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -141,18 +141,10 @@ ProbeServer::~ProbeServer()
 Result<void> ProbeServer::bind()
 {
     Impl &s = *impl_;
-    try {
-        tcp::resolver resolver(s.io);
-        auto results = resolver.resolve(s.addr.host, std::to_string(s.addr.port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service);
-        tcp::endpoint ep = *results.begin();
-        s.acceptor.open(ep.protocol());
-        s.acceptor.set_option(tcp::acceptor::reuse_address(true));
-        s.acceptor.bind(ep);
-        s.acceptor.listen();
-    } catch (const std::exception &e) {
-        return fail(s.key + ": cannot listen on " + s.addr.to_string() + ": " + error_text(e));
-    }
+    auto ep = listen_endpoint(s.io, s.addr);
+    Result<void> opened = ep ? open_listener(s.acceptor, *ep) : Result<void>(ep.error());
+    if (!opened)
+        return fail(s.key + ": cannot listen on " + s.addr.to_string() + ": " + opened.error().message);
     return {};
 }
 
