@@ -149,13 +149,15 @@ class Pinned(unittest.TestCase):
 
 
 def thread_cpus(pid):
-    """{name: [cpus]} of the server's event-loop threads: "ferry" (loop 0, the main thread), "ferry-loop-N"."""
+    """{name: [cpus]} of the server's event-loop threads: "ferry" (loop 0: the main thread, whose id is the
+    pid), "ferry-loop-N". Other threads are left out: a sanitizer's runtime starts its own, named as the
+    thread that started it ("ferry" under TSan)."""
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
-            if name == "ferry" or name.startswith("ferry-loop-"):
+            if (name == "ferry" and int(tid) == pid) or name.startswith("ferry-loop-"):
                 out[name] = sorted(os.sched_getaffinity(int(tid)))
         except (FileNotFoundError, ProcessLookupError):
             pass
