@@ -2,6 +2,8 @@
 // reference().
 #include "ferry/conf/config.hpp"
 
+#include "file.hpp"
+
 #include "keys.hpp"
 
 #include <algorithm>
@@ -92,14 +94,13 @@ const char *file_kind(mode_t mode)
 
 } // namespace
 
-Result<LoadResult> load_file(const std::string &path, const std::vector<std::string> &overrides,
-                             const EnvLookup &env)
+Result<std::string> detail::read_regular_file(const std::string &path, std::uint64_t max,
+                                              const std::string &prefix, std::string_view kind)
 {
-    const std::string prefix = path + ": cannot read the configuration file: ";
     const auto cannot_read = [&](int error) { return fail(prefix + std::strerror(error)); };
     const auto too_large = [&](const std::string &size) {
-        return fail(prefix + "it is " + size + ", more than the " +
-                    std::to_string(max_config_file_size >> 20) + " MiB a configuration file may have");
+        return fail(prefix + "it is " + size + ", more than the " + std::to_string(max >> 20) + " MiB " +
+                    std::string(kind) + " may have");
     };
     // O_NONBLOCK: opening a FIFO does not wait for a writer (fstat then refuses it); a regular file reads
     // as without it.
@@ -117,7 +118,7 @@ Result<LoadResult> load_file(const std::string &path, const std::vector<std::str
         ::close(fd);
         return fail(prefix + "it is " + file_kind(st.st_mode) + ", not a regular file");
     }
-    if (static_cast<std::uint64_t>(st.st_size) > max_config_file_size) {
+    if (static_cast<std::uint64_t>(st.st_size) > max) {
         ::close(fd);
         return too_large(std::to_string(st.st_size) + " bytes");
     }
@@ -138,13 +139,24 @@ Result<LoadResult> load_file(const std::string &path, const std::vector<std::str
             break;
         }
         content.append(buffer, static_cast<std::size_t>(n));
-        if (content.size() > max_config_file_size) { // grown since fstat
+        if (content.size() > max) { // grown since fstat
             ::close(fd);
-            return too_large("more than " + std::to_string(max_config_file_size) + " bytes");
+            return too_large("more than " + std::to_string(max) + " bytes");
         }
     }
     ::close(fd);
-    return load_string(content, path, overrides, env);
+    return Result<std::string>(boost::system::in_place_value,
+                               std::move(content)); // (Error is made of a string too)
+}
+
+Result<LoadResult> load_file(const std::string &path, const std::vector<std::string> &overrides,
+                             const EnvLookup &env)
+{
+    auto content = detail::read_regular_file(
+        path, max_config_file_size, path + ": cannot read the configuration file: ", "a configuration file");
+    if (!content)
+        return content.error();
+    return load_string(*content, path, overrides, env);
 }
 
 std::string dump(const Config &config)

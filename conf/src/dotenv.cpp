@@ -3,16 +3,16 @@
 #include "ferry/conf/dotenv.hpp"
 
 #include "ferry/conf/text.hpp"
+#include "file.hpp"
 
-#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace ferry::conf {
 
 namespace {
+
+constexpr std::uint64_t max_dotenv_size = 1 << 20; // a .env file holds settings, not data
 
 bool name_char(char c, bool first)
 {
@@ -118,12 +118,10 @@ Result<DotenvVars> parse_dotenv(std::string_view text, const std::string &name)
 
 Result<std::vector<std::string>> load_dotenv(const std::string &path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return fail("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto vars = parse_dotenv(text.str(), path);
+    auto text = detail::read_regular_file(path, max_dotenv_size, "cannot read " + path + ": ", "a .env file");
+    if (!text)
+        return text.error();
+    auto vars = parse_dotenv(*text, path);
     if (!vars)
         return vars.error();
     std::vector<std::string> set;

@@ -78,3 +78,27 @@ TEST(Dotenv, TheEnvironmentWins)
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().message, std::string("cannot read ") + path + ": No such file or directory");
 }
+
+// A .env file is read like the configuration file: a regular file of bounded size, never a device or a FIFO.
+TEST(Dotenv, OnlyASmallRegularFile)
+{
+    const auto device = load_dotenv("/dev/zero");
+    ASSERT_FALSE(device);
+    EXPECT_EQ(device.error().message, "cannot read /dev/zero: it is a character device, not a regular file");
+    const auto directory = load_dotenv("/tmp");
+    ASSERT_FALSE(directory);
+    EXPECT_EQ(directory.error().message, "cannot read /tmp: it is a directory, not a regular file");
+    char path[] = "/tmp/ferry-dotenv-big-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    {
+        std::ofstream out(path);
+        out << "A=" << std::string((1 << 20), 'x') << "\n";
+    }
+    const auto big = load_dotenv(path);
+    std::remove(path);
+    ASSERT_FALSE(big);
+    EXPECT_EQ(big.error().message, std::string("cannot read ") + path +
+                                       ": it is 1048579 bytes, more than the 1 MiB a .env file may have");
+}

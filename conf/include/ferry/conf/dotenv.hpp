@@ -24,8 +24,8 @@ using DotenvVars = std::vector<std::pair<std::string, std::string>>;
 // The variables of `text`, in file order; the error names `name`, the line and what is wrong with it.
 Result<DotenvVars> parse_dotenv(std::string_view text, const std::string &name);
 
-// Reads `path` and sets what it defines that the environment does not have yet (setenv; call it before any
-// thread starts). Returns the names it set.
+// Reads `path` (a regular file of at most 1 MiB) and sets what it defines that the environment does not have
+// yet (setenv; call it before any thread starts). Returns the names it set.
 Result<std::vector<std::string>> load_dotenv(const std::string &path);
 
 } // namespace ferry::conf
