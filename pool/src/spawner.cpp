@@ -91,6 +91,9 @@ std::chrono::milliseconds back_off_delay(unsigned failures)
 }
 
 constexpr std::size_t boot_lines_max = 64;
+// What the remembered lines may hold together: a worker printing long lines at boot (up to 16 KiB each) does
+// not make the pool keep 1 MiB; lines past it are logged every time.
+constexpr std::size_t boot_lines_bytes_max = 64 * 1024;
 } // namespace
 
 awaitable<void> Spawner::back_off()
@@ -141,8 +144,10 @@ bool BootReport::line_repeated(std::string_view line)
     std::lock_guard lock(mu_);
     if (std::find(lines_.begin(), lines_.end(), line) != lines_.end())
         return true;
-    if (lines_.size() < boot_lines_max)
+    if (lines_.size() < boot_lines_max && lines_bytes_ + line.size() <= boot_lines_bytes_max) {
         lines_.emplace_back(line);
+        lines_bytes_ += line.size();
+    }
     return false;
 }
 
@@ -154,6 +159,7 @@ void BootReport::booted()
     quiet_until_ = {};
     in_a_row_ = unreported_ = 0;
     lines_.clear();
+    lines_bytes_ = 0;
 }
 
 std::string Spawner::command_line() const

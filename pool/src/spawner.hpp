@@ -33,7 +33,7 @@ public:
     // the pool) and those not reported since the last line.
     std::string failure(const std::string &message, std::chrono::milliseconds step);
     // Whether `line`, printed on stderr by a booting worker, was already printed by another one since the
-    // last worker that booted. At most 64 lines are remembered.
+    // last worker that booted. At most 64 lines and 64 KiB are remembered.
     bool line_repeated(std::string_view line);
     // A worker booted: the next failure is news.
     void booted();
@@ -46,6 +46,7 @@ private:
     std::chrono::steady_clock::time_point quiet_until_{};
     unsigned in_a_row_ = 0, unreported_ = 0;
     std::vector<std::string> lines_;
+    std::size_t lines_bytes_ = 0;
 };
 
 class Spawner {

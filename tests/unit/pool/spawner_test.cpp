@@ -232,6 +232,12 @@ TEST(Spawner, AMessageEveryBootingWorkerPrintsIsLoggedOnce)
     for (int i = 0; i < 1000; ++i) // bounded: a worker printing a new line at every boot
         spawner.boot_line_repeated("line " + std::to_string(i));
     EXPECT_FALSE(spawner.boot_line_repeated("line 999")) << "only the first lines are remembered";
+    spawner.booted();
+    const std::string long_line(16 * 1024, 'x'); // a worker's longest stderr line
+    for (char c = 'a'; c < 'a' + 8; ++c)
+        EXPECT_FALSE(spawner.boot_line_repeated(std::string(1, c) + long_line));
+    EXPECT_TRUE(spawner.boot_line_repeated("a" + long_line)) << "the first ones fit in 64 KiB";
+    EXPECT_FALSE(spawner.boot_line_repeated("h" + long_line)) << "past 64 KiB nothing more is kept";
 }
 
 TEST(Spawner, TheCommandLineInMessages)
