@@ -280,7 +280,13 @@ class SendQueueBudget(BudgetCase):
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         payload = b"p" * size
+        # The reader reads as a live client does: the sender keeps it at most two messages behind, which the
+        # sockets' buffers hold. A reader left further behind has a queue in the server too, and with the
+        # budget full it loses its oldest as the policy says (CI once starved the Python reader of 17).
         for i in range(count):
+            deadline = time.monotonic() + 20
+            while len(got) < i - 2 and t.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.001)
             sender.send(frame(1, b"pub:feed:%05d" % i + payload))
         t.join(30)
         held = metric(self.server, "ferry_websocket_send_queue_bytes")
