@@ -1,26 +1,18 @@
 #include "affinity.hpp"
 
-#include "ferry/conf/config.hpp"
-
 #include <algorithm>
-#include <atomic>
 #include <sched.h>
 
 namespace ferry::pool::detail {
 
-CpuPins::CpuPins(std::vector<int> cpus, Apply apply) : cpus_(std::move(cpus)), apply_(std::move(apply))
+CpuPins::CpuPins(std::vector<int> cpus, Apply apply)
+    : cpus_(std::move(cpus)), apply_(std::move(apply)), all_(cpu_mask(cpus_))
 {
     if (!apply_)
         apply_ = [](int pid, int cpu) {
             const cpu_set_t one = cpu_mask({cpu});
             return ::sched_setaffinity(pid, sizeof one, &one) == 0;
         };
-}
-
-CpuPins &CpuPins::process()
-{
-    static CpuPins table(conf::usable_cpu_list());
-    return table;
 }
 
 std::optional<int> CpuPins::pin(int pid, const std::vector<int> &within)
@@ -110,23 +102,6 @@ std::string cpu_list(const std::vector<int> &cpus)
     for (int c : cpus)
         out += (out.empty() ? "" : ",") + std::to_string(c);
     return out;
-}
-
-namespace {
-std::atomic<bool> loops_are_pinned{false};
-}
-
-const cpu_set_t *spawn_affinity()
-{
-    if (!loops_are_pinned.load(std::memory_order_acquire))
-        return nullptr;
-    static const cpu_set_t all = cpu_mask(CpuPins::process().cpus());
-    return &all;
-}
-
-void loops_pinned()
-{
-    loops_are_pinned.store(true, std::memory_order_release);
 }
 
 } // namespace ferry::pool::detail

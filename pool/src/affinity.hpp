@@ -1,11 +1,13 @@
 // CPU affinity of workers (Options::cpu_affinity): each worker pinned to one of the CPUs the server may run
 // on, spread evenly (the CPU with the fewest pinned workers that still count, the lowest first). A worker
 // being replaced stops counting as soon as it is marked, so its replacement gets the CPU it leaves. One
-// table for the whole process (every loop's shard, the HTTP and the websockets pools), guarded by a mutex:
+// table for the whole process (the Host's: every loop's shard, the HTTP and the websockets pools), guarded by
+// a mutex:
 // it is touched when a worker is ready, marked for replacement or gone, never per request. Pools pin only
 // while all of them together have no more workers than CPUs (reserve()): the first pools started get it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -23,9 +25,6 @@ public:
 
     // `cpus`: where workers may go, ascending; `apply` defaults to sched_setaffinity(2).
     explicit CpuPins(std::vector<int> cpus, Apply apply = {});
-
-    // The process-wide table over the CPUs this process may run on (conf::usable_cpu_list()).
-    static CpuPins &process();
 
     const std::vector<int> &cpus() const { return cpus_; }
     // Pins `pid` to the CPU with the fewest counted workers (ties: the lowest) and counts it there: that CPU,
@@ -50,21 +49,26 @@ public:
     bool reserve(unsigned n, unsigned &others);
     void unreserve(unsigned n);
 
+    // Every CPU of the table, once loops_pinned() was called (an event loop's thread was pinned to its
+    // CPUs): what launch() gives a new process instead of the launching loop's CPUs. nullptr before.
+    const cpu_set_t *spawn_affinity() const
+    {
+        return loops_pinned_.load(std::memory_order_acquire) ? &all_ : nullptr;
+    }
+    void loops_pinned() { loops_pinned_.store(true, std::memory_order_release); }
+
 private:
     mutable std::mutex mu_;
     std::vector<int> cpus_;
     Apply apply_;
     std::unordered_map<int, int> counted_; // pid → its CPU
     unsigned reserved_ = 0;                // workers of the pools that pin
+    cpu_set_t all_;                        // cpus_ as a mask
+    std::atomic<bool> loops_pinned_{false};
 };
 
 // A CPU list as sched_setaffinity(2) takes it, and as the log shows it ("0,2").
 cpu_set_t cpu_mask(const std::vector<int> &cpus);
 std::string cpu_list(const std::vector<int> &cpus);
-
-// Every CPU of CpuPins::process(), once loops_pinned() was called (an event loop's thread was pinned to
-// its CPUs): what launch() gives a new process instead of the launching loop's CPUs. nullptr before.
-const cpu_set_t *spawn_affinity();
-void loops_pinned();
 
 } // namespace ferry::pool::detail

@@ -1,6 +1,5 @@
 #include "launch.hpp"
 
-#include "affinity.hpp"
 #include "ferry/pool/descriptors.hpp"
 
 #include <cerrno>
@@ -32,8 +31,8 @@ struct Spawn {
     int fds[4];   // become the child's 0, 1, 2 and (when >= 0) 3
     pid_t parent; // the server, whose death kills the child (PR_SET_PDEATHSIG)
     int error;    // set by the child when it cannot exec: the errno
-    // Every CPU the server may use, once its loops are pinned (spawn_affinity()): the child must not inherit
-    // the launching loop's CPUs. nullptr: it inherits them (they are all of them).
+    // Every CPU the server may use, once its loops are pinned (CpuPins::spawn_affinity()): the child must not
+    // inherit the launching loop's CPUs. nullptr: it inherits them (they are all of them).
     const cpu_set_t *affinity;
     // The soft RLIMIT_NOFILE the server started with, when it raised its own (worker_descriptor_limit());
     // rlim_cur 0: the child keeps the server's.
@@ -121,7 +120,7 @@ CloneFn real_clone()
 // page, so each later write by any loop faults: bench/launch.cpp measured fork+exec holding the launching
 // loop 2.2 ms at 8 MiB of RSS, 21 ms at 256 MiB and 52 ms at 1 GiB, against 0.4-0.6 ms for this launch).
 Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
-                  const std::vector<std::string> &env, const int (&fds)[4])
+                  const std::vector<std::string> &env, const int (&fds)[4], const cpu_set_t *affinity)
 {
     std::vector<char *> argv;
     argv.reserve(args.size() + 2);
@@ -134,8 +133,8 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
     for (const auto &e : env)
         envp.push_back(const_cast<char *>(e.c_str()));
     envp.push_back(nullptr);
-    Spawn s{exe.c_str(), argv.data(), envp.data(),      {fds[0], fds[1], fds[2], fds[3]},
-            ::getpid(),  0,           spawn_affinity(), {}};
+    Spawn s{exe.c_str(), argv.data(), envp.data(), {fds[0], fds[1], fds[2], fds[3]},
+            ::getpid(),  0,           affinity,    {}};
     if (std::uint64_t soft = worker_descriptor_limit(); soft != 0) {
         ::getrlimit64(RLIMIT_NOFILE, &s.nofile);
         s.nofile.rlim_cur = static_cast<rlim64_t>(soft);
@@ -213,7 +212,8 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                    const std::vector<std::string> &env, boost::asio::writable_pipe &in,
-                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err, int extra_fd)
+                   boost::asio::readable_pipe &out, boost::asio::readable_pipe &err, int extra_fd,
+                   const cpu_set_t *affinity)
 {
     int p[3][2]; // stdin, stdout, stderr: {read end, write end}
     for (int i = 0; i < 3; ++i)
@@ -223,7 +223,7 @@ Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                 ::close(p[j][0]), ::close(p[j][1]);
             return fail("cannot start " + exe + ": cannot create its pipes: " + why);
         }
-    auto pid = spawn(exe, args, env, {p[0][0], p[1][1], p[2][1], extra_fd});
+    auto pid = spawn(exe, args, env, {p[0][0], p[1][1], p[2][1], extra_fd}, affinity);
     ::close(p[0][0]);
     ::close(p[1][1]);
     ::close(p[2][1]);
@@ -242,9 +242,10 @@ Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
 }
 
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
-                   const std::vector<std::string> &env, int in_fd, int out_fd, int err_fd)
+                   const std::vector<std::string> &env, int in_fd, int out_fd, int err_fd,
+                   const cpu_set_t *affinity)
 {
-    return spawn(exe, args, env, {in_fd, out_fd, err_fd, -1});
+    return spawn(exe, args, env, {in_fd, out_fd, err_fd, -1}, affinity);
 }
 
 } // namespace ferry::pool::detail

@@ -1,8 +1,10 @@
 #include "spawner.hpp"
 
+#include "affinity.hpp"
 #include "ferry/relay/frame.hpp"
 #include "ferry/version.hpp"
 #include "launch.hpp"
+#include "prefork_file.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -21,50 +23,9 @@
 
 namespace ferry::pool {
 
-namespace detail {
-extern const std::string_view prefork_php; // generated from php-worker/ (pool/cmake/embed_prefork.cmake)
-}
-
-namespace {
-// The embedded prefork.php, written once per process to a directory of its own (mode 0700) under $TMPDIR or
-// /tmp when a PHP-level template is first needed, and removed at exit.
-struct PreforkFile {
-    std::string dir, path, error;
-
-    PreforkFile()
-    {
-        const char *tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/ferry-prefork-XXXXXX";
-        if (!::mkdtemp(pattern.data())) {
-            error = "cannot create a directory like " + pattern + ": " + std::strerror(errno);
-            return;
-        }
-        dir = pattern;
-        path = dir + "/prefork.php"; // the directory's mode keeps it ours
-        std::ofstream out(path, std::ios::binary);
-        out.write(detail::prefork_php.data(), static_cast<std::streamsize>(detail::prefork_php.size()));
-        out.close();
-        if (!out)
-            error = "cannot write " + path + ": " + std::strerror(errno);
-    }
-    ~PreforkFile()
-    {
-        if (!path.empty())
-            ::unlink(path.c_str());
-        if (!dir.empty())
-            ::rmdir(dir.c_str());
-    }
-};
-
-const PreforkFile &prefork_file()
-{
-    static const PreforkFile file; // thread-safe initialisation: any loop may be the first to ask
-    return file;
-}
-} // namespace
-
-Spawner::Spawner(asio::io_context &io, const Options &opt, const Flag &stopping, BootReport &report)
-    : io_(io), opt_(opt), stopping_(stopping), report_(report)
+Spawner::Spawner(asio::io_context &io, const Options &opt, const Host &host, const Flag &stopping,
+                 BootReport &report)
+    : io_(io), opt_(opt), host_(host), stopping_(stopping), report_(report)
 {
 }
 
@@ -177,7 +138,8 @@ std::string Spawner::command_line() const
 Result<WorkerPtr> Spawner::launch()
 {
     auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload);
-    auto pid = detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err);
+    auto pid = detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err,
+                              -1, host_.cpus().spawn_affinity());
     if (!pid)
         return pid.error();
     w->pid = *pid;
@@ -186,7 +148,7 @@ Result<WorkerPtr> Spawner::launch()
 
 Result<int> Spawner::launch_on(int in_fd, int out_fd, int err_fd) const
 {
-    return detail::launch(exe_, args_, env_, in_fd, out_fd, err_fd);
+    return detail::launch(exe_, args_, env_, in_fd, out_fd, err_fd, host_.cpus().spawn_affinity());
 }
 
 bool detail::is_php_cli(const std::string &exe)
@@ -204,7 +166,7 @@ Result<WorkerPtr> Spawner::launch_template(bool php_level)
 {
     std::vector<std::string> args;
     if (php_level) {
-        const PreforkFile &file = prefork_file();
+        const detail::PreforkFile &file = host_.prefork_file();
         if (!file.error.empty())
             return fail("cannot write the PHP-level fork template: " + file.error);
         args = {"-d", "auto_prepend_file=" + file.path};
@@ -217,8 +179,8 @@ Result<WorkerPtr> Spawner::launch_template(bool php_level)
     w->is_template = true;
     w->control_fd = sv[0];
     ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
-    auto pid =
-        detail::launch(exe_, args, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err, sv[1]);
+    auto pid = detail::launch(exe_, args, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err,
+                              sv[1], host_.cpus().spawn_affinity());
     ::close(sv[1]);
     if (!pid)
         return pid.error();

@@ -51,8 +51,10 @@ private:
 
 class Spawner {
 public:
-    // `stopping` cuts a back-off short; `report` is the pool's (every loop's spawner shares it).
-    Spawner(asio::io_context &io, const Options &opt, const Flag &stopping, BootReport &report);
+    // `host`: the process's (its CPUs for a new process, the fork template's file); `stopping` cuts a
+    // back-off short; `report` is the pool's (every loop's spawner shares it).
+    Spawner(asio::io_context &io, const Options &opt, const Host &host, const Flag &stopping,
+            BootReport &report);
 
     // Resolves the command in PATH and builds the workers' environment; the error names a missing command.
     Result<void> prepare();
@@ -97,6 +99,7 @@ public:
 private:
     asio::io_context &io_;
     const Options &opt_;
+    const Host &host_;
     const Flag &stopping_;
     std::string exe_;
     std::vector<std::string> args_, env_;

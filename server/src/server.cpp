@@ -296,6 +296,8 @@ int run(const conf::Config &cfg)
     }
 
     pool::Options popt;
+    // What the process has once (its children, its CPUs, its temporary directory), shared by both pools.
+    popt.host = std::make_shared<pool::Host>();
     popt.command = cfg.server.command;
     for (const auto &[k, v] : cfg.server.env)
         popt.env.push_back(k + "=" + v);
@@ -375,11 +377,7 @@ int run(const conf::Config &cfg)
                                 std::to_string(mime->size()) + " file types known)");
     }
 
-    std::string temp_dir = cfg.http.uploads_dir;
-    if (temp_dir.empty()) {
-        const char *t = std::getenv("TMPDIR");
-        temp_dir = t && *t ? t : "/tmp";
-    }
+    const std::string temp_dir = cfg.http.uploads_dir.empty() ? popt.host->tmp_dir() : cfg.http.uploads_dir;
     if (int fd = detail::open_temp_file(temp_dir); fd >= 0) {
         ::close(fd);
     } else {

@@ -202,3 +202,17 @@ TEST(CpuPins, PinsARealProcessToOneCpu)
     EXPECT_FALSE(pins.pin(child).has_value());
     EXPECT_EQ(errno, ESRCH);
 }
+
+TEST(CpuPins, NewProcessesGetEveryCpuOnceTheLoopsArePinned)
+{
+    CpuPins pins({0, 1}, [](int, int) { return true; });
+    EXPECT_EQ(pins.spawn_affinity(), nullptr); // before: a child inherits the launching thread's CPUs
+    pins.loops_pinned();
+    const cpu_set_t *all = pins.spawn_affinity();
+    ASSERT_NE(all, nullptr);
+    EXPECT_TRUE(CPU_ISSET(0, all));
+    EXPECT_TRUE(CPU_ISSET(1, all));
+    EXPECT_FALSE(CPU_ISSET(2, all));
+    CpuPins other({0, 1}, [](int, int) { return true; }); // another host's table is not affected
+    EXPECT_EQ(other.spawn_affinity(), nullptr);
+}

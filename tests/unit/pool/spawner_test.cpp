@@ -1,5 +1,7 @@
 #include "spawner.hpp"
 
+#include "ferry/pool/host.hpp"
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -15,6 +17,9 @@ using namespace std::chrono_literals;
 namespace {
 
 [[maybe_unused]] const auto sigpipe = std::signal(SIGPIPE, SIG_IGN);
+
+// The process's host, as main builds it (its CPUs, its temporary directory).
+const Host host;
 
 Options options(const std::string &script)
 {
@@ -53,7 +58,7 @@ TEST(Spawner, HandshakeLearnsTheCodec)
     auto opt = options("echo.php");
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     ASSERT_TRUE(spawner.prepare());
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
@@ -74,7 +79,7 @@ TEST(Spawner, AFailedBootSaysHowTheProcessEndedAndWhatItPrinted)
     auto opt = options("boot_fail.php");
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     ASSERT_TRUE(spawner.prepare());
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
@@ -105,7 +110,7 @@ TEST(Spawner, MissingCommandIsNamed)
     opt.command = {"ferry-no-such-php-xyz"};
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     auto r = spawner.prepare();
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("\"ferry-no-such-php-xyz\" not found"), std::string::npos)
@@ -118,7 +123,7 @@ TEST(Spawner, BackOffDoublesAndAStopCutsItShort)
     auto opt = options("echo.php");
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     auto timed = [&]() {
         auto start = std::chrono::steady_clock::now();
         run(io, [&]() -> awaitable<void> { co_await spawner.back_off(); });
@@ -149,7 +154,7 @@ std::chrono::steady_clock::duration back_off_ended_by(bool same_loop)
     auto opt = options("echo.php");
     Flag stopping(io);
     BootReport report;
-    Spawner waiting(io, opt, stopping, report), other(io, opt, stopping, report);
+    Spawner waiting(io, opt, host, stopping, report), other(io, opt, host, stopping, report);
     Spawner &booting = same_loop ? waiting : other;
     for (int i = 0; i < 6; ++i) {
         waiting.boot_failed("failed");
@@ -175,7 +180,7 @@ TEST(Spawner, BootFailuresAreReportedOncePerBackOffStep)
     auto opt = options("echo.php");
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     // Four workers started together fail together: one report.
     spawner.boot_failed("worker 1 failed to boot");
     EXPECT_EQ(spawner.report_failure(), "worker 1 failed to boot");
@@ -202,7 +207,7 @@ TEST(Spawner, TheLoopsOfAPoolShareOneReport)
     auto opt = options("echo.php");
     Flag stopping(io);
     BootReport report;
-    Spawner first(io, opt, stopping, report), second(io, opt, stopping, report);
+    Spawner first(io, opt, host, stopping, report), second(io, opt, host, stopping, report);
     first.boot_failed("worker 1 failed to boot");
     EXPECT_EQ(first.report_failure(), "worker 1 failed to boot");
     second.boot_failed("worker 2 failed to boot");
@@ -223,7 +228,7 @@ TEST(Spawner, AMessageEveryBootingWorkerPrintsIsLoggedOnce)
     auto opt = options("echo.php");
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     EXPECT_FALSE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
     EXPECT_FALSE(spawner.boot_line_repeated("PHP Deprecated: something else"));
     EXPECT_TRUE(spawner.boot_line_repeated("PHP Parse error: syntax error in Kernel.php"));
@@ -247,7 +252,7 @@ TEST(Spawner, TheCommandLineInMessages)
     opt.command = {"php", "-d", "memory_limit=256M", "my app/worker.php", ""};
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     EXPECT_EQ(spawner.command_line(), "php -d memory_limit=256M 'my app/worker.php' ''");
     Worker w(io, 1024);
     w.pid = 42;
@@ -263,7 +268,7 @@ TEST(Spawner, AHandshakeThatNeverComesTimesOut)
     opt.boot_timeout = 200ms;
     Flag stopping(io);
     BootReport report;
-    Spawner spawner(io, opt, stopping, report);
+    Spawner spawner(io, opt, host, stopping, report);
     ASSERT_TRUE(spawner.prepare());
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;

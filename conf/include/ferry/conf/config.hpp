@@ -304,7 +304,7 @@ unsigned usable_cpus();
 // (`pinned_workers`, pinned_http_workers()): each loop then runs beside its own (on 2 CPUs, 1.15-1.24x of one
 // loop at c64: bench/results/2026-12-05-loops-beside-workers.md).
 unsigned default_io_threads(unsigned cpus, unsigned pinned_workers = 0);
-// The workers the HTTP pool will pin to CPUs of their own (pool/src/pool.cpp, resolve_cpu_affinity): all of
+// The workers the HTTP pool will pin to CPUs of their own (pool/src/placement.cpp, resolve_cpu_affinity): all of
 // them with cpu_affinity auto, no debug, at least two usable CPUs and no more workers than CPUs; else 0.
 unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus);
 

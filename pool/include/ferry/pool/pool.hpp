@@ -1,11 +1,14 @@
 // A supervised pool of long-running PHP worker processes (docs/architecture.md, "Workers"; docs/protocol.md
 // §2). Inside pool/src: worker (one process), spawner (start, back-off, handshake), reaper (exits, stderr),
 // allocator (idle set, waiters), exchange (one request on one worker), supervisor (max_jobs, exec_ttl), and
-// pool.cpp wiring them with the lifecycle. A worker's frame channel is relay's (ferry/relay/channel.hpp).
+// one Shard per loop (shard.hpp, split by role) joined by Pool::Impl (group.hpp) with the lifecycle; what the
+// process has once (its children, its CPUs) is the Host (host.hpp). A worker's frame channel is relay's
+// (ferry/relay/channel.hpp).
 #pragma once
 
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/budget.hpp"
+#include "ferry/pool/host.hpp"
 #include "ferry/pool/stats.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/form.hpp"
@@ -103,6 +106,9 @@ struct Options {
     std::size_t max_response_head = 64 * 1024;
     std::size_t max_response_headers = 1000;
     Budget *budget = nullptr; // body memory in flight, shared with the server's request bodies
+    // The process's host (ferry/pool/host.hpp), shared by every pool of the process; null: the pool makes
+    // its own, right only for the process's one pool.
+    std::shared_ptr<Host> host;
 };
 
 enum class Outcome {
