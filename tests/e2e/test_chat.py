@@ -16,7 +16,7 @@ import unittest
 import urllib.parse
 
 from harness import IO_THREADS, MARK_VAR, ROOT, Server, ServerTestCase, wait_until
-from test_reload import Rpc
+from harness import Rpc
 from wsclient import NODE_DIR, NodeWs, RawWs, SseClient, node_ready
 
 EXAMPLE = os.path.join(ROOT, "examples", "chat")

@@ -205,7 +205,8 @@ class WriteTimeoutTest(ServerTestCase):
         total = 30_000_000
         s = self.sock()
         s.sendall(b"GET /big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n" % total)
-        time.sleep(3)  # read nothing: the kernel buffers fill and the server's write stalls
+        # Read nothing: the kernel buffers fill, the server's write stalls, and 1 s later it gives up (logged).
+        self.assertTrue(self.server.wait_for_log("(http.timeouts.write)", 10), "the write timeout is logged")
         # the worker is not held by the stalled client
         t0 = time.monotonic()
         self.assertEqual(self.server.request("GET", "/other")[0], 200)

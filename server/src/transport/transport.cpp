@@ -1,5 +1,7 @@
 #include "transport.hpp"
 
+#include "ferry/relay/log.hpp"
+
 #include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -51,7 +53,17 @@ awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs)
         sent_ += b.size();
     error_code ec = co_await write_all_fast(socket_, bufs, [this] { arm(write_timeout_); });
     disarm();
+    if (ec && conn_.timed_out)
+        log_write_timeout();
     co_return !ec;
+}
+
+void Transport::log_write_timeout() const
+{
+    log::info("http", (remote_.empty() ? std::string("a client") : remote_) + ": no progress writing for " +
+                          std::to_string(write_timeout_.count()) +
+                          " ms (http.timeouts.write): closing the connection after " + std::to_string(sent_) +
+                          " bytes");
 }
 
 awaitable<bool> Transport::flush(std::string &out, bool more)
@@ -116,6 +128,8 @@ awaitable<Transport::Sent> Transport::send_file(int fd, std::uint64_t offset, st
         arm(write_timeout_);
         auto [ec] = co_await socket_.async_wait(tcp::socket::wait_write, nothrow);
         disarm();
+        if (ec && conn_.timed_out)
+            log_write_timeout();
         if (ec)
             co_return Sent::client_gone;
     }

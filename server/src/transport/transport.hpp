@@ -85,6 +85,8 @@ public:
 
 private:
     void set_cork(bool on);
+    // A write that made no progress for write_timeout: one line at info (nginx: "client timed out").
+    void log_write_timeout() const;
 
     Connections &conns_;
     tcp::socket socket_;
