@@ -25,7 +25,10 @@ run_tests() {
   export FERRY_ALLOWED_SKIPS="${allowed[*]}" FERRY_SKIP_LOG="$PWD/$dir/skipped-tests.txt"
   unset IFS
   rm -f "$FERRY_SKIP_LOG"
-  (cd "$dir" && ctest --output-on-failure --timeout "$CTEST_TIMEOUT")
+  # Unit, PHPUnit, docs and fuzz-replay tests two at a time; the end-to-end tests (timing against real
+  # servers) one at a time.
+  (cd "$dir" && ctest --output-on-failure --timeout "$CTEST_TIMEOUT" -j"$jobs" -E '^e2e[.]' &&
+    ctest --output-on-failure --timeout "$CTEST_TIMEOUT" -R '^e2e[.]')
   if [ -s "$FERRY_SKIP_LOG" ]; then echo "== skipped in $dir:"; cat "$FERRY_SKIP_LOG"; else echo "== no test skipped in $dir"; fi
 }
 

@@ -43,10 +43,15 @@ unsigned default_io_threads(unsigned cpus, unsigned pinned_workers)
     return std::max(pinned_workers >= 2 ? 2u : 1u, (cpus + 1) / 2);
 }
 
+bool pins_workers(CpuAffinity affinity, bool debug, unsigned workers, unsigned usable_cpus,
+                  unsigned free_cpus)
+{
+    return affinity == CpuAffinity::automatic && !debug && usable_cpus >= 2 && workers <= free_cpus;
+}
+
 unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus)
 {
-    const bool pins = pool.cpu_affinity == "auto" && !pool.debug && cpus >= 2 && pool.num_workers <= cpus;
-    return pins ? pool.num_workers : 0;
+    return pins_workers(pool.cpu_affinity, pool.debug, pool.num_workers, cpus, cpus) ? pool.num_workers : 0;
 }
 
 EnvLookup process_env()

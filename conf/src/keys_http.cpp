@@ -93,6 +93,14 @@ std::optional<schema::Problem> accept_mode(const schema::Value &value, const std
 {
     return one_of(value, shown, {"handoff", "reuseport"}, "\"handoff\" or \"reuseport\"");
 }
+Accept parse_accept(std::string_view word)
+{
+    return word == "reuseport" ? Accept::reuseport : Accept::handoff;
+}
+std::string_view accept_word(Accept a)
+{
+    return a == Accept::reuseport ? "reuseport" : "handoff";
+}
 
 const schema::Table<HttpConfig> &uploads()
 {
@@ -188,8 +196,8 @@ const schema::Table<HttpConfig> &http()
                     .described(
                         "Ferry's own: event loops, one thread each; 0: half the usable CPUs rounded up, "
                         "at least 2 when two or more workers are pinned (`pool.cpu_affinity`)."),
-                string("accept", &HttpConfig::accept, "\"handoff\" or \"reuseport\"")
-                    .checked(accept_mode)
+                choice("accept", &HttpConfig::accept, parse_accept, accept_word, accept_mode,
+                       "\"handoff\" or \"reuseport\"")
                     .described("Ferry's own: `handoff` (one listener, each connection to the loop with the "
                                "fewest) or `reuseport` (one `SO_REUSEPORT` listener per loop)."),
                 size("max_request_size", &HttpConfig::max_request_size,

@@ -14,9 +14,6 @@ void resolve_pool(PoolConfig &pool)
     if (pool.num_workers == 0) {
         pool.num_workers = usable_cpus();
     }
-    if (const std::optional<bool> b = schema::yaml_bool(pool.fork)) { // fork: True, as a boolean key reads it
-        pool.fork = *b ? "true" : "false";
-    }
     if (pool.max_recycling == 0) {
         pool.max_recycling = std::max(1u, pool.num_workers / 4);
     }
@@ -30,6 +27,38 @@ std::optional<schema::Problem> fork_mode(const schema::Value &value, const std::
         return std::nullopt;
     }
     return one_of(value, shown, {"php"}, fork_expected);
+}
+
+// fork: True and FALSE as a boolean key reads them, or "php".
+Fork parse_fork(std::string_view word)
+{
+    if (const std::optional<bool> b = schema::yaml_bool(word))
+        return *b ? Fork::app : Fork::off;
+    return Fork::php;
+}
+std::string_view fork_word(Fork f)
+{
+    return f == Fork::app ? "true" : f == Fork::php ? "php" : "false";
+}
+
+RecyclePriority parse_recycle_priority(std::string_view word)
+{
+    return word == "idle"     ? RecyclePriority::idle
+           : word == "normal" ? RecyclePriority::normal
+                              : RecyclePriority::automatic;
+}
+std::string_view recycle_priority_word(RecyclePriority p)
+{
+    return p == RecyclePriority::idle ? "idle" : p == RecyclePriority::normal ? "normal" : "auto";
+}
+
+CpuAffinity parse_cpu_affinity(std::string_view word)
+{
+    return word == "off" ? CpuAffinity::off : CpuAffinity::automatic;
+}
+std::string_view cpu_affinity_word(CpuAffinity a)
+{
+    return a == CpuAffinity::off ? "off" : "auto";
 }
 
 constexpr std::string_view recycle_priority_expected = "\"auto\", \"idle\" or \"normal\"";
@@ -86,21 +115,20 @@ const schema::Table<PoolConfig> &pool()
                 .described("PHP workers; 0: the CPUs this process may run on."),
             integer("max_jobs", &PoolConfig::max_jobs, "a non-negative integer; 0 = unlimited")
                 .described("A worker is replaced after this many requests (0: never)."),
-            string("fork", &PoolConfig::fork, fork_expected)
-                .checked(fork_mode)
+            choice("fork", &PoolConfig::fork, parse_fork, fork_word, fork_mode, fork_expected)
                 .described("Ferry's own: `true` forks workers from a template process, after the app's boot "
                            "for Ferry's PHP library (after PHP's start for other workers); `php` always "
                            "after PHP's start; `false` starts each worker with the command."),
             boolean("fork_fast_exit", &PoolConfig::fork_fast_exit)
                 .described("Ferry's own: a stopped forked worker ends with `_exit(0)` after PHP's request "
                            "shutdown, without the engine's teardown."),
-            string("recycle_priority", &PoolConfig::recycle_priority, recycle_priority_expected)
-                .checked(recycle_priority)
+            choice("recycle_priority", &PoolConfig::recycle_priority, parse_recycle_priority,
+                   recycle_priority_word, recycle_priority, recycle_priority_expected)
                 .described("Ferry's own: `idle` boots replacements and ends retired workers under "
                            "`SCHED_IDLE` (needs `CAP_SYS_NICE` or `RLIMIT_NICE` 20); `normal` never; `auto`: "
                            "normal when workers are pinned, else idle when allowed."),
-            string("cpu_affinity", &PoolConfig::cpu_affinity, cpu_affinity_expected)
-                .checked(cpu_affinity)
+            choice("cpu_affinity", &PoolConfig::cpu_affinity, parse_cpu_affinity, cpu_affinity_word,
+                   cpu_affinity, cpu_affinity_expected)
                 .described("Ferry's own: `auto` pins each worker to one CPU once booted (with at least 2 "
                            "CPUs and no more workers than CPUs) and each event loop beside its workers; "
                            "`off` leaves them to the scheduler."),

@@ -23,6 +23,18 @@ std::optional<schema::Problem> php_or_404(const schema::Value &value, const std:
 {
     return php_or(value, shown, "404");
 }
+StaticFallback parse_fallback(std::string_view word)
+{
+    return word == "php" ? StaticFallback::php : StaticFallback::status;
+}
+std::string_view forbidden_word(StaticFallback f)
+{
+    return f == StaticFallback::php ? "php" : "403";
+}
+std::string_view missing_word(StaticFallback f)
+{
+    return f == StaticFallback::php ? "php" : "404";
+}
 
 // ".css" or "css": stored with the dot, lower-cased, so that matching is one comparison. "" is the extension
 // of a name without one ("Makefile"), as RoadRunner (Go's filepath.Ext) reads it: its own reference config
@@ -108,12 +120,12 @@ const schema::Table<StaticConfig> &static_files()
                 .checked(header_value)
                 .described("Ferry's own: the `Cache-Control` of file responses, e.g. `public, max-age=3600` "
                            "(empty: none)."),
-            string("on_forbidden", &StaticConfig::on_forbidden, "\"php\" or \"403\"")
-                .checked(php_or_403)
+            choice("on_forbidden", &StaticConfig::on_forbidden, parse_fallback, forbidden_word, php_or_403,
+                   "\"php\" or \"403\"")
                 .described("Ferry's own: a forbidden or not allowed extension, or a hidden name: `php` (the "
                            "request goes to PHP) or `403`."),
-            string("on_missing", &StaticConfig::on_missing, "\"php\" or \"404\"")
-                .checked(php_or_404)
+            choice("on_missing", &StaticConfig::on_missing, parse_fallback, missing_word, php_or_404,
+                   "\"php\" or \"404\"")
                 .described("Ferry's own: no such file, or a directory without index: `php` or `404`."),
             boolean("follow_symlinks", &StaticConfig::follow_symlinks)
                 .described("Ferry's own: symlinks may lead outside `dir` (else 403); a link whose target has "

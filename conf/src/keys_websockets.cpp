@@ -30,6 +30,14 @@ std::optional<schema::Problem> overflow_policy(const schema::Value &value, const
         return std::nullopt;
     return schema::Problem{shown + " is not a valid value (expected \"drop_oldest\" or \"close\")", {}};
 }
+Overflow parse_overflow(std::string_view word)
+{
+    return word == "close" ? Overflow::close : Overflow::drop_oldest;
+}
+std::string_view overflow_word(Overflow o)
+{
+    return o == Overflow::close ? "close" : "drop_oldest";
+}
 
 } // namespace
 
@@ -57,8 +65,8 @@ const schema::Table<WebsocketsConfig> &websockets()
             size("max_queue_bytes", &WebsocketsConfig::max_queue_bytes,
                  "a positive number of megabytes, or a size such as \"4MB\"")
                 .described("A connection's send queue, in bytes; past it the `overflow` policy applies."),
-            string("overflow", &WebsocketsConfig::overflow, "\"drop_oldest\" or \"close\"")
-                .checked(overflow_policy)
+            choice("overflow", &WebsocketsConfig::overflow, parse_overflow, overflow_word, overflow_policy,
+                   "\"drop_oldest\" or \"close\"")
                 .described("A full send queue: `drop_oldest` (drops the oldest non-control messages) or "
                            "`close` (1008)."),
             size("max_assembly_memory", &WebsocketsConfig::max_assembly_memory,

@@ -262,6 +262,26 @@ Field<S> string(std::string_view name, std::string S::*member, std::string_view 
     return detail::plain_key(name, Kind::string, member, expected);
 }
 
+// A key whose value is one of a few words (`check` accepts them, its message says which), held as the enum
+// E: `parse` turns a word that passed the check into E, `word` gives the one the dump writes back.
+template <typename S, typename E>
+Field<S> choice(std::string_view name, E S::*member, E (*parse)(std::string_view),
+                std::string_view (*word)(E), Check check, std::string_view expected)
+{
+    Field<S> f;
+    f.name = name;
+    f.kind = Kind::string;
+    f.expected = expected;
+    f.check = check;
+    f.store = [member, parse](void *object, Value &&value) {
+        static_cast<S *>(object)->*member = parse(std::get<std::string>(value));
+    };
+    f.fetch = [member, word](const void *object) -> Value {
+        return std::string(word(static_cast<const S *>(object)->*member));
+    };
+    return f;
+}
+
 template <typename S>
 Field<S> list(std::string_view name, std::vector<std::string> S::*member, std::string_view expected,
               std::uint64_t min_items = 0)

@@ -70,11 +70,12 @@ unsigned CpuPins::counted(int cpu) const
         std::count_if(counted_.begin(), counted_.end(), [cpu](const auto &e) { return e.second == cpu; }));
 }
 
-bool CpuPins::reserve(unsigned n, unsigned &others)
+bool CpuPins::reserve(unsigned n, unsigned &others, const std::function<bool(unsigned free)> &fits)
 {
     std::lock_guard lock(mu_);
     others = reserved_;
-    if (reserved_ + n > cpus_.size())
+    const auto free = static_cast<unsigned>(cpus_.size() - std::min<std::size_t>(reserved_, cpus_.size()));
+    if (fits ? !fits(free) : n > free)
         return false;
     reserved_ += n;
     return true;

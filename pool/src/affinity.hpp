@@ -43,10 +43,11 @@ public:
     // Workers counted on `cpu` (for tests and logs).
     unsigned counted(int cpu) const;
 
-    // A pool that pins its `n` workers reserves them first: true when the pools of this process then pin no
-    // more workers than there are CPUs (else nothing is reserved and that pool does not pin). `others` gets
-    // what the other pools had reserved. unreserve() gives them back (the pool is gone).
-    bool reserve(unsigned n, unsigned &others);
+    // A pool that pins its `n` workers reserves them first: true when `fits(free)` says they fit in the CPUs
+    // the other pools left free (default: n <= free; the pool passes conf::pins_workers), else nothing is
+    // reserved and that pool does not pin. `others` gets what the other pools had reserved. unreserve()
+    // gives them back (the pool is gone).
+    bool reserve(unsigned n, unsigned &others, const std::function<bool(unsigned free)> &fits = {});
     void unreserve(unsigned n);
 
     // Every CPU of the table, once loops_pinned() was called (an event loop's thread was pinned to its

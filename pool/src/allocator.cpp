@@ -45,10 +45,10 @@ std::int64_t Allocator::oldest() const
 bool Allocator::offer(const WorkerPtr &w)
 {
     if (offer_foreign(w)) {
-        w->state = State::working;
+        w->to(State::working);
         return true;
     }
-    w->state = State::ready;
+    w->to(State::ready);
     idle_.push_back(w);
     publish_idle();
     return false;
@@ -78,7 +78,7 @@ WorkerPtr Allocator::take_idle()
             discard(w);
             continue;
         }
-        w->state = State::working;
+        w->to(State::working);
         publish_idle();
         return w;
     }

@@ -84,7 +84,8 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker(bool idle)
     auto w = std::make_shared<Worker>(io, opt.max_frame_payload);
     ForkTemplate::ChildEnds ends;
     if (auto piped = make_pipes(*w, ends); !piped) {
-        log::warn("pool", "http.pool.fork: " + piped.error().message + "; starting the worker on its own");
+        log::warn("pool",
+                  opt.mode + ".pool.fork: " + piped.error().message + "; starting the worker on its own");
         co_return co_await launch(idle);
     }
     // (GCC 12 miscompiles co_await inside ?:, destroying a temporary twice: plain ifs.)
@@ -125,7 +126,7 @@ void Shard::restore_priority(const WorkerPtr &w, const std::string &why)
 void Shard::raise_idle_boots(const std::string &why)
 {
     for (auto &[pid, b] : workers)
-        if (b->idle_boot && b->state == State::spawning)
+        if (b->idle_boot && b->state() == State::spawning)
             restore_priority(b, why);
 }
 
@@ -133,7 +134,7 @@ awaitable<void> Shard::limit_idle_boot(std::shared_ptr<Shard> self, std::weak_pt
 {
     co_await self->stopping.wait_until(clock::now() + self->opt.idle_boot_limit);
     WorkerPtr w = weak.lock();
-    if (w && w->idle_boot && w->state == State::spawning && !self->stopping.raised())
+    if (w && w->idle_boot && w->state() == State::spawning && !self->stopping.raised())
         self->restore_priority(w, std::to_string(self->opt.idle_boot_limit.count()) + " ms since its spawn");
 }
 
@@ -192,8 +193,8 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
         self->hold_replacements(); // before kill_broken(), whose maintain() would start another one
         // Give the process a moment to exit by itself so the message can say how it ended (its own exit
         // code, not our SIGKILL) and what it printed; then make sure it is gone.
-        if (w->state != State::dead)
-            w->state = State::stopping;
+        if (w->state() != State::dead)
+            w->to(State::stopping);
         w->cause = Cause::boot_failure;
         co_await wait_exit(w, std::chrono::milliseconds(200));
         self->kill_broken(w, Cause::boot_failure);
@@ -225,7 +226,7 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
     }
     log::info("pool",
               w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") + " context)");
-    w->state = State::ready; // counted as serving before retire_one() asks maintain() for more
+    w->to(State::ready); // counted as serving before retire_one() asks maintain() for more
     if (!w->retire)
         self->retire_one(); // a fresh worker replaces one that waits for it (never itself)
     self->make_available(w);
@@ -262,7 +263,7 @@ bool Shard::hold_replacements()
     unsigned kept = 0;
     for (auto &[pid, w] : workers)
         if (w->retire && !w->stop_on_release && !w->replaced &&
-            (w->state == State::ready || w->state == State::working)) {
+            (w->state() == State::ready || w->state() == State::working)) {
             w->retire = false;
             ++kept;
         }

@@ -116,7 +116,7 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     relay::Channel &ch = *proc_->channel;
     // Output the template wrote while idle must not be read as this command's answer (Channel::claim()).
     if (!ch.claim()) {
-        if (proc_->state != State::stopping) // output while idle retired it already (on_unexpected)
+        if (proc_->state() != State::stopping) // output while idle retired it already (on_unexpected)
             retire("its stdout is closed");
         co_return fail("the fork template broke the protocol");
     }
@@ -170,7 +170,7 @@ void ForkTemplate::renew(std::uint64_t gen)
 {
     failures_ = 0;
     retry_at_ = {};
-    if (gen > gen_ && proc_ && !proc_->exited && proc_->state == State::ready && !busy_)
+    if (gen > gen_ && proc_ && !proc_->exited && proc_->state() == State::ready && !busy_)
         retire(""); // idle: end it now (a fork in progress renews it itself)
 }
 
@@ -178,9 +178,9 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
 {
     if (disabled_)
         co_return fail("forking is off: the worker cannot be a fork template");
-    if (proc_ && !proc_->exited && proc_->state == State::ready && gen_ < gen)
+    if (proc_ && !proc_->exited && proc_->state() == State::ready && gen_ < gen)
         retire(""); // started before a reset: its code is old
-    if (proc_ && !proc_->exited && proc_->state == State::ready)
+    if (proc_ && !proc_->exited && proc_->state() == State::ready)
         co_return Result<void>{};
     if (clock::now() < retry_at_)
         co_return fail("the fork template failed to start; starting workers without it for now");
@@ -219,11 +219,11 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
             // Not Ferry's library (RoadRunner's packages, say): fork from PHP itself instead (§8.1). The
             // worker that answered serves nobody: it is killed.
             log::info("pool",
-                      "http.pool.fork: " + w->tag() +
+                      opt_.mode + ".pool.fork: " + w->tag() +
                           " is not Ferry's library; new workers are forked from a PHP-level template "
                           "instead (PHP started, the worker script not run yet; docs/protocol.md §8.1)");
             php_level_ = true;
-            w->state = State::stopping;
+            w->to(State::stopping);
             w->signal(SIGKILL);
             continue;
         }
@@ -239,7 +239,7 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
         break;
     }
     WorkerPtr w = proc_;
-    w->state = State::ready;
+    w->to(State::ready);
     failures_ = 0;
     // Output from the template while no command is pending breaks the protocol: end it (the next fork
     // starts a new one).
@@ -256,8 +256,8 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
 
 Result<void> ForkTemplate::give_up(const std::string &why)
 {
-    const bool tried = proc_ && !proc_->exited && proc_->state != State::stopping; // not the probe killed
-    log::warn("pool", "http.pool.fork: " +
+    const bool tried = proc_ && !proc_->exited && proc_->state() != State::stopping; // not the probe killed
+    log::warn("pool", opt_.mode + ".pool.fork: " +
                           (tried ? proc_->tag() + " cannot be a fork template" : "no fork template") + " (" +
                           why + "); each worker is started on its own instead");
     disabled_ = true;
@@ -281,7 +281,7 @@ void ForkTemplate::retire(const std::string &why, bool quiet)
     }
     if (!proc_ || proc_->exited)
         return;
-    proc_->state = State::stopping;
+    proc_->to(State::stopping);
     if (why.empty() && proc_->control_fd >= 0) {
         ::close(proc_->control_fd); // EOF on its socket: it exits by itself
         proc_->control_fd = -1;
@@ -305,12 +305,12 @@ void ForkTemplate::on_exit(int pid, int status)
         old_.erase(it);
     }
     track_(pid, false);
-    bool expected = w->state == State::stopping || stopping_.raised();
+    bool expected = w->state() == State::stopping || stopping_.raised();
     if (!expected)
         log::warn("pool", w->tag() + " " + describe_status(status) + " unexpectedly");
     else
         log::debug("pool", w->tag() + " " + describe_status(status));
-    w->state = State::dead;
+    w->to(State::dead);
     w->on_exit(status);
 }
 
@@ -321,7 +321,7 @@ awaitable<void> ForkTemplate::stop(clock::time_point deadline)
     WorkerPtr w = proc_;
     if (!w || w->exited)
         co_return;
-    w->state = State::stopping;
+    w->to(State::stopping);
     if (w->control_fd >= 0) {
         ::close(w->control_fd); // EOF on its socket: it exits
         w->control_fd = -1;

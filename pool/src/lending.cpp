@@ -74,7 +74,7 @@ Shard *Shard::waiting_elsewhere()
 
 void Shard::lend(const WorkerPtr &w, Shard &target)
 {
-    w->state = State::working;
+    w->to(State::working);
     lent_total.fetch_add(1, std::memory_order_relaxed);
     asio::post(target.io, [t = target.shared_from_this(), w] { t->accept_lent(w); });
 }

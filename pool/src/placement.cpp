@@ -34,7 +34,8 @@ void Shard::pin(const WorkerPtr &w)
         return;
     auto &table = group.host->cpus();
     for (auto &[pid, o] : workers)
-        if (o->cpu >= 0 && o != w && (o->retire || o->state == State::stopping || o->state == State::dead))
+        if (o->cpu >= 0 && o != w &&
+            (o->retire || o->state() == State::stopping || o->state() == State::dead))
             table.release(pid);
     if (auto cpu = table.pin(w->pid, cpus)) {
         w->cpu = *cpu;
@@ -70,7 +71,11 @@ void Pool::Impl::resolve_cpu_affinity()
         return;
     }
     unsigned others = 0;
-    if (!host->cpus().reserve(opt.num_workers, others)) {
+    const auto usable = static_cast<unsigned>(cpus.size());
+    const auto fits = [this, usable](unsigned free) {
+        return conf::pins_workers(opt.cpu_affinity, opt.debug, opt.num_workers, usable, free);
+    };
+    if (!host->cpus().reserve(opt.num_workers, others, fits)) {
         log::debug("pool",
                    "workers are not pinned (" + key + "): more workers (" + std::to_string(opt.num_workers) +
                        (others > 0 ? ", and " + std::to_string(others) + " pinned by this server's other pool"
@@ -88,7 +93,7 @@ void Pool::Impl::resolve_cpu_affinity()
 
 awaitable<void> Pool::Impl::pin_loops()
 {
-    if (opt.mode != "http" || !pinning.load(std::memory_order_relaxed) || shards.size() < 2 ||
+    if (!opt.pins_loops || !pinning.load(std::memory_order_relaxed) || shards.size() < 2 ||
         shards[0]->cpus.empty())
         co_return;
     for (auto &s : shards)

@@ -73,8 +73,7 @@ awaitable<Result<void>> Pool::Impl::start()
     // Forked workers are grandchildren of ours (docs/protocol.md §8): as a child subreaper we become
     // their parent when the template's middle process exits, and reap them like the others.
     if (tmpl && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-        co_return fail(std::string("http.pool.fork: cannot become a child subreaper: ") +
-                       std::strerror(errno));
+        co_return fail(opt.mode + ".pool.fork: cannot become a child subreaper: " + std::strerror(errno));
     auto results =
         co_await on_each<Result<void>>(loops(), [this](std::size_t i) { return shards[i]->start(); });
     for (auto &r : results)
@@ -118,7 +117,7 @@ awaitable<std::vector<WorkerInfo>> Pool::Impl::snapshot(bool memory)
         return [](Shard *s, bool with_rss) -> awaitable<std::vector<WorkerInfo>> {
             std::vector<WorkerInfo> out;
             for (const auto &[pid, w] : s->workers)
-                out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created, s->index,
+                out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs, w->created, s->index,
                                          w->retire || w->stop_on_release, w->cause,
                                          with_rss ? read_rss(pid) : 0, w->cpu});
             co_return out;
@@ -209,7 +208,7 @@ std::vector<WorkerInfo> Pool::workers() const
     std::vector<WorkerInfo> out;
     for (auto &s : impl_->shards)
         for (const auto &[pid, w] : s->workers)
-            out.push_back(WorkerInfo{pid, state_name(w->state), w->jobs, w->created});
+            out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs, w->created});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.pid < b.pid; });
     return out;
 }

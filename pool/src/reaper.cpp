@@ -49,7 +49,7 @@ awaitable<void> forward_stderr(WorkerPtr w, std::function<bool(std::string_view)
     // What PHP prints while it boots (before its handshake) is often why it fails to, or a deprecation in the
     // app's boot: a warning. Afterwards the app's own stderr: info.
     auto emit = [&](std::string_view line) {
-        if (w->state == State::spawning) {
+        if (w->state() == State::spawning) {
             if (repeated_at_boot && repeated_at_boot(line))
                 log::debug("worker", prefix + std::string(line));
             else

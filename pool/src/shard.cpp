@@ -51,7 +51,7 @@ unsigned Shard::serving(bool with_retiring) const
 {
     unsigned n = 0;
     for (const auto &[pid, w] : workers)
-        if ((w->state == State::ready || w->state == State::working) && (with_retiring || !w->retire))
+        if ((w->state() == State::ready || w->state() == State::working) && (with_retiring || !w->retire))
             ++n;
     return n;
 }
@@ -88,7 +88,7 @@ void Shard::maintain()
 
 void Shard::make_available(const WorkerPtr &w)
 {
-    if (w->state == State::dead || w->state == State::stopping || w->exited)
+    if (w->state() == State::dead || w->state() == State::stopping || w->exited)
         return; // on its way out: it must not take a request after its stop frame
     if (w->stop_on_release || stopping.raised()) {
         start_stop(w);
@@ -153,10 +153,10 @@ void Shard::retire_one()
 {
     WorkerPtr idle, busy;
     for (auto &[pid, w] : workers) {
-        if (!w->retire || w->stop_on_release || w->replaced || w->state == State::stopping ||
-            w->state == State::dead)
+        if (!w->retire || w->stop_on_release || w->replaced || w->state() == State::stopping ||
+            w->state() == State::dead)
             continue;
-        WorkerPtr &pick = w->state == State::ready ? idle : busy;
+        WorkerPtr &pick = w->state() == State::ready ? idle : busy;
         if (!pick || w->gen < pick->gen)
             pick = w;
     }
@@ -168,7 +168,7 @@ void Shard::retire_one()
 
 void Shard::replaced(const WorkerPtr &w)
 {
-    if (w->state == State::ready) {
+    if (w->state() == State::ready) {
         start_stop(w);
         return;
     }
@@ -188,7 +188,7 @@ void Shard::shed_surplus()
     std::vector<WorkerPtr> surplus;
     for (auto &[pid, w] : workers)
         if (w->retire && !w->stop_on_release && !w->replaced &&
-            (w->state == State::ready || w->state == State::working))
+            (w->state() == State::ready || w->state() == State::working))
             surplus.push_back(w);
     for (auto &w : surplus)
         replaced(w);
@@ -198,10 +198,10 @@ void Shard::start_stop(const WorkerPtr &w)
 {
     w->exec_ctx = nullptr;
     w->exec_sink = nullptr;
-    if (w->state == State::stopping || w->state == State::dead)
+    if (w->state() == State::stopping || w->state() == State::dead)
         return;
     allocator.remove(w);
-    w->state = State::stopping;
+    w->to(State::stopping);
     if (w->retire && w->cause != Cause::reset && !stopping.raised() && idle_recycling())
         detail::set_idle(w->pid); // a replaced worker's exit (shutdown functions, freeing its memory)
     auto deadline = std::min(clock::now() + opt.destroy_timeout, stop_deadline);
@@ -218,15 +218,15 @@ void Shard::kill_broken(const WorkerPtr &w, Cause why)
     w->exec_ctx = nullptr;
     w->exec_sink = nullptr;
     allocator.remove(w);
-    if (w->state != State::dead)
-        w->state = State::stopping;
+    if (w->state() != State::dead)
+        w->to(State::stopping);
     w->signal(SIGKILL);
     maintain();
 }
 
 void Shard::unexpected_output(const WorkerPtr &w, const std::string &what)
 {
-    if (w->state == State::stopping || w->state == State::dead || stopping.raised())
+    if (w->state() == State::stopping || w->state() == State::dead || stopping.raised())
         return;
     log::error("pool", w->tag() + " wrote " + what + "; retiring it");
     kill_broken(w, Cause::error);
@@ -241,10 +241,10 @@ void Shard::on_exit(int pid, int status)
     workers.erase(it);
     if (w->cpu >= 0)
         group.host->cpus().release(pid);
-    bool expected = w->state == State::stopping || w->state == State::dead;
+    bool expected = w->state() == State::stopping || w->state() == State::dead;
     // Exited before its handshake: a boot failure, which the handshake's failure reports with its output,
     // or the stop's SIGTERM to a booting worker; never unexpected.
-    const bool booting = w->state == State::spawning;
+    const bool booting = w->state() == State::spawning;
     if (booting && w->cause == Cause::none)
         w->cause = stopping.raised() ? Cause::shutdown : Cause::boot_failure;
     if (w->cause == Cause::none)
@@ -265,14 +265,14 @@ void Shard::on_exit(int pid, int status)
     else if (expected)
         log::info("pool", what);
     else
-        log::warn("pool", what + " unexpectedly while " + state_name(w->state));
+        log::warn("pool", what + " unexpectedly while " + state_name(w->state()));
     w->on_exit(status); // what it started (exec('sleep 600 &')) ends with it
     if (w->reset_killed)
         ++reset_kills;
     allocator.remove(w);
     // A working worker's request notices EOF on its stdout and answers 502 itself.
-    if (w->state != State::working)
-        w->state = State::dead;
+    if (w->state() != State::working)
+        w->to(State::dead);
     changed_now();
     maintain();
 }
@@ -301,7 +301,7 @@ void Shard::start_on_demand()
     on_demand = true;
     std::vector<WorkerPtr> idle;
     for (auto &[pid, w] : workers)
-        if (w->state == State::ready)
+        if (w->state() == State::ready)
             idle.push_back(w);
     for (auto &w : idle) {
         w->cause = Cause::debug;
@@ -319,18 +319,18 @@ awaitable<Result<void>> Shard::shutdown(clock::time_point deadline)
     for (auto &[pid, w] : workers)
         all.push_back(w);
     for (auto &w : all) {
-        if (w->state == State::ready)
+        if (w->state() == State::ready)
             start_stop(w);
-        else if (w->state == State::working)
+        else if (w->state() == State::working)
             w->stop_on_release = true;
-        else if (w->state == State::spawning)
+        else if (w->state() == State::spawning)
             w->signal(SIGTERM);
     }
     while ((!workers.empty() || spawning > 0) && clock::now() < deadline)
         co_await changed.wait_until(deadline);
     auto budget = std::to_string(opt.destroy_timeout.count());
     for (auto &[pid, w] : workers) {
-        log::warn("pool", w->tag() + " still " + state_name(w->state) +
+        log::warn("pool", w->tag() + " still " + state_name(w->state()) +
                               " at the stop deadline (destroy_timeout " + budget + " ms): killing it");
         w->signal(SIGKILL);
     }

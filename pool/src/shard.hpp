@@ -68,10 +68,6 @@ struct Shard : std::enable_shared_from_this<Shard> {
     HistogramRecorder queue_wait, boot_time;
     // debug: once the first workers proved the app boots, workers are started for waiting requests only.
     bool on_demand = false;
-    static void bump(std::atomic<std::uint64_t> &c)
-    {
-        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
     // For the other loops.
     Allocator::Published published;
     std::atomic<unsigned> serving_pub{0};

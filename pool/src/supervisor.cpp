@@ -25,7 +25,7 @@ std::string megabytes(std::uint64_t bytes)
 
 bool serving(const Worker &w)
 {
-    return (w.state == State::ready || w.state == State::working) && !w.is_template;
+    return (w.state() == State::ready || w.state() == State::working) && !w.is_template;
 }
 } // namespace
 
@@ -197,7 +197,7 @@ void Supervisor::watch(clock::time_point now)
             continue;
         if (now >= w.ttl_end) {
             due.push_back({&w, Cause::ttl, "lived its ttl (" + std::to_string(opt_.ttl.count()) + " ms)"});
-        } else if (opt_.idle_ttl.count() > 0 && w.state == State::ready && w.jobs > 0 &&
+        } else if (opt_.idle_ttl.count() > 0 && w.state() == State::ready && w.jobs > 0 &&
                    now - w.idle_since >= opt_.idle_ttl) {
             due.push_back({&w, Cause::idle_ttl,
                            "was idle for its idle_ttl (" + std::to_string(opt_.idle_ttl.count()) + " ms)"});
@@ -249,7 +249,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
     }
     std::vector<WorkerPtr> expired, reset_expired, abandoned;
     for (auto &[pid, w] : workers_) {
-        if (w->state != State::working || !w->exec_ctx)
+        if (w->state() != State::working || !w->exec_ctx)
             continue;
         if (w->stop_on_release && now >= w->reset_deadline && !w->reset_killed) {
             reset_expired.push_back(w);

@@ -31,6 +31,13 @@ const char *state_name(State s)
     return "?";
 }
 
+bool Worker::refuse(State next) const
+{
+    log::error("pool",
+               tag() + ": no move from " + state_name(state_) + " to " + state_name(next) + " (ignored)");
+    return false;
+}
+
 const char *cause_name(Cause c)
 {
     static constexpr const char *names[] = {

@@ -21,8 +21,27 @@ namespace ferry::pool {
 class StreamSink; // ferry/pool/pool.hpp
 
 // spawning → ready → working → ready | stopping → dead (RoadRunner's worker states, docs/architecture.md,
-// "Workers").
+// "Workers"). The moves a worker may make are one table, in worker.cpp (Worker::to).
 enum class State { spawning, ready, working, stopping, dead };
+
+// Whether the table has the move `from` → `to` (staying where it is always is: a no-op). Inline: a request
+// makes two moves (ready → working → ready).
+constexpr bool allowed_move(State from, State to)
+{
+    if (from == to)
+        return true;
+    switch (from) {
+    case State::spawning: // its handshake answered; stopped or killed while booting; exited
+    case State::ready:    // taken by a request; stopped while idle; exited
+    case State::working:  // released; stopped or killed (its request is done or broken); exited
+        return to != State::spawning;
+    case State::stopping: // a stopping worker only ends
+        return to == State::dead;
+    case State::dead:
+        return false;
+    }
+    return false;
+}
 
 const char *state_name(State s);
 // "exited with code 3", "killed by signal 9 (SIGKILL)".
@@ -37,7 +56,16 @@ struct Worker {
     int pid = 0;
     unsigned home = 0; // the event loop whose shard owns it (its pipes are that loop's)
     int cpu = -1;      // the CPU it is pinned to (Options::cpu_affinity), -1: not pinned
-    State state = State::spawning;
+    State state() const { return state_; }
+    // Moves it to `next` when the table has that move (allowed_move); else nothing changes, false, and an
+    // error line names the worker and the move (a bug in the pool, not in PHP).
+    bool to(State next)
+    {
+        if (!allowed_move(state_, next))
+            return refuse(next);
+        state_ = next;
+        return true;
+    }
     std::shared_ptr<relay::Channel> channel; // stdin and stdout: frames only
     asio::readable_pipe err;                 // the worker's log
     relay::Codec codec = relay::Codec::json;
@@ -109,6 +137,10 @@ struct Worker {
     void signal(int sig) const;
     // After the process exited: ends what is left of its process group.
     void kill_group() const;
+
+private:
+    bool refuse(State next) const; // logs the move the table does not have; false
+    State state_ = State::spawning;
 };
 
 using WorkerPtr = std::shared_ptr<Worker>;

@@ -138,7 +138,7 @@ Result<void> listen(Runtime &rt, const conf::Config &cfg)
     auto ep = listen_endpoint(rt.io, cfg.http.address);
     if (!ep)
         return ep.error();
-    if (cfg.http.accept != "reuseport" || rt.loops.size() == 1)
+    if (cfg.http.accept != conf::Accept::reuseport || rt.loops.size() == 1)
         return open_listener(rt.acceptor, *ep, false, true, true);
     if (ep->port() != 0) {
         tcp::acceptor probe(rt.io);

@@ -8,6 +8,7 @@
 #include "handlers/php.hpp"
 #include "handlers/websocket.hpp"
 #include "loop.hpp"
+#include "pools.hpp"
 #include "shared_state.hpp"
 #include "static/static_handler.hpp"
 #include "ws/connection.hpp"
@@ -64,11 +65,15 @@ struct Runtime {
         : loops(l), io(l[0]->io), pool(p), ws_pool(ws), acceptor(io), signals(io, SIGINT, SIGTERM),
           stop_event(io)
     {
+        pools.add("http", p);
+        if (ws)
+            pools.add("websockets", *ws);
     }
     std::vector<std::unique_ptr<LoopRuntime>> &loops;
     Loop &io; // loops[0]: signals, the pool's start and stop, the hand-off acceptor
     pool::Pool &pool;
     pool::Pool *ws_pool; // websockets workers (null: no websockets section)
+    Pools pools;         // both by name, for control, status, metrics and RPC
     // Their server-wide memory budgets (null: no websockets section).
     const ws::WsBudgets *ws_budgets = nullptr;
     tcp::acceptor acceptor; // handoff

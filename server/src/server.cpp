@@ -154,9 +154,8 @@ awaitable<void> watch_signals(Runtime *rt)
         co_return;
     log::warn("core", "second signal: stopping now");
     rt->exit_code = 1;
-    rt->pool.kill_all("second signal");
-    if (rt->ws_pool)
-        rt->ws_pool->kill_all("second signal");
+    for (const auto &e : rt->pools.all())
+        e.pool->kill_all("second signal");
     stop_loops(rt); // the connections close with their loops' state
 }
 
@@ -203,20 +202,23 @@ awaitable<void> lifecycle(Runtime *rt)
                            [rt, &host](std::size_t i) { return start_loop(rt->loops[i].get(), host); });
     // The watcher and the RPC listener are up before the server says it is ready: a change saved right after
     // "listening on" is seen.
-    if (auto control = rt->control->start(rt->pool, rt->ws_pool); !control)
+    if (auto control = rt->control->start(rt->pools); !control)
         log::error("core", control.error().message + "; the server runs without it");
     if (rt->status)
-        rt->status->run(rt->pool, rt->ws_pool, &rt->stop_requested);
+        rt->status->run(rt->pools, &rt->stop_requested);
     if (rt->metrics) {
         std::vector<const detail::HttpStats *> stats;
         for (auto &l : rt->loops)
             stats.push_back(&l->state.http_stats);
-        rt->metrics->run(std::move(stats), rt->pool, rt->ws_pool, rt->ws_budgets);
+        rt->metrics->run(std::move(stats), rt->pools, rt->ws_budgets);
     }
     // The log line first: whoever waits for the stdout line (scripts, the tests) finds it logged already.
     log::info("http", "listening on http://" + host + " with " + std::to_string(cfg.http.pool.num_workers) +
                           " worker(s) and " + std::to_string(rt->loops.size()) + " event loop(s)" +
-                          (rt->loops.size() > 1 ? std::string(", accept: ") + cfg.http.accept : ""));
+                          (rt->loops.size() > 1
+                               ? std::string(", accept: ") +
+                                     (cfg.http.accept == conf::Accept::reuseport ? "reuseport" : "handoff")
+                               : ""));
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
     if (handoff)
@@ -255,12 +257,10 @@ void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
 {
     o.num_workers = c.num_workers;
     o.max_jobs = c.max_jobs;
-    o.fork = c.fork == "true" ? pool::Fork::app : c.fork == "php" ? pool::Fork::php : pool::Fork::off;
+    o.fork = c.fork;
     o.fork_fast_exit = c.fork_fast_exit;
-    o.recycle_priority = c.recycle_priority == "idle"     ? pool::RecyclePriority::idle
-                         : c.recycle_priority == "normal" ? pool::RecyclePriority::normal
-                                                          : pool::RecyclePriority::automatic;
-    o.cpu_affinity = c.cpu_affinity == "off" ? pool::CpuAffinity::off : pool::CpuAffinity::automatic;
+    o.recycle_priority = c.recycle_priority;
+    o.cpu_affinity = c.cpu_affinity;
     o.allocate_timeout = c.allocate_timeout;
     o.max_queue_size = c.max_queue_size;
     o.destroy_timeout = c.destroy_timeout;
@@ -305,6 +305,7 @@ int run(const conf::Config &cfg)
     pool::Budget budget(cfg.http.max_body_memory);
     pool::Budget head_budget(cfg.http.max_head_memory); // http.limits.max_head_memory (0: not used)
     popt.budget = &budget;
+    popt.pins_loops = true; // the front end's loops go beside the HTTP workers (when pinned)
     // The control plane binds rpc.listen before the workers start: they get its address (RR_RPC).
     Runtime *runtime = nullptr;
     detail::Control control(*loops[0], cfg, [&runtime] {
@@ -344,6 +345,7 @@ int run(const conf::Config &cfg)
     if (const auto &w = cfg.websockets; w.enabled) {
         pool::Options wopt = popt;
         wopt.mode = "websockets";
+        wopt.pins_loops = false;
         apply_pool_config(wopt, w.pool);
         ws_pool = std::make_unique<pool::Pool>(contexts, wopt);
     }

@@ -154,6 +154,15 @@ def children_of(ppid):
     return sorted(out)
 
 
+def rss_kib(pid, field="VmRSS"):
+    """A process's memory in KiB from /proc/PID/status: VmRSS now, or VmHWM (its peak)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
 def wait_until(predicate, timeout, interval=0.05):
     """Polls predicate() until it is truthy or timeout seconds pass; returns its last value."""
     deadline = time.monotonic() + timeout

@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, PHP_DIR, Reader, Server, ServerTestCase, http_get
+from harness import HOST, PHP_DIR, Reader, Server, ServerTestCase, http_get, rss_kib
 
 MiB = 1 << 20
 
@@ -20,14 +20,6 @@ MiB = 1 << 20
 # figures mean nothing there, so those assertions run in the regular build only.
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
 needs_real_allocator = unittest.skipIf(SANITIZED, "RSS is not meaningful under a sanitizer (ASan, TSan)")
-
-
-def rss_kib(pid, field="VmRSS"):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"no {field} for {pid}")
 
 
 def big_php(script="echo.php"):

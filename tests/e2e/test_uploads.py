@@ -10,18 +10,10 @@ import tempfile
 import time
 import unittest
 
-from harness import HOST, Server, metric, wait_until
+from harness import HOST, Server, metric, wait_until, rss_kib
 
 
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
-
-
-def rss_peak_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 class UploadsTest(unittest.TestCase):
@@ -222,12 +214,12 @@ class UploadsTest(unittest.TestCase):
             chunk = os.urandom(1 << 20)
             for _ in range(200):
                 f.write(chunk)
-        before = rss_peak_kib(srv.proc.pid)
+        before = rss_kib(srv.proc.pid, "VmHWM")
         # /status/200 does not read the file in PHP (a 200 MiB file_get_contents would pass PHP's memory_limit).
         out = srv.curl("-s", "--max-time", "150", "-o", "/dev/null", "-w", "%{http_code}", "-F", f"f=@{big}",
                        srv.url("/status/200"), timeout=160)
         self.assertEqual(out.stdout, b"200", out.stderr)
-        grown = rss_peak_kib(srv.proc.pid) - before
+        grown = rss_kib(srv.proc.pid, "VmHWM") - before
         if not SANITIZED:  # AddressSanitizer's quarantine keeps freed memory: RSS says nothing there
             self.assertLess(grown, 32 * 1024, f"peak RSS grew by {grown} KiB during a 200 MiB upload")
         self.assertEqual(self.leftovers(), [])

@@ -302,6 +302,28 @@ class Workers(WsTestCase):
         self.assertTrue(self.server.wait_for_log("answered the message event with bad actions"))
 
 
+class NoFreeWorker(WsTestCase):
+    # One websockets worker, and no waiting past 300 ms for it.
+    CONFIG = dict(WS_CONFIG, websockets=dict(WS_CONFIG["websockets"],
+                                             pool={"num_workers": 1, "allocate_timeout": "300ms"}))
+
+    def test_a_message_with_no_free_worker_closes_with_1013_and_an_upgrade_gets_503(self):
+        self.node.connect(self.url(), name="busy")
+        self.node.connect(self.url(), name="other")
+        self.node.send("sleep:2500", "busy")  # holds the only worker
+        time.sleep(0.2)
+        self.node.send("hello", "other")
+        e = self.node.expect("close", "other", timeout=10)
+        self.assertEqual(e["code"], 1013, e)  # RFC 6455 "try again later", not 1011: nothing broke
+        c = RawWs(self.server, "/ws")
+        self.addCleanup(c.close)
+        head = c.handshake()
+        self.assertTrue(head.startswith("HTTP/1.1 503 "), head)
+        self.assertIn("Retry-After", head)
+        self.assertEqual(self.node.text("busy", timeout=10), "slept")
+        self.assertTrue(self.server.wait_for_log("the open event failed (503)"))
+
+
 class UnencodableActions(WsTestCase):
     """A client's text that makes the PHP handler reply with invalid UTF-8 (half a character) must not end the
     worker: the action is dropped and logged, the rest of the reply goes on, the same worker serves on."""

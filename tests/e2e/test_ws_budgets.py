@@ -10,19 +10,11 @@ import threading
 import time
 import unittest
 
-from harness import HOST, ServerTestCase, metric, scrape, wait_until
+from harness import HOST, ServerTestCase, metric, scrape, wait_until, rss_kib
 from wsclient import RawWs, frame
 
 MiB = 1 << 20
 SANITIZED = os.environ.get("FERRY_SANITIZED") == "1"
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def frame_head(opcode, length, fin=True):

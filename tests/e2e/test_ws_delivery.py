@@ -5,6 +5,7 @@ import threading
 import time
 import unittest
 
+from harness import rss_kib
 from wsclient import RawWs, frame
 from wscase import WS_CONFIG, WsTestCase
 
@@ -86,18 +87,11 @@ class OverflowClose(WsTestCase):
 
 
 class Flood(WsTestCase):
-    def rss_kib(self):
-        with open(f"/proc/{self.server.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-
     def test_a_client_faster_than_php_is_not_read_further(self):
         """48 MB of messages that each take PHP 50 ms: the server stops reading this connection (64 events
         queued at most), the client's writes block, the server's memory stays flat, and others are served."""
         c = self.raw_ws()
-        before = self.rss_kib()
+        before = rss_kib(self.server.proc.pid)
         msg = frame(1, b"sleep:50" + b"x" * 16384)
         sent = [0]
         done = threading.Event()
@@ -116,7 +110,7 @@ class Flood(WsTestCase):
         t.start()
         done.wait(20)
         self.assertLess(sent[0], 3000 * len(msg), "the server stopped reading: the client could not send it all")
-        self.assertLess(self.rss_kib() - before, 16 * 1024, "what the server holds for it stays bounded")
+        self.assertLess(rss_kib(self.server.proc.pid) - before, 16 * 1024, "what the server holds for it stays bounded")
         self.node.connect(self.url(), name="other")
         self.node.send("served", "other")
         self.assertEqual(self.node.text("other", timeout=20), "served")

@@ -34,8 +34,7 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     const conf::Config &cfg;
     std::function<void()> stop_server;
     std::function<std::optional<Result<std::string>>(std::string_view, std::string_view)> extension;
-    pool::Pool *pool = nullptr;
-    pool::Pool *ws_pool = nullptr;
+    const Pools *pools = nullptr; // set by start()
     std::unique_ptr<RpcServer> rpc;
     std::unique_ptr<pool::Watcher> watcher;
     asio::signal_set hup;
@@ -45,24 +44,31 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     // websockets workers run the same code.
     awaitable<Result<pool::ResetReport>> reset(std::string why, std::string which = {})
     {
-        if (stopped || !pool)
+        if (stopped || !pools)
             co_return fail("the server is stopping");
-        if (which == "websockets") {
-            if (!ws_pool)
-                co_return fail("no websockets workers");
-            co_return co_await ws_pool->reset(std::move(why));
+        if (!which.empty()) {
+            pool::Pool *p = pools->find(which);
+            if (!p)
+                co_return fail("no " + which + " workers");
+            co_return co_await p->reset(std::move(why));
         }
-        auto http = co_await pool->reset(why);
-        if (!which.empty() || !ws_pool || stopped)
-            co_return http;
-        auto ws = co_await ws_pool->reset(std::move(why));
-        if (!http)
-            co_return http;
-        if (!ws)
-            co_return ws;
-        http->replaced += ws->replaced;
-        http->killed += ws->killed;
-        co_return http;
+        // Every pool in turn (each logs how its reset went); the answer is the first failure, else the sum.
+        pool::ResetReport total;
+        std::optional<Result<pool::ResetReport>> failed;
+        for (const auto &e : pools->all()) {
+            if (stopped)
+                break;
+            auto done = co_await e.pool->reset(why);
+            if (!done && !failed)
+                failed = std::move(done);
+            else if (done) {
+                total.replaced += done->replaced;
+                total.killed += done->killed;
+            }
+        }
+        if (failed)
+            co_return std::move(*failed);
+        co_return total;
     }
 
     static awaitable<void> reset_logged(std::shared_ptr<Impl> self, std::string why)
@@ -137,13 +143,12 @@ std::string Control::rpc_address() const
     return impl_->rpc ? impl_->rpc->address() : std::string();
 }
 
-Result<void> Control::start(pool::Pool &pool, pool::Pool *ws_pool)
+Result<void> Control::start(const Pools &pools)
 {
     Impl &c = *impl_;
-    c.pool = &pool;
-    c.ws_pool = ws_pool;
+    c.pools = &pools;
     if (c.rpc) {
-        c.rpc->set_pool(&pool, ws_pool);
+        c.rpc->set_pools(&pools);
         c.rpc->run();
     }
     asio::co_spawn(c.io, Impl::watch_hup(impl_), log_exceptions{"SIGHUP"});

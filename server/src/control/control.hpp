@@ -3,6 +3,7 @@
 // loops[0], where the pool's reset runs.
 #pragma once
 
+#include "pools.hpp"
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -35,7 +36,7 @@ public:
     // rpc.listen as bound ("tcp://127.0.0.1:6001"), "" without a listener.
     std::string rpc_address() const;
     // Once the workers are ready: the watcher, SIGHUP and the RPC listener start acting on `pool`.
-    Result<void> start(pool::Pool &pool, pool::Pool *ws_pool = nullptr);
+    Result<void> start(const Pools &pools);
     // At a stop: no more resets are started.
     void stop();
 

@@ -213,7 +213,7 @@ struct MetricsServer::Impl {
     }
     ProbeServer probe;
     std::vector<const HttpStats *> loops;
-    pool::Pool *http = nullptr, *ws = nullptr;
+    const Pools *by_name = nullptr;
     const ws::WsBudgets *ws_budgets = nullptr;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
@@ -233,14 +233,12 @@ struct MetricsServer::Impl {
         for (const HttpStats *s : loops)
             s->read(totals);
         // (GCC 12: no co_await inside a braced initializer, it corrupts the frame.)
-        std::vector<PoolReport> pools(ws ? 2 : 1);
-        pools[0].name = "http";
-        pools[0].workers = co_await http->snapshot(true);
-        pools[0].stats = http->stats();
-        if (ws) {
-            pools[1].name = "websockets";
-            pools[1].workers = co_await ws->snapshot(true);
-            pools[1].stats = ws->stats();
+        std::vector<PoolReport> pools(by_name->all().size());
+        for (std::size_t i = 0; i < pools.size(); ++i) {
+            const NamedPool &e = by_name->all()[i];
+            pools[i].name = e.name;
+            pools[i].workers = co_await e.pool->snapshot(true);
+            pools[i].stats = e.pool->stats();
         }
         const double uptime =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -274,12 +272,11 @@ Result<void> MetricsServer::bind()
     return impl_->probe.bind();
 }
 
-void MetricsServer::run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws,
+void MetricsServer::run(std::vector<const HttpStats *> loops, const Pools &pools,
                         const ws::WsBudgets *ws_budgets)
 {
     impl_->loops = std::move(loops);
-    impl_->http = &http;
-    impl_->ws = ws;
+    impl_->by_name = &pools;
     impl_->ws_budgets = ws_budgets;
     log::info("metrics", "Prometheus metrics on http://" + address() + "/metrics");
     impl_->probe.run(

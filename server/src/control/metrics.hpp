@@ -12,6 +12,7 @@
 #include "ferry/pool/pool.hpp"
 #include "ferry/pool/stats.hpp"
 #include "ferry/relay/io.hpp"
+#include "pools.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -32,12 +33,12 @@ public:
     // after `us` microseconds, `bytes` written.
     void record(int status, std::uint64_t us, std::uint64_t bytes)
     {
-        bump(by_class_[status_class(status)], 1);
-        bump(bytes_, bytes);
+        pool::bump(by_class_[status_class(status)], 1);
+        pool::bump(bytes_, bytes);
         duration_.observe(us);
     }
     // A request refused by the parser (no handler ran): counted by class, not timed.
-    void record_refused(int status) { bump(by_class_[status_class(status)], 1); }
+    void record_refused(int status) { pool::bump(by_class_[status_class(status)], 1); }
 
     struct Totals {
         std::uint64_t by_class[6] = {}; // [1] = 1xx ... [5] = 5xx; [0] other
@@ -52,10 +53,6 @@ private:
         if (status == 0)
             status = 499;
         return status >= 100 && status <= 599 ? static_cast<unsigned>(status / 100) : 0u;
-    }
-    static void bump(std::atomic<std::uint64_t> &c, std::uint64_t n)
-    {
-        c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }
     std::atomic<std::uint64_t> by_class_[6] = {};
     std::atomic<std::uint64_t> bytes_{0};
@@ -96,8 +93,8 @@ public:
 
     // Binds metrics.address; the error names the key.
     Result<void> bind();
-    // Answers until stop(), on loops[0]. `ws` and `ws_budgets` may be null.
-    void run(std::vector<const HttpStats *> loops, pool::Pool &http, pool::Pool *ws,
+    // Answers until stop(), on loops[0], with a series per pool of `pools`. `ws_budgets` may be null.
+    void run(std::vector<const HttpStats *> loops, const Pools &pools,
              const ws::WsBudgets *ws_budgets = nullptr);
     void stop();
     std::string address() const;

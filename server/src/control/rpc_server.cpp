@@ -115,26 +115,29 @@ std::size_t rpc_payload_limit(const conf::Config &cfg)
 
 awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg)
 {
-    if (method == "resetter.List" || method == "informer.List")
-        co_return ok(target.ws_pool ? R"(["http","websockets"])" : R"(["http"])");
+    if (method == "resetter.List" || method == "informer.List") {
+        json::array names;
+        if (target.pools)
+            for (const auto &e : target.pools->all())
+                names.emplace_back(e.name);
+        co_return ok(json::serialize(names));
+    }
     if (method == "resetter.Reset" || method == "informer.Workers") {
         auto plugin = plugin_arg(arg);
         if (!plugin)
             co_return plugin.error();
-        pool::Pool *pool = *plugin == "http"         ? target.pool
-                           : *plugin == "websockets" ? target.ws_pool
-                                                     : nullptr;
-        if (*plugin != "http" && !(*plugin == "websockets" && target.ws_pool))
-            co_return fail("no plugin \"" + relay::printable(*plugin, 64) + "\" (Ferry has: http" +
-                           (target.ws_pool ? ", websockets" : "") + ")");
+        if (!target.pools)
+            co_return fail("the workers are not started yet");
+        pool::Pool *pool = target.pools->find(*plugin);
+        if (!pool)
+            co_return fail("no plugin \"" + relay::printable(*plugin, 64) +
+                           "\" (Ferry has: " + target.pools->names() + ")");
         if (method == "resetter.Reset") {
             auto done = co_await target.reset("RPC resetter.Reset", *plugin);
             if (!done)
                 co_return done.error();
             co_return ok("true");
         }
-        if (!pool)
-            co_return fail("the workers are not started yet");
         auto workers = co_await pool->snapshot(true);
         json::array list;
         const auto now = std::chrono::system_clock::now();
@@ -424,10 +427,9 @@ Result<void> RpcServer::bind()
     return impl_->bind_tcp(l.substr(6));
 }
 
-void RpcServer::set_pool(pool::Pool *pool, pool::Pool *ws_pool)
+void RpcServer::set_pools(const Pools *pools)
 {
-    impl_->target.pool = pool;
-    impl_->target.ws_pool = ws_pool;
+    impl_->target.pools = pools;
 }
 
 void RpcServer::run()

@@ -12,6 +12,7 @@
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/relay/io.hpp"
+#include "pools.hpp"
 
 #include <functional>
 #include <memory>
@@ -23,10 +24,9 @@ namespace ferry::server::detail {
 
 // What the methods act on.
 struct RpcTarget {
-    pool::Pool *pool = nullptr;    // "http"
-    pool::Pool *ws_pool = nullptr; // "websockets" (null: no websockets section)
-    std::string command;           // the workers' command line, for informer.Workers
-    std::function<void()> stop;    // ferry.Stop: a graceful stop, as SIGTERM
+    const Pools *pools = nullptr; // by plugin name (null: not started yet)
+    std::string command;          // the workers' command line, for informer.Workers
+    std::function<void()> stop;   // ferry.Stop: a graceful stop, as SIGTERM
     // resetter.Reset of the pool named `plugin` ("http" or "websockets")
     std::function<awaitable<Result<pool::ResetReport>>(std::string why, std::string plugin)> reset;
     // More methods (websockets.*): nullopt when the method is not one of them.
@@ -51,8 +51,8 @@ public:
 
     // Binds and listens (nothing is accepted before run()); the error names rpc.listen.
     Result<void> bind();
-    // The pools informer.Workers reads (set before run()); ws_pool may be null.
-    void set_pool(pool::Pool *pool, pool::Pool *ws_pool = nullptr);
+    // The pools informer.Workers reads and resetter.Reset names (set before run()).
+    void set_pools(const Pools *pools);
     // Accepts until stop().
     void run();
     void stop();

@@ -39,13 +39,12 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
     }
     conf::StatusConfig cfg;
     ProbeServer probe;
-    pool::Pool *http = nullptr, *ws = nullptr;
+    const Pools *pools = nullptr;
     const bool *stopping = nullptr;
 
     // One plugin's answer: ok, and a line for the body.
-    awaitable<std::pair<bool, std::string>> check(std::string plugin, bool ready)
+    awaitable<std::pair<bool, std::string>> check(pool::Pool *p, std::string plugin, bool ready)
     {
-        pool::Pool *p = plugin == "http" ? http : plugin == "websockets" ? ws : nullptr;
         unsigned live = p->serving_workers();
         if (!ready)
             co_return std::make_pair(live > 0, plugin + ": " + std::to_string(live) + " live worker(s)");
@@ -72,22 +71,21 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
             co_return;
         }
         std::vector<std::string> plugins = plugins_of(target);
-        if (plugins.empty()) {
-            plugins.push_back("http");
-            if (ws)
-                plugins.push_back("websockets");
-        }
+        if (plugins.empty())
+            for (const auto &e : pools->all())
+                plugins.push_back(e.name);
         bool all = true;
         std::string body;
         for (const auto &p : plugins) {
-            if (p != "http" && !(p == "websockets" && ws)) {
+            pool::Pool *pool = pools->find(p);
+            if (!pool) {
                 append_error(out, 404,
-                             "no plugin \"" + relay::printable(p, 64) + "\" (Ferry has: http" +
-                                 (ws ? ", websockets" : "") + ")",
+                             "no plugin \"" + relay::printable(p, 64) + "\" (Ferry has: " + pools->names() +
+                                 ")",
                              false, head);
                 co_return;
             }
-            auto [ok, line] = co_await check(p, path == "/ready");
+            auto [ok, line] = co_await check(pool, p, path == "/ready");
             all = all && ok;
             body += line + "\n";
         }
@@ -110,11 +108,10 @@ Result<void> StatusServer::bind()
     return impl_->probe.bind();
 }
 
-void StatusServer::run(pool::Pool &http, pool::Pool *ws, const bool *stopping)
+void StatusServer::run(const Pools &pools, const bool *stopping)
 {
     Impl &s = *impl_;
-    s.http = &http;
-    s.ws = ws;
+    s.pools = &pools;
     s.stopping = stopping;
     log::info("status", "health checks on http://" + address() + "/health and /ready");
     s.probe.run(

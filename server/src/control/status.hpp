@@ -8,6 +8,7 @@
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/relay/io.hpp"
+#include "pools.hpp"
 
 #include <memory>
 #include <string>
@@ -23,8 +24,8 @@ public:
 
     // Binds status.address (nothing is answered before run()); the error names the key.
     Result<void> bind();
-    // Answers until stop(). `ws` may be null; `stopping` is read when /ready is asked.
-    void run(pool::Pool &http, pool::Pool *ws, const bool *stopping);
+    // Answers until stop(), for each of `pools`; `stopping` is read when /ready is asked.
+    void run(const Pools &pools, const bool *stopping);
     void stop();
     std::string address() const; // host:port as bound
 

@@ -1,6 +1,7 @@
 #include "php.hpp"
 
 #include "control/limit_metrics.hpp"
+#include "failure.hpp"
 #include "ferry/relay/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "forms/form_body.hpp"
@@ -415,39 +416,25 @@ public:
             keep_alive = keep_alive && sink.keep_alive();
             break;
         case pool::Outcome::worker_error:
-            ex.status = http.internal_error_code;
-            append_error(ex.out, http.internal_error_code, "", keep_alive, head_request);
-            break;
         case pool::Outcome::bad_response:
-            count_limit(LimitEvent::response_head);
-            log::warn("http", describe(ex) + ": 502: " + res.message);
-            ex.status = 502;
-            append_error(ex.out, 502, "the application's response could not be relayed", keep_alive,
-                         head_request);
-            break;
         case pool::Outcome::worker_crashed:
-        case pool::Outcome::timed_out: {
-            const bool crashed = res.outcome == pool::Outcome::worker_crashed;
-            if (!crashed)
-                log::warn("http", describe(ex) + ": 504: " + res.message);
+        case pool::Outcome::timed_out:
+        case pool::Outcome::no_worker: {
+            const Failure f = failure_for(res.outcome, http.internal_error_code);
+            if (res.outcome == pool::Outcome::bad_response)
+                count_limit(LimitEvent::response_head);
+            // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client; a crash was
+            // logged by the pool, an ERROR frame's text by the worker.
+            if (res.outcome != pool::Outcome::worker_error && res.outcome != pool::Outcome::worker_crashed)
+                log::warn("http", describe(ex) + ": " + std::to_string(f.status) + ": " + res.message);
             if (sink.started()) {
                 keep_alive = false; // the response is cut short: closing tells the client
-            } else {
-                ex.status = crashed ? 502 : 504;
-                append_error(ex.out, ex.status,
-                             crashed ? "the worker handling this request died"
-                                     : "the application did not answer in time",
-                             keep_alive, head_request);
+                break;
             }
+            ex.status = f.status;
+            append_error(ex.out, f.status, f.text, keep_alive, head_request);
             break;
         }
-        case pool::Outcome::no_worker:
-            // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client.
-            log::warn("http", describe(ex) + ": 503: " + res.message);
-            ex.status = 503;
-            append_error(ex.out, 503, "no PHP worker is available, try again later", keep_alive,
-                         head_request);
-            break;
         case pool::Outcome::client_gone:
             log::debug("http", describe(ex) + ": not executed: " + res.message);
             keep_alive = false;

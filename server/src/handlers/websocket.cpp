@@ -2,6 +2,7 @@
 
 #include "ferry/relay/log.hpp"
 #include "ferry/server/http_grammar.hpp"
+#include "handlers/failure.hpp"
 #include "handlers/php.hpp"
 #include "http/response.hpp"
 #include "shared_state.hpp"
@@ -90,13 +91,10 @@ public:
         pool::Reply reply = co_await loop_.pool.exec(ctx, pool::BodyRef{}, body, nullptr, st_.loop);
         ex.worker_pid = reply.worker_pid;
         if (reply.outcome != pool::Outcome::ok) {
-            int status = reply.outcome == pool::Outcome::no_worker      ? 503
-                         : reply.outcome == pool::Outcome::timed_out    ? 504
-                         : reply.outcome == pool::Outcome::worker_error ? 500
-                                                                        : 502;
-            log::warn("ws",
-                      remote + ": the open event failed (" + std::to_string(status) + "): " + reply.message);
-            refuse(ex, status, {}, {});
+            const Failure f = failure_for(reply.outcome, st_.config.http.internal_error_code);
+            log::warn("ws", remote + ": the open event failed (" + std::to_string(f.status) +
+                                "): " + reply.message);
+            refuse(ex, f.status, f.text, {});
             co_return After::close;
         }
         const relay::ResponseContext &rc = reply.response;

@@ -124,8 +124,9 @@ int open_static_root(const std::string &dir)
 
 StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
                              std::size_t max_open)
-    : config_(config), forbidden_status_(config.on_forbidden == "403"),
-      missing_status_(config.on_missing == "404"), cache_(root_fd, config, mime, max_open)
+    : config_(config), forbidden_status_(config.on_forbidden == conf::StaticFallback::status),
+      missing_status_(config.on_missing == conf::StaticFallback::status),
+      cache_(root_fd, config, mime, max_open)
 {
     if (!config.cache_control.empty())
         add_header(extra_, "Cache-Control", config.cache_control);

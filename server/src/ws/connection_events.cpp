@@ -3,6 +3,7 @@
 #include "ws/connection.hpp"
 
 #include "ferry/relay/log.hpp"
+#include "handlers/failure.hpp"
 #include "shared_state.hpp"
 #include "ws/actions.hpp"
 
@@ -77,8 +78,11 @@ awaitable<void> WsConn::run_event(Ev &e)
     if (reply.outcome != pool::Outcome::ok) {
         log::warn("ws", "connection " + format_id(id_) + ": the " + (e.close ? "close" : "message") +
                             " event failed: " + reply.message);
-        if (!e.close)
-            close(close_status::internal, "internal error");
+        // The failure's close code (1013 "try again later" when no worker was free, else 1011).
+        const Failure f = failure_for(reply.outcome, 500);
+        if (!e.close && f.close_code != 0)
+            close(f.close_code,
+                  f.close_code == close_status::try_again_later ? "try again later" : "internal error");
         co_return;
     }
     auto actions = parse_actions(out);

@@ -73,7 +73,7 @@ void WsConn::push(Out o)
         };
         // The first waiting entry may be half written: it stays (a frame is never cut).
         std::size_t first = head_ + (queue_[head_].offset > 0 ? 1 : 0);
-        if (cfg.overflow == "close") {
+        if (cfg.overflow == conf::Overflow::close) {
             ++loop_.stats.overflow_closes;
             if (by_budget)
                 loop_.budgets.report(WsBudgets::kind_send_queue, budget_line() + ": closing with 1008");

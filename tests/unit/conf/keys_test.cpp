@@ -71,6 +71,8 @@ std::vector<std::string> command_unless(const Leaf &leaf)
 
 } // namespace
 
+using ferry::conf::Fork;
+
 TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
 {
     // The keys read before the tables existed, in dump order; a new key may come anywhere among them.
@@ -312,9 +314,9 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
     pool.num_workers = 3;
     EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 0u); // more workers than CPUs
     pool.num_workers = 2;
-    pool.cpu_affinity = "off";
+    pool.cpu_affinity = ferry::conf::CpuAffinity::off;
     EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 0u);
-    pool.cpu_affinity = "auto";
+    pool.cpu_affinity = ferry::conf::CpuAffinity::automatic;
     pool.debug = true;
     EXPECT_EQ(ferry::conf::pinned_http_workers(pool, 2), 0u);
 
@@ -335,8 +337,8 @@ TEST(ConfKeys, IoThreadsDefaultToHalfTheUsableCpus)
     EXPECT_EQ(workers(2, "    debug: true\n"), half);
     EXPECT_EQ(workers(cpus() + 1), half); // more workers than CPUs: not pinned
     EXPECT_EQ(load(minimal, {"http.io_threads=3"}).config.http.io_threads, 3u);
-    EXPECT_EQ(load(minimal, {"http.accept=reuseport"}).config.http.accept, "reuseport");
-    EXPECT_EQ(load(minimal).config.http.accept, "handoff");
+    EXPECT_EQ(load(minimal, {"http.accept=reuseport"}).config.http.accept, ferry::conf::Accept::reuseport);
+    EXPECT_EQ(load(minimal).config.http.accept, ferry::conf::Accept::handoff);
 }
 
 TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
@@ -348,55 +350,65 @@ TEST(ConfKeys, ForkFastExitDefaultsToOnInBothPools)
         << ferry::conf::dump(d.config);
     const LoadResult off = load(minimal + "http:\n  pool:\n    fork: true\n    fork_fast_exit: false\n");
     EXPECT_TRUE(off.warnings.empty());
-    EXPECT_EQ(off.config.http.pool.fork, "true");
+    EXPECT_EQ(off.config.http.pool.fork, Fork::app);
     EXPECT_FALSE(off.config.http.pool.fork_fast_exit);
     EXPECT_FALSE(load(minimal, {"http.pool.fork_fast_exit=false"}).config.http.pool.fork_fast_exit);
 }
 
 TEST(ConfKeys, ForkIsFalseTrueOrPhp)
 {
-    EXPECT_EQ(load(minimal).config.http.pool.fork, "false");
-    for (const char *v : {"true", "false", "php"}) {
-        const LoadResult r = load(minimal + "http:\n  pool:\n    fork: " + v + "\n");
-        EXPECT_TRUE(r.warnings.empty()) << v;
-        EXPECT_EQ(r.config.http.pool.fork, v);
+    EXPECT_EQ(load(minimal).config.http.pool.fork, Fork::off);
+    for (const auto &[word, mode] :
+         {std::pair{"true", Fork::app}, {"false", Fork::off}, {"php", Fork::php}}) {
+        const LoadResult r = load(minimal + "http:\n  pool:\n    fork: " + word + "\n");
+        EXPECT_TRUE(r.warnings.empty()) << word;
+        EXPECT_EQ(r.config.http.pool.fork, mode) << word;
+        EXPECT_TRUE(contains(ferry::conf::dump(r.config), std::string("fork: \"") + word + "\"\n"))
+            << "the dump writes the word back: " << ferry::conf::dump(r.config);
     }
     // YAML 1.1's other spellings of a boolean, as a boolean key takes them.
-    EXPECT_EQ(load(minimal + "http:\n  pool:\n    fork: True\n").config.http.pool.fork, "true");
-    EXPECT_EQ(load(minimal + "http:\n  pool:\n    fork: FALSE\n").config.http.pool.fork, "false");
-    EXPECT_EQ(load(minimal, {"websockets.pool.fork=php"}).config.websockets.pool.fork, "php");
+    EXPECT_EQ(load(minimal + "http:\n  pool:\n    fork: True\n").config.http.pool.fork, Fork::app);
+    EXPECT_EQ(load(minimal + "http:\n  pool:\n    fork: FALSE\n").config.http.pool.fork, Fork::off);
+    EXPECT_EQ(load(minimal, {"websockets.pool.fork=php"}).config.websockets.pool.fork, Fork::php);
     const std::string dump = ferry::conf::dump(load(minimal + "http:\n  pool:\n    fork: php\n").config);
-    EXPECT_EQ(load(dump).config.http.pool.fork, "php") << "the dump loads back: " << dump;
+    EXPECT_EQ(load(dump).config.http.pool.fork, Fork::php) << "the dump loads back: " << dump;
 }
 
-// A string key of both pools (`field`, named `key`): `auto` by default (in the dump too), each of `values`
-// accepted without a warning, and `override_value` applied from the command line (http.pool.KEY=VALUE).
-static void expect_auto_pool_key(const std::string &key, std::string ferry::conf::PoolConfig::*field,
-                                 std::initializer_list<const char *> values,
-                                 const std::string &override_value)
+// A word key of both pools (`field`, named `key`): `auto` by default (in the dump too), each of `values`
+// accepted without a warning as its enumerator, and the last one applied from the command line
+// (http.pool.KEY=VALUE).
+template <typename E>
+static void expect_auto_pool_key(const std::string &key, E ferry::conf::PoolConfig::*field, E automatic,
+                                 std::initializer_list<std::pair<const char *, E>> values)
 {
     const LoadResult d = load(minimal);
-    EXPECT_EQ(d.config.http.pool.*field, "auto") << key;
-    EXPECT_EQ(d.config.websockets.pool.*field, "auto") << key;
+    EXPECT_EQ(d.config.http.pool.*field, automatic) << key;
+    EXPECT_EQ(d.config.websockets.pool.*field, automatic) << key;
     EXPECT_TRUE(contains(ferry::conf::dump(d.config), key + ": \"auto\"\n")) << ferry::conf::dump(d.config);
-    for (const char *v : values) {
-        const LoadResult r = load(minimal + "http:\n  pool:\n    " + key + ": " + v + "\n");
-        EXPECT_TRUE(r.warnings.empty()) << key << ": " << v;
-        EXPECT_EQ(r.config.http.pool.*field, v);
+    for (const auto &[word, value] : values) {
+        const LoadResult r = load(minimal + "http:\n  pool:\n    " + key + ": " + word + "\n");
+        EXPECT_TRUE(r.warnings.empty()) << key << ": " << word;
+        EXPECT_EQ(r.config.http.pool.*field, value) << word;
     }
-    EXPECT_EQ(load(minimal, {"http.pool." + key + "=" + override_value}).config.http.pool.*field,
-              override_value);
+    const auto &[word, value] = *(values.end() - 1);
+    EXPECT_EQ(load(minimal, {"http.pool." + key + "=" + word}).config.http.pool.*field, value);
 }
 
 TEST(ConfKeys, CpuAffinityDefaultsToAutoInBothPools)
 {
-    expect_auto_pool_key("cpu_affinity", &ferry::conf::PoolConfig::cpu_affinity, {"off", "auto"}, "off");
+    using ferry::conf::CpuAffinity;
+    expect_auto_pool_key("cpu_affinity", &ferry::conf::PoolConfig::cpu_affinity, CpuAffinity::automatic,
+                         {{"auto", CpuAffinity::automatic}, {"off", CpuAffinity::off}});
 }
 
 TEST(ConfKeys, RecyclePriorityDefaultsToAutoInBothPools)
 {
+    using ferry::conf::RecyclePriority;
     expect_auto_pool_key("recycle_priority", &ferry::conf::PoolConfig::recycle_priority,
-                         {"idle", "normal", "auto"}, "normal");
+                         RecyclePriority::automatic,
+                         {{"idle", RecyclePriority::idle},
+                          {"auto", RecyclePriority::automatic},
+                          {"normal", RecyclePriority::normal}});
 }
 
 // Every key and section says what it does: docs/configuration.md (`ferry config --reference`) is generated

@@ -64,8 +64,8 @@ TEST(ConfLoad, EveryKeyParsed)
     EXPECT_EQ(st.index, (std::vector<std::string>{"index.htm", "default.html"}));
     EXPECT_TRUE(st.precompressed);
     EXPECT_EQ(st.cache_control, "public, max-age=60");
-    EXPECT_EQ(st.on_forbidden, "403");
-    EXPECT_EQ(st.on_missing, "404");
+    EXPECT_EQ(st.on_forbidden, ferry::conf::StaticFallback::status);
+    EXPECT_EQ(st.on_missing, ferry::conf::StaticFallback::status);
     EXPECT_TRUE(st.follow_symlinks);
     EXPECT_EQ(st.max_open_files, 77u);
 }

@@ -79,11 +79,11 @@ TEST(Allocator, IdleWorkersMostRecentlyUsedFirstRetiringOnesLast)
     EXPECT_FALSE(f.alloc.offer(a)) << "nobody waits: parked";
     EXPECT_FALSE(f.alloc.offer(b));
     EXPECT_FALSE(f.alloc.offer(c));
-    EXPECT_EQ(a->state, State::ready);
+    EXPECT_EQ(a->state(), State::ready);
     EXPECT_EQ(f.alloc.idle(), 3u);
     c->retire = true; // past max_jobs: only when no other is idle
     EXPECT_EQ(f.alloc.take_idle(), b);
-    EXPECT_EQ(b->state, State::working);
+    EXPECT_EQ(b->state(), State::working);
     EXPECT_EQ(f.alloc.take_idle(), a);
     EXPECT_EQ(f.alloc.take_idle(), c);
     EXPECT_EQ(f.alloc.take_idle(), nullptr);
@@ -112,7 +112,7 @@ TEST(Allocator, HandsOffToTheOldestWaiterFirst)
     ASSERT_EQ(f.alloc.waiting(), 3u);
     auto a = f.worker(1), b = f.worker(2);
     EXPECT_TRUE(f.alloc.offer(a)) << "handed over, not parked";
-    EXPECT_EQ(a->state, State::working);
+    EXPECT_EQ(a->state(), State::working);
     EXPECT_TRUE(f.alloc.offer(b));
     EXPECT_EQ(f.alloc.idle(), 0u);
     f.run_for(20ms);

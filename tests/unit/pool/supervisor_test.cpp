@@ -20,7 +20,7 @@ struct Fixture {
     {
         auto w = std::make_shared<Worker>(io, 1u << 20);
         w->pid = pid;
-        w->state = State::ready;
+        w->to(State::ready);
         workers.emplace(pid, w);
         return w;
     }

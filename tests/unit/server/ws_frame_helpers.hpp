@@ -1,5 +1,6 @@
-// Helpers of the WebSocket frame tests (ws_frame_test.cpp, ws_frame_close_test.cpp): client frames built here,
-// independently of the encoder under test, and a parser fed in pieces with its contract checked on every call.
+// Helpers of the WebSocket frame tests (ws_frame_test.cpp, ws_frame_close_test.cpp): client frames built
+// here, independently of the encoder under test, and a parser fed in pieces with its contract checked on
+// every call.
 #pragma once
 
 #include "ws/frame.hpp"
@@ -27,8 +28,8 @@ inline std::uint8_t op_bits(Opcode op)
 
 // A client frame built here, independently of the encoder under test. `b0` is FIN | RSV | opcode;
 // `length_bytes` -1 picks the minimal length encoding, else 0, 2 or 8.
-inline std::string raw_frame(std::uint8_t b0, std::string_view payload, bool masked = true, int length_bytes = -1,
-                      Key key = test_key)
+inline std::string raw_frame(std::uint8_t b0, std::string_view payload, bool masked = true,
+                             int length_bytes = -1, Key key = test_key)
 {
     std::string f(1, static_cast<char>(b0));
     const std::uint64_t n = payload.size();
@@ -85,7 +86,8 @@ struct Seen {
 
 // Feeds `wire` in pieces ending at each of `cuts` (ascending) and then at its end; stops at the first error.
 // Checks the parser's contract on every call.
-inline std::vector<Seen> feed(FrameParser &p, const std::string &wire, const std::vector<std::size_t> &cuts = {})
+inline std::vector<Seen> feed(FrameParser &p, const std::string &wire,
+                              const std::vector<std::size_t> &cuts = {})
 {
     std::vector<Seen> out;
     std::string buf = wire; // parse() unmasks in place

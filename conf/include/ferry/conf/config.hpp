@@ -19,6 +19,35 @@ namespace ferry::conf {
 
 using Duration = std::chrono::milliseconds;
 
+// The keys whose value is one of a few words, as the enums downstream code switches on (the words are in
+// conf/src/keys_*.cpp, where each key is declared; `ferry config` writes them back).
+enum class Fork {
+    off, // false: each worker is a PHP started anew
+    app, // true: forks of a template that booted the app; for another worker, of a PHP-level one
+    php, // "php": forks of a PHP-level template (docs/protocol.md §8.1)
+};
+enum class RecyclePriority {
+    automatic, // "auto": idle when this process may restore a worker's priority, else normal
+    idle,      // "idle": and the server does not start when it cannot
+    normal,    // "normal"
+};
+enum class CpuAffinity {
+    automatic, // "auto": each worker on a CPU of its own when they fit (pins_workers())
+    off,       // "off"
+};
+enum class Accept {
+    handoff,   // one listening socket; each connection goes to the loop with the fewest
+    reuseport, // a SO_REUSEPORT socket per loop; the kernel hashes
+};
+enum class Overflow {
+    drop_oldest, // a full send queue drops its oldest non-control messages
+    close,       // closes the connection with 1008
+};
+enum class StaticFallback {
+    php,    // "php": the request goes on to PHP
+    status, // "403" / "404": answered by the server
+};
+
 // A listening address: `http.address` "host:port" resolved into its parts.
 struct Address {
     std::string host = "127.0.0.1"; // a name or an IP address; IPv6 without brackets; ":8080" gives "0.0.0.0"
@@ -33,20 +62,20 @@ struct Address {
 struct PoolConfig {
     unsigned num_workers = 0;   // the YAML's 0 is resolved by load() to the number of CPUs
     std::uint64_t max_jobs = 0; // 0 = unlimited
-    // Ferry's own: "false", "true" or "php" (pool::Fork). true: workers are forked from a template process
+    // Ferry's own: false, true or "php". true: workers are forked from a template process
     // that booted the app (docs/protocol.md §8), or, for a worker that is not Ferry's library, from a
     // PHP-level template (§8.1: PHP started, no script run); php: from a PHP-level template whatever the
     // worker. Falls back to starting each worker when there can be no template (logged).
-    std::string fork = "false";
+    Fork fork = Fork::off;
     // Ferry's own: a forked worker the server stopped ends with _exit(0) after PHP's request shutdown
     // (shutdown functions, destructors, output), skipping the engine's teardown (docs/protocol.md §8).
     bool fork_fast_exit = true;
-    // Ferry's own: "auto", "idle" or "normal" (pool::RecyclePriority): whether replacements for workers that
-    // still serve boot, and retired workers exit, under SCHED_IDLE.
-    std::string recycle_priority = "auto";
-    // Ferry's own: "auto" or "off" (pool::CpuAffinity): auto pins each booted worker to one CPU when there
-    // are at least two usable CPUs and no more workers than CPUs (both pools together).
-    std::string cpu_affinity = "auto";
+    // Ferry's own: whether replacements for workers that still serve boot, and retired workers exit, under
+    // SCHED_IDLE.
+    RecyclePriority recycle_priority = RecyclePriority::automatic;
+    // Ferry's own: auto pins each booted worker to one CPU when there are at least two usable CPUs and no
+    // more workers than CPUs (both pools together).
+    CpuAffinity cpu_affinity = CpuAffinity::automatic;
     Duration allocate_timeout = std::chrono::seconds(60); // a request's wait for a free worker (then 503)
     std::uint64_t max_queue_size = 0; // requests waiting for a worker beyond which a new one gets 503 at once
     Duration destroy_timeout = std::chrono::seconds(60);
@@ -97,13 +126,13 @@ struct StaticConfig {
         request; // RoadRunner adds these to the request: no effect
     std::vector<std::pair<std::string, std::string>> response; // extra response headers on every file
     // Ferry's own:
-    std::vector<std::string> index{"index.html"}; // a directory's index files, first found wins
-    bool precompressed = false;                   // serve foo.css.br / foo.css.gz when accepted
-    std::string cache_control;                    // Cache-Control value ("" = none)
-    std::string on_forbidden = "php"; // a forbidden or not-allowed extension, a dotfile: "php" or "403"
-    std::string on_missing = "php";   // no such file, a directory without index: "php" or "404"
-    bool follow_symlinks = false;     // symlinks may lead outside dir (else 403)
-    unsigned max_open_files = 1024;   // open_file_cache: descriptors and stat results kept per event loop
+    std::vector<std::string> index{"index.html"};      // a directory's index files, first found wins
+    bool precompressed = false;                        // serve foo.css.br / foo.css.gz when accepted
+    std::string cache_control;                         // Cache-Control value ("" = none)
+    StaticFallback on_forbidden = StaticFallback::php; // a forbidden or not-allowed extension, a dotfile: 403
+    StaticFallback on_missing = StaticFallback::php;   // no such file, a directory without index: 404
+    bool follow_symlinks = false;                      // symlinks may lead outside dir (else 403)
+    unsigned max_open_files = 1024; // open_file_cache: descriptors and stat results kept per event loop
 
     friend bool operator==(const StaticConfig &, const StaticConfig &) = default;
 };
@@ -113,9 +142,8 @@ struct HttpConfig {
     // http.io_threads: event loops (threads) of the front end. The YAML's 0 (the default) is resolved by
     // load() to default_io_threads(usable_cpus(), pinned_http_workers(...)); nothing downstream sees a 0.
     unsigned io_threads = 0;
-    // http.accept: how connections reach the loops: "handoff" (one listening socket; each connection goes
-    // to the loop with the fewest) or "reuseport" (a SO_REUSEPORT socket per loop; the kernel hashes).
-    std::string accept = "handoff";
+    // http.accept: how connections reach the loops.
+    Accept accept = Accept::handoff;
     std::uint64_t max_request_size = 1ull << 30; // bytes (YAML value is in MB, as RoadRunner)
     int internal_error_code = 500;
     // Ferry's own limits (docs/configuration.md). Every size key reads a bare number as megabytes, as
@@ -215,7 +243,7 @@ struct WebsocketsConfig {
     // A connection's send queue, bounded in messages and bytes; beyond it `overflow` decides.
     std::uint64_t max_queue_messages = 1024;
     std::uint64_t max_queue_bytes = 4 * 1024 * 1024;
-    std::string overflow = "drop_oldest"; // "drop_oldest" (non-control messages) or "close" (1008)
+    Overflow overflow = Overflow::drop_oldest; // a full send queue: drop the oldest, or close with 1008
     // Server-wide, over every connection of every loop (0 = no limit): the buffers of client messages
     // received in part (past it the connection whose message needs more closes with 1009), and the bytes
     // waiting in send queues (past it `overflow` applies to the connection being sent to).
@@ -304,8 +332,12 @@ unsigned usable_cpus();
 // (`pinned_workers`, pinned_http_workers()): each loop then runs beside its own (on 2 CPUs, 1.15-1.24x of one
 // loop at c64: bench/results/2026-12-05-loops-beside-workers.md).
 unsigned default_io_threads(unsigned cpus, unsigned pinned_workers = 0);
-// The workers the HTTP pool will pin to CPUs of their own (pool/src/placement.cpp, resolve_cpu_affinity): all of
-// them with cpu_affinity auto, no debug, at least two usable CPUs and no more workers than CPUs; else 0.
+// The pinning rule, one function for the pool (pool/src/placement.cpp) and for io_threads' default: a pool's
+// `workers` are pinned to CPUs of their own with cpu_affinity auto, no debug, at least two usable CPUs, and
+// no more workers than the `free_cpus` that the pools started before it left (all of them for the first).
+bool pins_workers(CpuAffinity affinity, bool debug, unsigned workers, unsigned usable_cpus,
+                  unsigned free_cpus);
+// The workers the HTTP pool will pin (pins_workers() as the first pool): num_workers, or 0.
 unsigned pinned_http_workers(const PoolConfig &pool, unsigned cpus);
 
 // Looks up an environment variable; returns nullopt when unset. Default: ::getenv.

@@ -6,6 +6,7 @@
 // (ferry/relay/channel.hpp).
 #pragma once
 
+#include "ferry/conf/config.hpp"
 #include "ferry/conf/result.hpp"
 #include "ferry/pool/budget.hpp"
 #include "ferry/pool/host.hpp"
@@ -24,27 +25,11 @@
 
 namespace ferry::pool {
 
-// Where the CPU for recycling comes from (Options::recycle_priority).
-enum class RecyclePriority {
-    automatic, // idle when this process may restore a worker's priority (CAP_SYS_NICE, RLIMIT_NICE), else
-               // normal
-    idle,      // idle, and start() fails when it cannot be done
-    normal,    // replacements boot and retired workers exit at the server's own priority
-};
-
-// Where new workers come from (Options::fork, docs/protocol.md §8).
-enum class Fork {
-    off, // each worker is a PHP started anew
-    app, // forks of a template that booted the app (Ferry's library); for another worker, of a PHP-level one
-    php, // forks of a PHP-level template (§8.1): nothing of the worker's code runs before the fork
-};
-
-// Whether workers are pinned to CPUs (Options::cpu_affinity).
-enum class CpuAffinity {
-    automatic, // each worker on one CPU of those the server may run on, when there are at least two and no
-               // more workers than CPUs, counting the pools started before this one; else not pinned
-    off,       // wherever the scheduler puts them
-};
+// The config's words as the pool takes them (ferry/conf/config.hpp): Options::recycle_priority, fork,
+// cpu_affinity.
+using conf::CpuAffinity;
+using conf::Fork;
+using conf::RecyclePriority;
 
 struct Options {
     std::vector<std::string> command; // argv[0] is looked up in PATH
@@ -71,6 +56,9 @@ struct Options {
     // replaces. The front end's loops are not pinned. With workers pinned, recycle_priority's automatic is
     // normal (pool/src/affinity.hpp; docs/tuning.md, "max_jobs, fork, recycle_priority").
     CpuAffinity cpu_affinity = CpuAffinity::automatic;
+    // With workers pinned and several loops, each loop's thread goes beside its own workers (the HTTP pool's
+    // choice: its loops are the front end's; docs/tuning.md).
+    bool pins_loops = false;
     std::chrono::milliseconds idle_boot_limit{1000};
     std::chrono::milliseconds allocate_timeout{60000};
     // Requests waiting for a worker (all loops together) beyond which a new one is answered 503 at once

@@ -9,6 +9,13 @@
 
 namespace ferry::pool {
 
+// Adds `n` to a counter that one thread writes and others read: a plain load and store, no locked
+// read-modify-write on the request path.
+inline void bump(std::atomic<std::uint64_t> &c, std::uint64_t n = 1)
+{
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // Why a worker process ended (the restarts metric counts the exits by cause).
 enum class Cause : unsigned {
     none,         // still alive, nothing decided
@@ -62,10 +69,6 @@ public:
     }
 
 private:
-    static void bump(std::atomic<std::uint64_t> &c, std::uint64_t n)
-    {
-        c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    }
     std::atomic<std::uint64_t> count_[Histogram::buckets] = {};
     std::atomic<std::uint64_t> sum_us_{0};
 };
