@@ -3,7 +3,7 @@
 // config loader uses) against the same reference, down to the offset it names.
 #include "fuzz_util.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "ws/utf8.hpp"
 
 namespace {

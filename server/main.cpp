@@ -1,7 +1,7 @@
 // ferry: the command line. `ferry serve` is the main command.
+#include "ferry/base/log.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/conf/dotenv.hpp"
-#include "ferry/relay/log.hpp"
 #include "ferry/server/server.hpp"
 #include "ferry/version.hpp"
 

@@ -2,7 +2,7 @@
 // C or C++ dotenv library, and the syntax is a few lines of rules.
 #include "ferry/conf/dotenv.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "file.hpp"
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // ferry_conf.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <cstdint>
 #include <string>

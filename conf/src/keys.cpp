@@ -2,7 +2,7 @@
 // feature for yet.
 #include "keys.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // http: the front end's address, request limits, timeouts and upload spooling (the pool is in keys_pool.cpp).
 // `limits`, `timeouts` and `uploads` are Ferry's own sections apart from uploads.dir (docs/protocol.md
 // lists RoadRunner's keys).
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "keys.hpp"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // and values for the messages of config errors and warnings.
 #include "loader.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "schema.hpp"
 
 #include <utility>

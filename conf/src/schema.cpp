@@ -2,7 +2,7 @@
 // messages, missing keys, unknown and unsupported keys with "did you mean"). The dump is in dump.cpp.
 #include "schema.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "loader.hpp"
 #include "values.hpp"
 

@@ -18,8 +18,8 @@
 //     Result<std::vector<std::string>> warnings = schema::load(s_keys(), s, yaml, "file.yaml", {}, env);
 #pragma once
 
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
 
 #include <algorithm>
 #include <concepts>

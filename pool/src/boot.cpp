@@ -3,7 +3,7 @@
 // or a boot failure, reported once per back-off step while the workers with the old code keep serving.
 #include "group.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "priority.hpp"
 
 #include <cerrno>

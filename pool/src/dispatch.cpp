@@ -3,7 +3,7 @@
 // and the request retried on another one. docs/protocol.md §2-§4.
 #include "group.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 namespace ferry::pool {
 

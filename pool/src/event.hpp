@@ -2,7 +2,7 @@
 // each with its own deadline; a Flag is an Event that stays raised (a stop that began).
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 
 #include <chrono>
 #include <cstddef>

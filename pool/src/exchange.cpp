@@ -1,6 +1,6 @@
 #include "exchange.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -3,7 +3,7 @@
 // to the shard (or the template) that owns the process.
 #include "group.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <csignal>
 

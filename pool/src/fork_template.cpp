@@ -1,7 +1,7 @@
 #include "fork_template.hpp"
 
+#include "ferry/base/log.hpp"
 #include "ferry/relay/frame.hpp"
-#include "ferry/relay/log.hpp"
 #include "reaper.hpp"
 
 #include <boost/json/parse.hpp>

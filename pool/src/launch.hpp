@@ -2,7 +2,7 @@
 // docs/architecture.md, "Workers"). The spawner (spawner.hpp) decides when; this only starts the process.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/readable_pipe.hpp>

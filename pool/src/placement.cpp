@@ -5,8 +5,8 @@
 #include "group.hpp"
 
 #include "affinity.hpp"
-#include "ferry/relay/log.hpp"
-#include "ferry/relay/loops.hpp"
+#include "ferry/base/log.hpp"
+#include "ferry/base/loops.hpp"
 #include "priority.hpp"
 
 #include <cerrno>

@@ -10,8 +10,8 @@
 #include "group.hpp"
 
 #include "affinity.hpp"
-#include "ferry/relay/log.hpp"
-#include "ferry/relay/loops.hpp"
+#include "ferry/base/log.hpp"
+#include "ferry/base/loops.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,7 +4,7 @@
 // ends, never per request.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <chrono>
 #include <deque>

@@ -1,6 +1,6 @@
 #include "reaper.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <csignal>
 #include <string>

@@ -3,7 +3,7 @@
 // its stderr to the log line by line, tagged with its pid.
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 #include "worker.hpp"
 
 #include <boost/asio/signal_set.hpp>

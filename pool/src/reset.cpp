@@ -4,8 +4,8 @@
 // workers; Pool::Impl::reset joins them and reports.
 #include "group.hpp"
 
-#include "ferry/relay/log.hpp"
-#include "ferry/relay/loops.hpp"
+#include "ferry/base/log.hpp"
+#include "ferry/base/loops.hpp"
 
 #include <algorithm>
 

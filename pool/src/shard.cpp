@@ -4,7 +4,7 @@
 #include "group.hpp"
 
 #include "affinity.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "priority.hpp"
 
 #include <csignal>

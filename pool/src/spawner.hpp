@@ -4,7 +4,7 @@
 #pragma once
 
 #include "event.hpp"
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/pool/pool.hpp"
 #include "worker.hpp"
 

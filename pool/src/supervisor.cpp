@@ -1,6 +1,6 @@
 #include "supervisor.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // glob.hpp (fnmatch(3) per segment).
 #include "ferry/pool/watcher.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "glob.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>

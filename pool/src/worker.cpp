@@ -1,7 +1,7 @@
 #include "worker.hpp"
 
+#include "ferry/base/log.hpp"
 #include "ferry/relay/frame.hpp"
-#include "ferry/relay/log.hpp"
 
 #include <algorithm>
 #include <csignal>

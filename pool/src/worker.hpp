@@ -3,10 +3,10 @@
 #pragma once
 
 #include "event.hpp"
+#include "ferry/base/io.hpp"
 #include "ferry/pool/stats.hpp"
 #include "ferry/relay/channel.hpp"
 #include "ferry/relay/context.hpp"
-#include "ferry/relay/io.hpp"
 
 #include <boost/asio/readable_pipe.hpp>
 

@@ -1,7 +1,7 @@
 // What the JSON and msgpack codec files provide to context.cpp (internal to relay/).
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/form.hpp"
 

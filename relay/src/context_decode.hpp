@@ -2,8 +2,8 @@
 // relay/): each codec supplies an adapter over its library's value type; decode_tree() walks it once.
 #pragma once
 
-#include "ferry/conf/result.hpp"
-#include "ferry/conf/text.hpp"
+#include "ferry/base/result.hpp"
+#include "ferry/base/text.hpp"
 #include "ferry/relay/context.hpp"
 
 #include <charconv>

@@ -2,8 +2,8 @@
 // to 2023.3 sent them; responses read with Boost.JSON.
 #include "context_codec.hpp"
 #include "context_decode.hpp"
-#include "ferry/conf/text.hpp"
-#include "json_string.hpp"
+#include "ferry/base/json_string.hpp"
+#include "ferry/base/text.hpp"
 
 #include <boost/json.hpp>
 

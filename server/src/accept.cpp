@@ -1,7 +1,7 @@
 // Accepting connections: one listening socket whose connections loop 0 hands to the least loaded loop
 // (http.accept: handoff), or one SO_REUSEPORT socket per loop (reuseport); a failed accept backs off.
 #include "descriptors.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "listener.hpp"
 #include "runtime.hpp"
 

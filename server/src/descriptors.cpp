@@ -1,7 +1,7 @@
 #include "descriptors.hpp"
 
+#include "ferry/base/log.hpp"
 #include "ferry/pool/descriptors.hpp"
-#include "ferry/relay/log.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -4,8 +4,8 @@
 // names the config key.
 #pragma once
 
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -1,7 +1,7 @@
 // The event loop (internal to server/): an io_context that can destroy its pending handlers early.
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 
 namespace ferry::server::detail {
 

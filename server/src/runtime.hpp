@@ -29,7 +29,7 @@ class MetricsServer;
 // One event loop's part of the server: its thread's io_context, connections, handlers, timeouts ticker and,
 // with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
 struct LoopRuntime {
-    LoopRuntime(Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, pool::Budget &b,
+    LoopRuntime(Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, Budget &b,
                 std::unique_ptr<StaticHandler> static_files, pool::Pool *ws_pool, ws::Publisher *publisher,
                 ws::WsBudgets *ws_budgets)
         : io(io_), state(io_, c, b, router), files(std::move(static_files)), php(state, p), ticker(io_)

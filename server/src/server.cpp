@@ -7,8 +7,8 @@
 #include "control/metrics.hpp"
 #include "control/status.hpp"
 #include "descriptors.hpp"
-#include "ferry/relay/log.hpp"
-#include "ferry/relay/loops.hpp"
+#include "ferry/base/log.hpp"
+#include "ferry/base/loops.hpp"
 #include "forms/upload_files.hpp"
 #include "handlers/handler.hpp"
 #include "handlers/php.hpp"
@@ -302,8 +302,8 @@ int run(const conf::Config &cfg)
     for (const auto &[k, v] : cfg.server.env)
         popt.env.push_back(k + "=" + v);
     apply_pool_config(popt, cfg.http.pool);
-    pool::Budget budget(cfg.http.max_body_memory);
-    pool::Budget head_budget(cfg.http.max_head_memory); // http.limits.max_head_memory (0: not used)
+    Budget budget(cfg.http.max_body_memory);
+    Budget head_budget(cfg.http.max_head_memory); // http.limits.max_head_memory (0: not used)
     popt.budget = &budget;
     popt.pins_loops = true; // the front end's loops go beside the HTTP workers (when pinned)
     // The control plane binds rpc.listen before the workers start: they get its address (RR_RPC).

@@ -2,9 +2,9 @@
 #pragma once
 
 #include "control/metrics.hpp"
+#include "ferry/base/budget.hpp"
+#include "ferry/base/io.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/pool/budget.hpp"
-#include "ferry/relay/io.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "transport/transport.hpp"
 
@@ -18,7 +18,7 @@ namespace ferry::server::detail {
 class Router;
 
 struct SharedState {
-    SharedState(asio::io_context &io_, const conf::Config &c, pool::Budget &b, const Router &r)
+    SharedState(asio::io_context &io_, const conf::Config &c, Budget &b, const Router &r)
         : io(io_), config(c), budget(b), router(r)
     {
     }
@@ -26,10 +26,10 @@ struct SharedState {
     asio::io_context &io;
     unsigned loop = 0; // this loop's index (the pool's shard)
     const conf::Config &config;
-    pool::Budget &budget; // request and response bodies in memory, all connections together
-    pool::Budget *head_budget = nullptr; // receive buffers past 8 KiB, all connections (nullptr: no limit)
-    const Router &router; // which handler serves a request
-    std::string temp_dir; // where request bodies too large for memory go
+    Budget &budget;                // request and response bodies in memory, all connections together
+    Budget *head_budget = nullptr; // receive buffers past 8 KiB, all connections (nullptr: no limit)
+    const Router &router;          // which handler serves a request
+    std::string temp_dir;          // where request bodies too large for memory go
     std::string upload_prefix = "ferry-upload-"; // upload file names there (UploadsDir::prefix)
     Limits limits;
     std::string default_host; // for HTTP/1.0 requests without Host

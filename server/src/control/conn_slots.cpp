@@ -1,6 +1,6 @@
 #include "control/conn_slots.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 namespace ferry::server::detail {
 

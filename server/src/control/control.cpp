@@ -1,7 +1,7 @@
 #include "control.hpp"
 
+#include "ferry/base/log.hpp"
 #include "ferry/pool/watcher.hpp"
-#include "ferry/relay/log.hpp"
 #include "rpc_server.hpp"
 
 #include <boost/asio/signal_set.hpp>

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string_view>
 
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
-#include "ferry/relay/io.hpp"
 
 #include <functional>
 #include <memory>

@@ -1,7 +1,7 @@
 #include "control/limit_metrics.hpp"
 
 #include "control/exposition.hpp"
-#include "ferry/pool/budget.hpp"
+#include "ferry/base/budget.hpp"
 
 #include <array>
 #include <atomic>
@@ -12,7 +12,7 @@
 namespace ferry::server::detail {
 
 namespace {
-std::atomic<const pool::Budget *> body_budget{nullptr}, head_budget{nullptr};
+std::atomic<const Budget *> body_budget{nullptr}, head_budget{nullptr};
 std::mutex uploads_mutex;
 std::string uploads_dir, uploads_prefix; // under uploads_mutex
 std::array<std::atomic<std::uint64_t>, static_cast<unsigned>(LimitEvent::count_)> events{};
@@ -43,12 +43,12 @@ std::uint64_t upload_files()
 }
 } // namespace
 
-void register_body_budget(const pool::Budget *budget)
+void register_body_budget(const Budget *budget)
 {
     body_budget.store(budget);
 }
 
-void register_head_budget(const pool::Budget *budget)
+void register_head_budget(const Budget *budget)
 {
     head_budget.store(budget);
 }
@@ -67,7 +67,7 @@ void count_limit(LimitEvent e)
 
 void format_limit_metrics(std::string &out)
 {
-    const pool::Budget *b = body_budget.load();
+    const Budget *b = body_budget.load();
     family(out, "ferry_body_memory_bytes", "gauge",
            "Request and response body memory held now, all connections (http.limits.max_body_memory).");
     sample(out, "ferry_body_memory_bytes", "", b ? static_cast<double>(b->used()) : 0.0);
@@ -79,10 +79,10 @@ void format_limit_metrics(std::string &out)
         "a temp file), spent (the budget is full: a form gets 503, a raw body spills, a response body goes "
         "to a temp file).");
     sample(out, "ferry_body_memory_denied_total", "rule=\"share\"",
-           b ? static_cast<double>(b->denied(pool::Budget::Take::over_share)) : 0.0);
+           b ? static_cast<double>(b->denied(Budget::Take::over_share)) : 0.0);
     sample(out, "ferry_body_memory_denied_total", "rule=\"spent\"",
-           b ? static_cast<double>(b->denied(pool::Budget::Take::spent)) : 0.0);
-    const pool::Budget *h = head_budget.load();
+           b ? static_cast<double>(b->denied(Budget::Take::spent)) : 0.0);
+    const Budget *h = head_budget.load();
     family(out, "ferry_head_memory_bytes", "gauge",
            "Receive buffers past each connection's first 8 KiB (large heads, pipelined requests) now, all "
            "connections (http.limits.max_head_memory).");

@@ -6,15 +6,15 @@
 
 #include <string>
 
-namespace ferry::pool {
+namespace ferry {
 class Budget;
 }
 
 namespace ferry::server::detail {
 
 // What run() owns for the time it runs; nullptr when it ends (the scrape then shows zeros).
-void register_body_budget(const pool::Budget *budget);
-void register_head_budget(const pool::Budget *budget);
+void register_body_budget(const Budget *budget);
+void register_head_budget(const Budget *budget);
 void register_uploads(const std::string &dir, const std::string &prefix);
 
 enum class LimitEvent : unsigned {

@@ -5,7 +5,7 @@
 
 #include "control/probe_server.hpp"
 #include "descriptors.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "ferry/version.hpp"
 #include "http/response.hpp"
 #include "ws/budget.hpp"

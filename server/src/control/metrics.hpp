@@ -7,11 +7,11 @@
 #pragma once
 
 #include "control/conn_slots.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/pool/stats.hpp"
-#include "ferry/relay/io.hpp"
 #include "pools.hpp"
 
 #include <atomic>

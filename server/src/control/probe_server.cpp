@@ -1,7 +1,7 @@
 #include "control/probe_server.hpp"
 
 #include "control/conn_slots.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "http/response.hpp"
 #include "listener.hpp"
 

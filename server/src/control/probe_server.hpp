@@ -7,9 +7,9 @@
 #pragma once
 
 #include "control/conn_slots.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
-#include "ferry/relay/io.hpp"
 #include "ferry/server/http_parser.hpp"
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #include "rpc_server.hpp"
 
 #include "conn_slots.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "rpc_frame.hpp"
 
 #include <boost/asio/ip/tcp.hpp>

@@ -8,10 +8,10 @@
 // needs rpc.allow_remote (and is warned about).
 #pragma once
 
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
-#include "ferry/relay/io.hpp"
 #include "pools.hpp"
 
 #include <functional>

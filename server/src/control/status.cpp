@@ -2,7 +2,7 @@
 
 #include "control/probe_server.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "http/response.hpp"

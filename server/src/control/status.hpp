@@ -4,10 +4,10 @@
 // it every pool counts. One request per connection, parsed by the server's own HTTP parser.
 #pragma once
 
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
 #include "ferry/pool/pool.hpp"
-#include "ferry/relay/io.hpp"
 #include "pools.hpp"
 
 #include <memory>

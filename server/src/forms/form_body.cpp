@@ -4,17 +4,17 @@
 
 namespace ferry::server::detail {
 
-HttpResult<void> reserve_form_memory(pool::Reservation &reserved, pool::Budget &budget, std::uint64_t bytes)
+HttpResult<void> reserve_form_memory(Reservation &reserved, Budget &budget, std::uint64_t bytes)
 {
     if (bytes <= reserved.bytes())
         return {};
     switch (reserved.grow_request(budget, bytes - reserved.bytes())) {
-    case pool::Budget::Take::ok:
+    case Budget::Take::ok:
         return {};
-    case pool::Budget::Take::over_share:
+    case Budget::Take::over_share:
         return HttpError{413, "form larger than one connection's share of http.limits.max_body_memory (" +
                                   std::to_string(budget.share()) + " bytes)"};
-    case pool::Budget::Take::spent:
+    case Budget::Take::spent:
         break;
     }
     return HttpError{503, "no memory left for request bodies (http.limits.max_body_memory) to parse a form"};

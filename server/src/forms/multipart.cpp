@@ -1,6 +1,6 @@
 #include "multipart.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "ferry/server/http_grammar.hpp"
 
 #include <algorithm>

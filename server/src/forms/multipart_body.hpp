@@ -5,7 +5,7 @@
 // destructor).
 #pragma once
 
-#include "ferry/pool/budget.hpp"
+#include "ferry/base/budget.hpp"
 #include "ferry/relay/form.hpp"
 #include "multipart.hpp"
 
@@ -26,7 +26,7 @@ struct UploadRules {
     relay::FormLimits limits;
     // Field text in memory counts against it (reserve_form_memory: 413 past the connection's share, 503
     // when spent); null: not counted (tests).
-    pool::Budget *budget = nullptr;
+    Budget *budget = nullptr;
 };
 
 class MultipartBody final : public BodySink, private MultipartHandler {
@@ -66,7 +66,7 @@ private:
     std::string value_;
     std::uint64_t fields_size_ = 0;
     std::uint64_t fields_done_ = 0; // bytes of the fields already in fields_
-    pool::Reservation reserved_;    // fields_done_ + value_'s capacity
+    Reservation reserved_;          // fields_done_ + value_'s capacity
     relay::UploadedFile file_;
     int fd_ = -1;
 };

@@ -1,7 +1,7 @@
 // application/x-www-form-urlencoded bodies (internal to server/): the fields of a form POST, by PHP's rules.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/relay/form.hpp"
 
 #include <string_view>

@@ -4,7 +4,7 @@
 // pages plug in beside it without touching the session.
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 #include "ferry/server/http_parser.hpp"
 
 #include <memory>

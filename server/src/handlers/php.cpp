@@ -2,7 +2,7 @@
 
 #include "control/limit_metrics.hpp"
 #include "failure.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "forms/form_body.hpp"
 #include "forms/multipart_body.hpp"

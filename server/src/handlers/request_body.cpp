@@ -19,7 +19,7 @@ int open_temp_file(const std::string &dir)
     return fd;
 }
 
-RequestBody::RequestBody(pool::Budget &budget, std::uint64_t memory_max, std::string dir)
+RequestBody::RequestBody(Budget &budget, std::uint64_t memory_max, std::string dir)
     : budget_(budget), memory_max_(memory_max), dir_(std::move(dir))
 {
 }
@@ -49,7 +49,7 @@ void RequestBody::begin(std::uint64_t expected)
     // A body announced larger than memory_max goes to a file from its first byte (no copy of what was kept).
     if (expected > memory_max_) {
         (void)spill(); // on failure write() tries again and reports it
-    } else if (expected > 0 && reserved_.grow_request(budget_, expected) == pool::Budget::Take::ok) {
+    } else if (expected > 0 && reserved_.grow_request(budget_, expected) == Budget::Take::ok) {
         mem_.reserve(static_cast<std::size_t>(expected));
     }
 }
@@ -89,7 +89,7 @@ HttpResult<void> RequestBody::write(std::string_view bytes)
         std::uint64_t after = size_ + bytes.size();
         std::uint64_t need = after > reserved_.bytes() ? after - reserved_.bytes() : 0;
         if (after <= memory_max_ &&
-            (need == 0 || reserved_.grow_request(budget_, need) == pool::Budget::Take::ok)) {
+            (need == 0 || reserved_.grow_request(budget_, need) == Budget::Take::ok)) {
             mem_.append(bytes.data(), bytes.size());
             size_ = after;
             return {};

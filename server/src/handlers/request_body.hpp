@@ -4,7 +4,7 @@
 // and all clients together at most the budget. It never waits for memory.
 #pragma once
 
-#include "ferry/pool/budget.hpp"
+#include "ferry/base/budget.hpp"
 #include "ferry/pool/pool.hpp"
 #include "ferry/server/http_parser.hpp"
 
@@ -16,7 +16,7 @@ namespace ferry::server::detail {
 class RequestBody final : public BodySink {
 public:
     // `dir`: where temp files go (created unnamed with O_TMPFILE, or named and unlinked at once).
-    RequestBody(pool::Budget &budget, std::uint64_t memory_max, std::string dir);
+    RequestBody(Budget &budget, std::uint64_t memory_max, std::string dir);
     ~RequestBody() override;
     RequestBody(const RequestBody &) = delete;
     RequestBody &operator=(const RequestBody &) = delete;
@@ -34,11 +34,11 @@ private:
     HttpResult<void> spill();
     HttpResult<void> append_file(std::string_view bytes);
 
-    pool::Budget &budget_;
+    Budget &budget_;
     std::uint64_t memory_max_;
     std::string dir_;
     std::string mem_;
-    pool::Reservation reserved_;
+    Reservation reserved_;
     int fd_ = -1;
     std::uint64_t size_ = 0;
 };

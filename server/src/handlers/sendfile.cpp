@@ -4,7 +4,7 @@
 #include "../http/response.hpp"
 #include "../static/file_answer.hpp"
 #include "../transport/transport.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "handlers/websocket.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "ferry/server/http_grammar.hpp"
 #include "handlers/failure.hpp"
 #include "handlers/php.hpp"

@@ -4,7 +4,7 @@
 
 #include "response.hpp"
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 #include "ferry/server/http_parser.hpp"
 
 #include <string>

@@ -1,6 +1,6 @@
 #include "head_rules.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 namespace ferry::server::detail {
 

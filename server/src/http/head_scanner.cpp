@@ -1,6 +1,6 @@
 #include "head_scanner.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "ferry/server/http_parser.hpp"
 
 #include "chunked_decoder.hpp"
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 #include "head_rules.hpp"
 #include "head_scanner.hpp"
 
@@ -315,8 +315,9 @@ void HttpParser::commit(std::size_t n)
 void HttpParser::refuse_buffer()
 {
     buffer_refused_ = true;
-    fail(503, "no memory left for request heads (http.limits.max_head_memory: " + std::to_string(budget_->used()) +
-                  " of " + std::to_string(budget_->limit()) + " bytes in use)");
+    fail(503,
+         "no memory left for request heads (http.limits.max_head_memory: " + std::to_string(budget_->used()) +
+             " of " + std::to_string(budget_->limit()) + " bytes in use)");
 }
 
 bool HttpParser::keep_body(std::string_view bytes)

@@ -1,9 +1,9 @@
 // One HTTP/1.1 connection: parse, route each request to its handler at the head, answer in request order,
 // keep alive, pipeline, time out, close politely.
-#include "ferry/relay/log.hpp"
+#include "control/limit_metrics.hpp"
+#include "ferry/base/log.hpp"
 #include "handlers/handler.hpp"
 #include "response.hpp"
-#include "control/limit_metrics.hpp"
 #include "shared_state.hpp"
 
 #include <memory>

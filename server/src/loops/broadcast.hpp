@@ -4,7 +4,7 @@
 // buffer to its own connections without a lock (a loop's state is touched only by its own thread).
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>

@@ -2,7 +2,7 @@
 
 #include "../transport/transport.hpp"
 #include "conditional.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 namespace ferry::server::detail {
 

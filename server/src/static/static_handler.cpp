@@ -3,7 +3,7 @@
 #include "../http/response.hpp"
 #include "../transport/transport.hpp"
 #include "conditional.hpp"
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "file_answer.hpp"
 #include "path.hpp"
 

@@ -1,6 +1,6 @@
 #include "transport.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <array>
 #include <boost/asio/post.hpp>

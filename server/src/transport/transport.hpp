@@ -3,8 +3,8 @@
 // the client only through it, so a TLS stream later changes this type alone.
 #pragma once
 
+#include "ferry/base/io.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/relay/io.hpp"
 #include "timer_wheel.hpp"
 
 #include <boost/asio/ip/tcp.hpp>

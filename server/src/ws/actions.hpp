@@ -3,7 +3,7 @@
 // actions take in order by their "size" (binary-safe without base64 or escaping).
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #include "ws/budget.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <chrono>
 

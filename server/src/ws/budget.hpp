@@ -4,8 +4,8 @@
 // what /metrics shows of them and the rate-limited log line of a refusal.
 #pragma once
 
+#include "ferry/base/budget.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/pool/budget.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -14,7 +14,7 @@
 namespace ferry::server::detail::ws {
 
 // Bytes held against a limit by all loops (lock-free). A limit of 0 counts without refusing.
-using ByteBudget = pool::Budget;
+using ByteBudget = Budget;
 
 // What every loop's connections share: the budgets and their counters (read by /metrics).
 struct WsBudgets {

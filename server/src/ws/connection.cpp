@@ -2,7 +2,7 @@
 // connection_write.cpp, its events for PHP in connection_events.cpp (docs/architecture.md, "WebSockets").
 #include "ws/connection.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "shared_state.hpp"
 
 #include <boost/asio/bind_allocator.hpp>

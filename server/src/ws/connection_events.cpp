@@ -2,7 +2,7 @@
 // are events; a worker's actions applied (docs/architecture.md, "WebSockets").
 #include "ws/connection.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 #include "handlers/failure.hpp"
 #include "shared_state.hpp"
 #include "ws/actions.hpp"

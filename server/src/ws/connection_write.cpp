@@ -2,7 +2,7 @@
 // (docs/architecture.md, "WebSockets").
 #include "ws/connection.hpp"
 
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
 #include <boost/asio/bind_allocator.hpp>
 

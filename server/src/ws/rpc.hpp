@@ -3,7 +3,7 @@
 // through rpc.listen, JSON-encoded, with Ferry\Worker\Rpc.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 #include "ws/hub.hpp"
 
 #include <optional>

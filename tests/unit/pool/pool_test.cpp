@@ -395,7 +395,7 @@ TEST(Pool, RetriesForStopRequestsAreBounded)
 TEST(Pool, LargeBodiesAreHandedOverWithoutACopyWithinTheBudget)
 {
     asio::io_context io;
-    pool::Budget budget(3 << 20);
+    Budget budget(3 << 20);
     auto o = options("echo.php", 1);
     o.budget = &budget;
     pool::Pool p(io, o);

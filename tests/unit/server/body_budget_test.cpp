@@ -14,8 +14,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-using ferry::pool::Budget;
-using ferry::pool::Reservation;
+using ferry::Budget;
+using ferry::Reservation;
 using namespace ferry::server::detail;
 
 namespace {

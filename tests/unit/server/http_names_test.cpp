@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 namespace server = ferry::server;
 

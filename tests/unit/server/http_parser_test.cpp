@@ -146,8 +146,9 @@ Event feed_into(HttpParser &p, const std::string &data)
 TEST(HttpParser, ReceiveBufferGrowthTakesFromTheHeadBudget)
 {
     // Issue 41: a head larger than the first buffer (8 KiB) grows it from http.limits.max_head_memory, all
-    // connections together; a connection that cannot get memory is answered 503 instead of growing the process.
-    ferry::pool::Budget budget(40 * 1024);
+    // connections together; a connection that cannot get memory is answered 503 instead of growing the
+    // process.
+    ferry::Budget budget(40 * 1024);
     const std::string head = "GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + std::string(20000, 'v') + "\r\n";
     {
         HttpParser p({});

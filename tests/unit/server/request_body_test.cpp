@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <vector>
 
-using ferry::pool::Budget;
+using ferry::Budget;
 using ferry::server::detail::RequestBody;
 
 namespace {

@@ -210,7 +210,7 @@ std::string body_of(const std::string &response)
 // A loop serving HTTP sessions with the given handlers while `client` runs in a thread.
 struct Server {
     conf::Config config;
-    pool::Budget budget{1 << 20};
+    Budget budget{1 << 20};
     Router router;
     Loop io;
     SharedState state{io, config, budget, router};

@@ -28,7 +28,7 @@ struct NoPublisher final : ws::Publisher {
 struct Fixture {
     asio::io_context io;
     ferry::conf::Config cfg;
-    ferry::pool::Budget budget{1 << 20};
+    ferry::Budget budget{1 << 20};
     Router router;
     SharedState st{io, cfg, budget, router};
     ferry::pool::Pool pool{io, ferry::pool::Options{}};

@@ -4,7 +4,7 @@
 // key table of its section (conf/src/keys_*.cpp); the defaults are the member initializers below.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <chrono>
 #include <cstdint>

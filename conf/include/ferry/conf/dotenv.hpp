@@ -10,7 +10,7 @@
 // No ${VAR} expansion inside the file. A variable already in the environment wins, as godotenv.Load does.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <string>
 #include <string_view>

@@ -6,15 +6,15 @@
 // (ferry/relay/channel.hpp).
 #pragma once
 
+#include "ferry/base/budget.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
-#include "ferry/conf/result.hpp"
-#include "ferry/pool/budget.hpp"
 #include "ferry/pool/host.hpp"
 #include "ferry/pool/stats.hpp"
 #include "ferry/relay/context.hpp"
 #include "ferry/relay/form.hpp"
 #include "ferry/relay/frame.hpp"
-#include "ferry/relay/io.hpp"
 
 #include <chrono>
 #include <cstdint>

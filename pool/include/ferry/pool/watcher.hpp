@@ -5,8 +5,8 @@
 // (a `git checkout` of 500 files) is one report.
 #pragma once
 
-#include "ferry/conf/result.hpp"
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 
 #include <chrono>
 #include <functional>

@@ -13,9 +13,9 @@
 // comes earlier is an earlier request's late output (ChannelError::premature), and the request never ran.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/relay/frame.hpp"
-#include "ferry/relay/io.hpp"
 
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/writable_pipe.hpp>

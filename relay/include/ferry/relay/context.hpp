@@ -1,7 +1,7 @@
 // HTTP request/response contexts (docs/protocol.md §3) in the JSON and msgpack codecs.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 // `parsed: true` in the worker's codec.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 #include "ferry/relay/context.hpp"
 
 #include <cstddef>

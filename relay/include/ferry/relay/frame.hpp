@@ -1,7 +1,7 @@
 // Goridge v3 frames (docs/protocol.md §1): 12-byte header, option words, payload.
 #pragma once
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 #include <array>
 #include <cstddef>
@@ -81,7 +81,7 @@ struct FrameBuffer {
     std::size_t capacity = 0;
 };
 
-// Escaping for log lines: ferry::printable() (ferry/conf/text.hpp).
+// Escaping for log lines: ferry::printable() (ferry/base/text.hpp).
 using ferry::printable;
 
 } // namespace ferry::relay

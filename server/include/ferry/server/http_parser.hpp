@@ -2,7 +2,7 @@
 // No llhttp type leaks here.
 #pragma once
 
-#include "ferry/pool/budget.hpp"
+#include "ferry/base/budget.hpp"
 #include "ferry/server/http_grammar.hpp"
 
 #include <boost/system/result.hpp>
@@ -21,7 +21,7 @@ namespace ferry::server {
 class ChunkedDecoder;
 
 // A failure to be answered to the client: the status, and why in words for the log (and, for a 4xx, the
-// response body). The HTTP form of the project's error convention (ferry/conf/result.hpp).
+// response body). The HTTP form of the project's error convention (ferry/base/result.hpp).
 struct HttpError {
     int status = 0;
     std::string message;
@@ -82,7 +82,7 @@ public:
     // The receive buffer beyond its first initial_buffer bytes (a large head, pipelined requests) takes from
     // `budget` (http.limits.max_head_memory, all connections): when it cannot, next() fails with 503
     // (buffer_refused()). nullptr: no budget.
-    void set_buffer_budget(pool::Budget *budget) { budget_ = budget; }
+    void set_buffer_budget(Budget *budget) { budget_ = budget; }
     bool buffer_refused() const { return buffer_refused_; }
     void commit(std::size_t n);
     Event next();
@@ -157,8 +157,8 @@ private:
         std::size_t size_;
     };
     Buffer buf_;
-    pool::Budget *budget_ = nullptr;
-    pool::Reservation held_; // buf_.size() - initial_buffer bytes of budget_
+    Budget *budget_ = nullptr;
+    Reservation held_; // buf_.size() - initial_buffer bytes of budget_
     bool buffer_refused_ = false;
     std::size_t parsed_ = 0, end_ = 0, msg_start_ = 0, feed_start_ = 0;
     bool in_message_ = false, headers_done_ = false, complete_ = false, head_reported_ = false;

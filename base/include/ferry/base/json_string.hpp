@@ -2,7 +2,7 @@
 // and the JSON log encoding (log.cpp: worker stderr lines, request targets): inline, since both are hot.
 #pragma once
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 #include <cstddef>
 #include <string>

@@ -5,7 +5,7 @@
 // beyond it lines are dropped and counted.
 #pragma once
 
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace ferry::pool {
+namespace ferry {
 
 class Budget {
 public:
@@ -143,4 +143,4 @@ private:
     std::uint64_t bytes_ = 0;
 };
 
-} // namespace ferry::pool
+} // namespace ferry

@@ -1,4 +1,4 @@
-#include "ferry/conf/result.hpp"
+#include "ferry/base/result.hpp"
 
 #include <stdexcept>
 

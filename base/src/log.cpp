@@ -12,11 +12,11 @@
 // A line is built whole in one string before it is appended: the sink's lock is held for the write only.
 // JSON lines stay valid whatever the bytes logged (a worker's stderr is anything): control characters,
 // quotes and backslashes are escaped, bytes that are not UTF-8 become \ufffd (json_string.hpp).
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
-#include "ferry/conf/text.hpp"
-#include "ferry/relay/io.hpp"
-#include "json_string.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/json_string.hpp"
+#include "ferry/base/text.hpp"
 
 #include <algorithm>
 #include <atomic>

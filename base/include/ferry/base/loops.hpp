@@ -2,7 +2,7 @@
 // drain and the stop of the server's loops and of the pool's shards (docs/architecture.md, "Several loops").
 #pragma once
 
-#include "ferry/relay/io.hpp"
+#include "ferry/base/io.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>

@@ -1,4 +1,4 @@
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
 namespace ferry {
 

@@ -1,8 +1,8 @@
-#include "ferry/relay/log.hpp"
+#include "ferry/base/log.hpp"
 
-#include "ferry/conf/text.hpp"
+#include "ferry/base/text.hpp"
 
-#include <boost/json.hpp>
+#include <boost/json/src.hpp> // Boost.JSON built into this test (the libraries build it in relay/)
 #include <gtest/gtest.h>
 
 #include <cctype>
