@@ -15,7 +15,7 @@ namespace {
 namespace ws = ferry::server::detail::ws;
 
 struct Ev {
-    ws::Event event;
+    ws::FrameEvent event;
     ws::Opcode type;
     std::string payload;
     std::uint16_t close_code, error_code;
@@ -24,17 +24,18 @@ struct Ev {
 
 void record(const ws::Parsed &r, const ws::Limits &limits, std::vector<Ev> &out)
 {
-    if (r.event == ws::Event::message)
+    if (r.event == ws::FrameEvent::message)
         FUZZ_CHECK(r.payload.size() <= limits.max_message);
-    if (r.event == ws::Event::message && r.type == ws::Opcode::text && !r.compressed)
+    if (r.event == ws::FrameEvent::message && r.type == ws::Opcode::text && !r.compressed)
         FUZZ_CHECK(ws::valid_utf8(r.payload));
-    if (r.event == ws::Event::close) {
+    if (r.event == ws::FrameEvent::close) {
         FUZZ_CHECK(ws::valid_utf8(r.close_reason));
         FUZZ_CHECK(r.close_code == ws::close_status::no_status || ws::valid_close_code(r.close_code));
     }
-    if (r.event == ws::Event::ping || r.event == ws::Event::pong || r.event == ws::Event::close)
+    if (r.event == ws::FrameEvent::ping || r.event == ws::FrameEvent::pong ||
+        r.event == ws::FrameEvent::close)
         FUZZ_CHECK(r.payload.size() <= 125); // a control frame's own limit, whatever max_message is
-    if (r.event == ws::Event::error)
+    if (r.event == ws::FrameEvent::error)
         FUZZ_CHECK(r.error_code == 1002 || r.error_code == 1007 || r.error_code == 1009);
     out.push_back({r.event, r.type, std::string(r.payload), r.close_code, r.error_code});
 }
@@ -52,12 +53,12 @@ std::vector<Ev> run(std::string_view stream, std::size_t step, const ws::Limits 
         for (;;) {
             ws::Parsed r = p.parse(in);
             FUZZ_CHECK(r.consumed <= in.size());
-            if (r.event == ws::Event::need_more) {
+            if (r.event == ws::FrameEvent::need_more) {
                 FUZZ_CHECK(r.consumed == in.size());
                 break;
             }
             record(r, limits, evs);
-            if (r.event == ws::Event::error)
+            if (r.event == ws::FrameEvent::error)
                 return evs;
             in = in.subspan(r.consumed);
             if (release)

@@ -82,11 +82,11 @@ awaitable<Reply> Shard::exec(const relay::RequestContext &ctx, BodyRef body, std
         } else if (w) { // run(), inline: no coroutine frame of its own
             error_code wec = co_await w->channel->write(frame.parts());
             if (!wec && body.fd >= 0)
-                wec = co_await Exchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
+                wec = co_await WorkerExchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
             if (wec) {
                 step = write_failed(w, wec);
             } else {
-                After after = co_await exchange.read_reply(w, res, body_out, sink);
+                AfterReply after = co_await exchange.read_reply(w, res, body_out, sink);
                 step = finished(w, after);
             }
         }
@@ -138,29 +138,29 @@ Shard::Step Shard::write_failed(const WorkerPtr &w, error_code wec)
     return Step::retry;
 }
 
-Shard::Step Shard::finished(const WorkerPtr &w, After after)
+Shard::Step Shard::finished(const WorkerPtr &w, AfterReply after)
 {
     switch (after) {
-    case After::release:
+    case AfterReply::release:
         release(w);
         return Step::done;
-    case After::kill:
+    case AfterReply::kill:
         kill_broken(w, w->exited ? Cause::crash : Cause::error);
         return Step::done;
-    case After::kill_later: // the client gets its 504 before the worker is killed
+    case AfterReply::kill_later: // the client gets its 504 before the worker is killed
         asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w, Cause::exec_ttl); });
         return Step::done;
-    case After::stop_retry:
+    case AfterReply::stop_retry:
         recycled_total.fetch_add(1, std::memory_order_relaxed);
         if (w->cause == Cause::none)
             w->cause = Cause::worker_stop;
         start_stop(w);
         return Step::retry;
-    case After::kill_retry:
+    case AfterReply::kill_retry:
         recycled_total.fetch_add(1, std::memory_order_relaxed);
         kill_broken(w, Cause::worker_stop);
         return Step::retry;
-    case After::kill_resend:
+    case AfterReply::kill_resend:
         kill_broken(w, Cause::error);
         return Step::retry;
     }
@@ -175,10 +175,10 @@ awaitable<Shard::Step> Shard::run(WorkerPtr w, const relay::RequestContext &ctx,
         co_return Step::skipped;
     error_code wec = co_await w->channel->write(frame.parts());
     if (!wec && body.fd >= 0)
-        wec = co_await Exchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
+        wec = co_await WorkerExchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
     if (wec)
         co_return write_failed(w, wec);
-    After after = co_await exchange.read_reply(w, res, body_out, sink);
+    AfterReply after = co_await exchange.read_reply(w, res, body_out, sink);
     co_return finished(w, after);
 }
 

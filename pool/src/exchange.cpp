@@ -13,8 +13,8 @@ namespace {
 constexpr std::string_view stop_request_payload = R"({"stop":true})";
 } // namespace
 
-void Exchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRef &body,
-                       RequestFrame &out) const
+void WorkerExchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRef &body,
+                             RequestFrame &out) const
 {
     w.wbuf.clear();
     relay::encode_request(ctx, w.codec, w.wbuf);
@@ -30,7 +30,7 @@ void Exchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRe
     w.channel->begin_exchange();
 }
 
-awaitable<error_code> Exchange::write_file(asio::writable_pipe &pipe, int fd, std::uint64_t size)
+awaitable<error_code> WorkerExchange::write_file(asio::writable_pipe &pipe, int fd, std::uint64_t size)
 {
     constexpr std::size_t piece = 256 * 1024;
     std::unique_ptr<char[]> buf(new char[piece]);
@@ -49,27 +49,28 @@ awaitable<error_code> Exchange::write_file(asio::writable_pipe &pipe, int fd, st
     co_return error_code{};
 }
 
-After Exchange::crashed(Worker &w, Reply &res, const std::string &why)
+AfterReply WorkerExchange::crashed(Worker &w, Reply &res, const std::string &why)
 {
     res.outcome = Outcome::worker_crashed;
     res.message = w.tag() + ": " + why;
     log::error("pool", res.message);
-    return After::kill;
+    return AfterReply::kill;
 }
 
 // The last frame of a reply is handled: close the exchange, or retire the worker when it wrote more than one
 // reply (those bytes go to nobody).
-After Exchange::finish(Worker &w)
+AfterReply WorkerExchange::finish(Worker &w)
 {
     // Output written after the reply is caught by the read of claim() before the next request goes out.
     if (auto end = w.channel->end_exchange(false); !end) {
         log::error("pool", w.tag() + " wrote " + end.error().message + "; retiring it");
-        return After::kill;
+        return AfterReply::kill;
     }
-    return After::release;
+    return AfterReply::release;
 }
 
-awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body_out, StreamSink *sink)
+awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::string &body_out,
+                                                 StreamSink *sink)
 {
     relay::Channel &ch = *w->channel;
     bool head_set = false;
@@ -80,14 +81,14 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
                 // Output of an earlier request, written before this request was read: the worker is retired
                 // and the request, which never ran, goes to another worker (docs/protocol.md §2).
                 log::error("pool", w->tag() + " wrote " + frame.error().message + "; retiring it");
-                co_return After::kill_resend;
+                co_return AfterReply::kill_resend;
             }
             if (ch.error_kind() == relay::ChannelError::timed_out) {
                 // The supervisor failed the exchange (exec_ttl: 504; a reset's reset_timeout: 503): the
                 // client gets its answer first.
                 res.outcome = w->reset_killed ? Outcome::no_worker : Outcome::timed_out;
                 res.message = w->tag() + ": " + frame.error().message;
-                co_return After::kill_later;
+                co_return AfterReply::kill_later;
             }
             co_return crashed(*w, res, frame.error().message);
         }
@@ -106,7 +107,7 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
                           std::to_string(h.payload_size) +
                           "-byte payload (expected one option, the context length)";
             log::error("pool", res.message);
-            co_return After::kill;
+            co_return AfterReply::kill;
         }
         std::string_view ctx = payload.substr(0, h.options[0]);
         std::string_view body = payload.substr(h.options[0]);
@@ -115,9 +116,9 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
             log::debug("pool", w->tag() + " asked to stop; the request goes to another worker");
             if (auto end = ch.end_exchange(); !end) {
                 log::error("pool", w->tag() + " wrote " + end.error().message + "; retiring it");
-                co_return After::kill_retry;
+                co_return AfterReply::kill_retry;
             }
-            co_return After::stop_retry;
+            co_return AfterReply::stop_retry;
         }
         if (!head_set) {
             if (ctx.size() > opt_.max_response_head) {
@@ -125,7 +126,7 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
                 res.message = w->tag() + ": response head of " + std::to_string(ctx.size()) +
                               " bytes is over the " + std::to_string(opt_.max_response_head) + "-byte limit";
                 log::error("pool", res.message);
-                co_return more ? After::kill : finish(*w);
+                co_return more ? AfterReply::kill : finish(*w);
             }
             relay::ResponseContext rc;
             if (auto decoded = relay::decode_response(ctx, w->codec, rc); !decoded) {
@@ -133,7 +134,7 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
                 res.message = w->tag() + ": bad response context: " + decoded.error().message;
                 log::error("pool", res.message);
                 // With more to come, the rest of its stream would be read as the next reply.
-                co_return more ? After::kill : finish(*w);
+                co_return more ? AfterReply::kill : finish(*w);
             }
             std::size_t lines = 0;
             for (const auto &field : rc.headers)
@@ -143,7 +144,7 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
                 res.message = w->tag() + ": response has " + std::to_string(lines) +
                               " header lines, over the limit of " + std::to_string(opt_.max_response_headers);
                 log::error("pool", res.message);
-                co_return more ? After::kill : finish(*w);
+                co_return more ? AfterReply::kill : finish(*w);
             }
             if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
                 ch.consume_frame(); // 1xx (103 Early Hints), then the real response (docs/protocol.md §4)
@@ -202,21 +203,21 @@ awaitable<After> Exchange::read_reply(WorkerPtr w, Reply &res, std::string &body
 }
 
 // The client is gone mid-stream: send STOP and drain until the final frame (docs/protocol.md §4).
-awaitable<After> Exchange::cancel_stream(WorkerPtr w, Reply &res)
+awaitable<AfterReply> WorkerExchange::cancel_stream(WorkerPtr w, Reply &res)
 {
     relay::Channel &ch = *w->channel;
     res.outcome = Outcome::cancelled;
     res.message = "client went away during a streamed response";
     static const std::string stop = relay::encode_frame(0, relay::stream::stop, {}, {});
     if (!co_await ch.send(stop))
-        co_return After::kill;
+        co_return AfterReply::kill;
     ch.arm(opt_.destroy_timeout);
     for (;;) {
         auto frame = co_await ch.next_frame();
         if (!frame) {
             ch.disarm();
             log::warn("pool", w->tag() + " did not end its stream after STOP: " + frame.error().message);
-            co_return After::kill;
+            co_return AfterReply::kill;
         }
         // No PONG after STOP: the worker takes STOP as the answer to its next PING and ends the stream.
         if (!(frame->header.stream & relay::stream::more)) {

@@ -1,7 +1,7 @@
 // One request on one worker (internal to pool/), the protocol of docs/protocol.md §2-§4: the request frame
 // (header, context, body) written with one gather write, then the reply read frame by frame: a single frame,
 // an ERROR frame, a stop request, or a stream (1xx first, PING/PONG, STOP when the client goes away). The
-// exchange says what it saw; the pool decides the worker's fate (After).
+// exchange says what it saw; the pool decides the worker's fate (AfterReply).
 //
 // Per request: prepare() is a plain function (no coroutine frame, no system call), the pool writes the frame
 // through the channel itself, and read_reply() is the one coroutine frame of the exchange.
@@ -19,7 +19,7 @@
 namespace ferry::pool {
 
 // What the pool does with the worker after an exchange.
-enum class After {
+enum class AfterReply {
     release,    // the reply was read whole and nothing followed it: the worker takes the next request
     kill,       // the worker died or broke the protocol: end it (a replacement starts)
     kill_later, // a supervisor limit failed the exchange: the client gets its 504 first, then the worker ends
@@ -29,8 +29,8 @@ enum class After {
                  // it; the request never ran and goes to another worker
 };
 
-// A request frame's header and buffers, filled by Exchange::prepare(); lives in the caller's frame until the
-// write is done.
+// A request frame's header and buffers, filled by WorkerExchange::prepare(); lives in the caller's frame
+// until the write is done.
 struct RequestFrame {
     std::uint8_t head[relay::max_header_size];
     std::array<asio::const_buffer, 3> buffers; // header, context, body in memory
@@ -38,9 +38,9 @@ struct RequestFrame {
     std::span<const asio::const_buffer> parts() const { return {buffers.data(), count}; }
 };
 
-class Exchange {
+class WorkerExchange {
 public:
-    explicit Exchange(const Options &opt) : opt_(opt) {}
+    explicit WorkerExchange(const Options &opt) : opt_(opt) {}
 
     // Encodes the request for `w` (its codec, its buffer) and opens the exchange. No system call.
     void prepare(Worker &w, const relay::RequestContext &ctx, const BodyRef &body, RequestFrame &out) const;
@@ -49,12 +49,12 @@ public:
 
     // Reads the reply into `res` (and `body_out` or `sink`). Everything the pool must know is in the return
     // value; `res` says what the client gets.
-    awaitable<After> read_reply(WorkerPtr w, Reply &res, std::string &body_out, StreamSink *sink);
+    awaitable<AfterReply> read_reply(WorkerPtr w, Reply &res, std::string &body_out, StreamSink *sink);
 
 private:
-    awaitable<After> cancel_stream(WorkerPtr w, Reply &res);
-    After finish(Worker &w);
-    After crashed(Worker &w, Reply &res, const std::string &why);
+    awaitable<AfterReply> cancel_stream(WorkerPtr w, Reply &res);
+    AfterReply finish(Worker &w);
+    AfterReply crashed(Worker &w, Reply &res, const std::string &why);
 
     const Options &opt_;
 };

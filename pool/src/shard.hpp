@@ -48,7 +48,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     Allocator allocator;
     Spawner spawner;
     Supervisor supervisor;
-    Exchange exchange;
+    WorkerExchange exchange;
     unsigned spawning = 0; // spawn coroutines in progress, back-off included
     // Rolling reset: workers started before the last reset have a lower generation (stale). While new workers
     // fail to boot (boot_broken), none is retired, so the old ones keep serving; `reset_failure` tells the
@@ -248,7 +248,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
 
     Step write_failed(const WorkerPtr &w, error_code wec);
 
-    Step finished(const WorkerPtr &w, After after);
+    Step finished(const WorkerPtr &w, AfterReply after);
 
     awaitable<Step> run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
                         StreamSink *sink, Reply &res);

@@ -206,11 +206,11 @@ bool WsConn::feed(std::span<char> data)
     while (!data.empty() && go_on && !ended_) {
         Parsed r = parser_.parse(data);
         data = data.subspan(r.consumed);
-        if (r.event == Event::need_more)
+        if (r.event == FrameEvent::need_more)
             break;
         // A message ended, or a control frame came outside a message: what follows is timed anew. A
         // control frame between the fragments of a message does not restart its time.
-        if (r.event != Event::error && !parser_.in_message())
+        if (r.event != FrameEvent::error && !parser_.in_message())
             msg_since_ = {};
         go_on = handle(r);
     }
@@ -225,9 +225,9 @@ bool WsConn::feed(std::span<char> data)
 bool WsConn::handle(const Parsed &r)
 {
     switch (r.event) {
-    case Event::need_more:
+    case FrameEvent::need_more:
         return true;
-    case Event::message: {
+    case FrameEvent::message: {
         if (close_sent_)
             return true; // after our close frame, data is dropped (RFC 6455 §1.4)
         if (loop_.cfg.relay) {
@@ -251,13 +251,13 @@ bool WsConn::handle(const Parsed &r)
         queue_event(std::move(e));
         return true;
     }
-    case Event::ping:
+    case FrameEvent::ping:
         if (!close_sent_)
             push(Out{make_frame(Opcode::pong, r.payload), 0, true});
         return true;
-    case Event::pong:
+    case FrameEvent::pong:
         return true;
-    case Event::close: {
+    case FrameEvent::close: {
         close_received_ = true;
         std::uint16_t code = r.close_code;
         std::string reason(r.close_reason);
@@ -269,7 +269,7 @@ bool WsConn::handle(const Parsed &r)
         end(code, reason);
         return false;
     }
-    case Event::error:
+    case FrameEvent::error:
         if (parser_.refused_by_budget()) {
             const auto &b = loop_.budgets.assembly;
             loop_.budgets.report(WsBudgets::kind_assembly,

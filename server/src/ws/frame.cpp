@@ -56,7 +56,7 @@ bool FrameParser::fail(std::uint16_t code, std::string_view why)
 Parsed FrameParser::failure(std::size_t consumed) const
 {
     Parsed r;
-    r.event = Event::error;
+    r.event = FrameEvent::error;
     r.error_code = error_code_;
     r.error = error_;
     r.consumed = consumed;
@@ -232,14 +232,14 @@ Parsed FrameParser::control_frame(std::string_view payload, std::size_t consumed
     r.payload = payload;
     r.consumed = consumed;
     if (op_ == Opcode::ping) {
-        r.event = Event::ping;
+        r.event = FrameEvent::ping;
         return r;
     }
     if (op_ == Opcode::pong) {
-        r.event = Event::pong;
+        r.event = FrameEvent::pong;
         return r;
     }
-    r.event = Event::close;
+    r.event = FrameEvent::close;
     if (payload.empty()) {
         r.close_code = close_status::no_status;
         return r;
@@ -269,7 +269,7 @@ Parsed FrameParser::message(std::string_view payload, std::size_t consumed)
         fail(close_status::invalid_payload, "text message ends inside a UTF-8 sequence");
         return failure(consumed);
     }
-    r.event = Event::message;
+    r.event = FrameEvent::message;
     r.type = msg_type_;
     r.compressed = msg_rsv1_;
     r.payload = payload;

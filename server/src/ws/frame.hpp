@@ -46,10 +46,10 @@ struct Limits {
     ByteBudget *budget = nullptr;
 };
 
-enum class Event : std::uint8_t { need_more, message, ping, pong, close, error };
+enum class FrameEvent : std::uint8_t { need_more, message, ping, pong, close, error };
 
 struct Parsed {
-    Event event = Event::need_more;
+    FrameEvent event = FrameEvent::need_more;
     Opcode type = Opcode::continuation; // message: text or binary; ping/pong/close: that opcode
     bool compressed = false;            // message: RSV1 was set on its first frame (not UTF-8 checked then)
     // message/ping/pong/close: the (unmasked) payload, valid until the next parse() or release_memory().

@@ -18,7 +18,7 @@ TEST(WsFrame, CloseFrames)
         FrameParser p;
         auto seen = feed(p, frame(Opcode::close, ""));
         ASSERT_EQ(seen.size(), 1u);
-        EXPECT_EQ(seen[0].event, Event::close);
+        EXPECT_EQ(seen[0].event, FrameEvent::close);
         EXPECT_EQ(seen[0].close_code, close_status::no_status);
     }
     EXPECT_EQ(error_of(frame(Opcode::close, "\x03")), 1002) << "1-byte payload";
@@ -32,7 +32,7 @@ TEST(WsFrame, CloseFrames)
         FrameParser p;
         auto seen = feed_bytewise(p, frame(Opcode::close, close_payload(code, reason)));
         ASSERT_EQ(seen.size(), 1u) << code;
-        EXPECT_EQ(seen[0].event, Event::close);
+        EXPECT_EQ(seen[0].event, FrameEvent::close);
         EXPECT_EQ(seen[0].close_code, code);
         EXPECT_EQ(seen[0].reason, reason);
         EXPECT_EQ(seen[0].payload, close_payload(code, reason));
@@ -131,15 +131,15 @@ TEST(WsFrame, MemoryIsHeldOnlyWhileNeeded)
     std::string buf = wire;
     std::span<char> in(buf);
     Parsed r = p.parse(in.subspan(0, 5000));
-    ASSERT_EQ(r.event, Event::need_more);
+    ASSERT_EQ(r.event, FrameEvent::need_more);
     EXPECT_GT(p.memory(), 0u);
     EXPECT_LT(p.memory(), 20000u) << "grows with what arrives, not with the declared length";
     r = p.parse(in.subspan(5000));
-    ASSERT_EQ(r.event, Event::message);
+    ASSERT_EQ(r.event, FrameEvent::message);
     EXPECT_TRUE(r.payload == payload);
     EXPECT_GE(p.memory(), payload.size());
     r = p.parse(in.subspan(5000 + r.consumed));
-    ASSERT_EQ(r.event, Event::ping);
+    ASSERT_EQ(r.event, FrameEvent::ping);
     EXPECT_EQ(p.memory(), 0u);
 
     // A small one keeps its buffer for the next message until release_memory().
@@ -178,7 +178,7 @@ TEST(WsFrame, MemoryIsHeldOnlyWhileNeeded)
     ASSERT_EQ(seen.size(), 1u);
     EXPECT_EQ(seen[0].payload, std::string(100, 'p'));
     std::string empty;
-    EXPECT_EQ(c.parse(empty).event, Event::need_more);
+    EXPECT_EQ(c.parse(empty).event, FrameEvent::need_more);
     EXPECT_EQ(c.memory(), 0u);
 }
 
@@ -197,7 +197,7 @@ TEST(WsFrame, ReassemblyBuffersAreTakenFromTheSharedBudget)
     std::span<char> in_a(wire_a), in_b(wire_b);
     std::size_t at_a = 0;
     for (; at_a < (60u << 10); at_a += 10 << 10) {
-        ASSERT_EQ(a.parse(in_a.subspan(at_a, 10 << 10)).event, Event::need_more);
+        ASSERT_EQ(a.parse(in_a.subspan(at_a, 10 << 10)).event, FrameEvent::need_more);
         EXPECT_LE(budget.used(), budget.limit());
     }
     EXPECT_GE(a.memory(), budget.used());
@@ -208,10 +208,10 @@ TEST(WsFrame, ReassemblyBuffersAreTakenFromTheSharedBudget)
     for (; at_b < in_b.size(); at_b += r.consumed) {
         r = b.parse(in_b.subspan(at_b, std::min<std::size_t>(10 << 10, in_b.size() - at_b)));
         EXPECT_LE(budget.used(), budget.limit());
-        if (r.event != Event::need_more)
+        if (r.event != FrameEvent::need_more)
             break;
     }
-    ASSERT_EQ(r.event, Event::error);
+    ASSERT_EQ(r.event, FrameEvent::error);
     EXPECT_EQ(r.error_code, close_status::too_big);
     EXPECT_TRUE(b.refused_by_budget());
     EXPECT_FALSE(a.refused_by_budget());
@@ -220,7 +220,7 @@ TEST(WsFrame, ReassemblyBuffersAreTakenFromTheSharedBudget)
     EXPECT_GE(held_by_a, 60u << 10);
     // A finishes (its buffer may grow now), and gives everything back after its message.
     r = a.parse(in_a.subspan(at_a));
-    ASSERT_EQ(r.event, Event::message);
+    ASSERT_EQ(r.event, FrameEvent::message);
     EXPECT_TRUE(r.payload == payload_a);
     EXPECT_LE(budget.used(), budget.limit());
     a.release_memory();
@@ -231,7 +231,7 @@ TEST(WsFrame, ReassemblyBuffersAreTakenFromTheSharedBudget)
     FrameParser c(Limits{1 << 20, false, &none});
     auto seen = feed(c, frame(Opcode::text, std::string(50000, 't')));
     ASSERT_EQ(seen.size(), 1u);
-    EXPECT_EQ(seen[0].event, Event::message);
+    EXPECT_EQ(seen[0].event, FrameEvent::message);
     EXPECT_EQ(none.used(), 0u);
 
     // Limit 0 counts without refusing; a parser destroyed mid-message gives its bytes back.
@@ -282,18 +282,18 @@ TEST(WsFrame, RandomBytesNeverCrashAndFailWithADefinedCode)
         for (const Seen &s : feed(p, wire, cuts)) {
             ++events;
             switch (s.event) {
-            case Event::message:
+            case FrameEvent::message:
                 EXPECT_TRUE(s.type == Opcode::text || s.type == Opcode::binary);
                 EXPECT_LE(s.payload.size(), 1000u);
                 break;
-            case Event::ping:
-            case Event::pong:
+            case FrameEvent::ping:
+            case FrameEvent::pong:
                 EXPECT_LE(s.payload.size(), 125u);
                 break;
-            case Event::close:
+            case FrameEvent::close:
                 EXPECT_TRUE(s.close_code == close_status::no_status || valid_close_code(s.close_code));
                 break;
-            case Event::error:
+            case FrameEvent::error:
                 ++errors;
                 EXPECT_TRUE(s.error_code == 1002 || s.error_code == 1007 || s.error_code == 1009)
                     << s.error_code;

@@ -76,7 +76,7 @@ inline std::string close_payload(std::uint16_t code, std::string_view reason = {
 }
 
 struct Seen {
-    Event event;
+    FrameEvent event;
     Opcode type;
     std::string payload;
     std::uint16_t close_code;
@@ -100,13 +100,13 @@ inline std::vector<Seen> feed(FrameParser &p, const std::string &wire,
         do {
             const Parsed r = p.parse(in);
             EXPECT_LE(r.consumed, in.size());
-            if (r.event == Event::need_more) {
+            if (r.event == FrameEvent::need_more) {
                 EXPECT_EQ(r.consumed, in.size());
                 break;
             }
             out.push_back({r.event, r.type, std::string(r.payload), r.close_code, std::string(r.close_reason),
                            r.error_code});
-            if (r.event == Event::error) {
+            if (r.event == FrameEvent::error) {
                 EXPECT_FALSE(r.error.empty());
                 return out;
             }
@@ -129,7 +129,7 @@ inline std::uint16_t error_of(const std::string &wire, Limits limits = {})
 {
     FrameParser p(limits);
     auto seen = feed(p, wire);
-    return !seen.empty() && seen.back().event == Event::error ? seen.back().error_code : 0;
+    return !seen.empty() && seen.back().event == FrameEvent::error ? seen.back().error_code : 0;
 }
 
 inline std::string pattern(std::size_t n)

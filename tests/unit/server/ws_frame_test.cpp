@@ -31,7 +31,7 @@ TEST(WsFrame, SingleFramesWholeAndSplitAtEveryByte)
             FrameParser p;
             std::string buf = wire;
             const Parsed r = p.parse(buf);
-            ASSERT_EQ(r.event, Event::message);
+            ASSERT_EQ(r.event, FrameEvent::message);
             EXPECT_EQ(r.type, Opcode::binary);
             EXPECT_EQ(r.consumed, wire.size());
             EXPECT_EQ(r.payload, payload);
@@ -45,7 +45,7 @@ TEST(WsFrame, SingleFramesWholeAndSplitAtEveryByte)
         for (std::size_t cut = 0; cut <= wire.size(); cut += near_edge(cut) ? 1 : middle_stride) {
             auto seen = feed(p, wire, {cut});
             ASSERT_EQ(seen.size(), 1u) << cut;
-            ASSERT_EQ(seen[0].event, Event::message) << cut;
+            ASSERT_EQ(seen[0].event, FrameEvent::message) << cut;
             ASSERT_EQ(seen[0].type, Opcode::binary);
             ASSERT_TRUE(seen[0].payload == payload) << cut;
         }
@@ -65,25 +65,25 @@ TEST(WsFrame, TextPingPongAndTwoFramesInOneRead)
     std::string buf = wire;
     std::span<char> in(buf);
     Parsed r = p.parse(in);
-    ASSERT_EQ(r.event, Event::message);
+    ASSERT_EQ(r.event, FrameEvent::message);
     EXPECT_EQ(r.type, Opcode::text);
     EXPECT_EQ(r.payload, "h\xC3\xA9llo");
     EXPECT_EQ(r.consumed, 6u + 6u);
     in = in.subspan(r.consumed);
     r = p.parse(in);
-    ASSERT_EQ(r.event, Event::ping);
+    ASSERT_EQ(r.event, FrameEvent::ping);
     EXPECT_EQ(r.payload, "are you there");
     in = in.subspan(r.consumed);
     r = p.parse(in);
-    ASSERT_EQ(r.event, Event::pong);
+    ASSERT_EQ(r.event, FrameEvent::pong);
     EXPECT_EQ(r.payload, "");
     in = in.subspan(r.consumed);
     r = p.parse(in);
-    ASSERT_EQ(r.event, Event::message);
+    ASSERT_EQ(r.event, FrameEvent::message);
     EXPECT_EQ(r.payload, "");
     EXPECT_EQ(r.consumed, in.size());
     r = p.parse(in.subspan(r.consumed));
-    EXPECT_EQ(r.event, Event::need_more);
+    EXPECT_EQ(r.event, FrameEvent::need_more);
     EXPECT_EQ(r.consumed, 0u);
 }
 
@@ -93,10 +93,10 @@ TEST(WsFrame, HeaderInOneReadPayloadInTheNextIsStillNotCopied)
     FrameParser p;
     std::string head = wire.substr(0, 8), body = wire.substr(8);
     Parsed r = p.parse(head);
-    ASSERT_EQ(r.event, Event::need_more);
+    ASSERT_EQ(r.event, FrameEvent::need_more);
     EXPECT_EQ(r.consumed, 8u);
     r = p.parse(body);
-    ASSERT_EQ(r.event, Event::message);
+    ASSERT_EQ(r.event, FrameEvent::message);
     EXPECT_EQ(r.payload, std::string(300, 't'));
     EXPECT_EQ(r.payload.data(), body.data());
     EXPECT_EQ(p.memory(), 0u);
@@ -108,7 +108,7 @@ TEST(WsFrame, NonMinimalLengthEncodingsAreAccepted)
         FrameParser p;
         auto seen = feed(p, raw_frame(0x82, "abcde", true, length_bytes));
         ASSERT_EQ(seen.size(), 1u);
-        EXPECT_EQ(seen[0].event, Event::message);
+        EXPECT_EQ(seen[0].event, FrameEvent::message);
         EXPECT_EQ(seen[0].payload, "abcde");
     }
 }
@@ -122,9 +122,9 @@ TEST(WsFrame, FragmentedTextWithPingBetweenReassembledAtEveryCut)
     const std::string message = "Hello, w\xC3\xA9rld \xE2\x82\xAC!";
     auto check = [&](const std::vector<Seen> &seen, const std::string &where) {
         ASSERT_EQ(seen.size(), 3u) << where;
-        EXPECT_EQ(seen[0].event, Event::ping) << where;
+        EXPECT_EQ(seen[0].event, FrameEvent::ping) << where;
         EXPECT_EQ(seen[0].payload, "p1") << where;
-        EXPECT_EQ(seen[1].event, Event::message) << where;
+        EXPECT_EQ(seen[1].event, FrameEvent::message) << where;
         EXPECT_EQ(seen[1].type, Opcode::text) << where;
         EXPECT_EQ(seen[1].payload, message) << where;
         EXPECT_EQ(seen[2].payload, "next") << where;
@@ -147,11 +147,11 @@ TEST(WsFrame, ControlFramesBetweenFragmentsAndBinaryFragments)
     FrameParser p;
     auto seen = feed(p, wire);
     ASSERT_EQ(seen.size(), 3u);
-    EXPECT_EQ(seen[0].event, Event::pong);
-    EXPECT_EQ(seen[1].event, Event::close);
+    EXPECT_EQ(seen[0].event, FrameEvent::pong);
+    EXPECT_EQ(seen[1].event, FrameEvent::close);
     EXPECT_EQ(seen[1].close_code, 1000);
     EXPECT_EQ(seen[1].reason, "bye");
-    EXPECT_EQ(seen[2].event, Event::message);
+    EXPECT_EQ(seen[2].event, FrameEvent::message);
     EXPECT_EQ(seen[2].type, Opcode::binary);
     EXPECT_EQ(seen[2].payload, "\xFF\xFE\xC0"); // binary is not UTF-8 checked
 }
@@ -183,7 +183,7 @@ TEST(WsFrame, InvalidUtf8FailsBeforeTheRestOfTheFrameArrives)
     FrameParser p;
     std::string buf = wire.substr(0, 8 + 5); // header (8) and "abc\xED\xA0"
     const Parsed r = p.parse(buf);
-    ASSERT_EQ(r.event, Event::error);
+    ASSERT_EQ(r.event, FrameEvent::error);
     EXPECT_EQ(r.error_code, 1007);
     EXPECT_EQ(p.memory(), 0u);
     // A fragmented one: the second fragment's first bad byte.
@@ -225,13 +225,13 @@ TEST(WsFrame, ProtocolErrorsFailAtTheOffendingHeaderByte)
         FrameParser p;
         std::string buf = prefix;
         const Parsed r = p.parse(buf);
-        ASSERT_EQ(r.event, Event::error) << testing::PrintToString(prefix);
+        ASSERT_EQ(r.event, FrameEvent::error) << testing::PrintToString(prefix);
         EXPECT_EQ(r.error_code, 1002);
         EXPECT_EQ(r.consumed, prefix.size());
         // Sticky: the same error, nothing consumed.
         std::string more = frame(Opcode::text, "x");
         const Parsed again = p.parse(more);
-        EXPECT_EQ(again.event, Event::error);
+        EXPECT_EQ(again.event, FrameEvent::error);
         EXPECT_EQ(again.error_code, 1002);
         EXPECT_EQ(again.consumed, 0u);
         EXPECT_TRUE(p.failed());
@@ -245,7 +245,7 @@ TEST(WsFrame, Rsv1OnlyWithDeflateAndOnlyOnAMessagesFirstFrame)
     FrameParser p(deflate);
     auto seen = feed(p, raw_frame(0xC1, "\xC0\x80 compressed bytes"));
     ASSERT_EQ(seen.size(), 1u);
-    EXPECT_EQ(seen[0].event, Event::message);
+    EXPECT_EQ(seen[0].event, FrameEvent::message);
     EXPECT_EQ(seen[0].type, Opcode::text);
     EXPECT_EQ(error_of(raw_frame(0x41, "a") + raw_frame(0xC0, "b"), deflate), 1002) << "RSV1 on continuation";
     EXPECT_EQ(error_of(raw_frame(0xC9, ""), deflate), 1002) << "RSV1 on ping";
@@ -267,7 +267,7 @@ TEST(WsFrame, TooBigIs1009BeforeThePayloadIsRead)
         std::string wire = frame(Opcode::binary, std::string(1001, 'a'));
         std::string buf = wire.substr(0, 4);
         const Parsed r = p.parse(buf);
-        ASSERT_EQ(r.event, Event::error);
+        ASSERT_EQ(r.event, FrameEvent::error);
         EXPECT_EQ(r.error_code, 1009);
         EXPECT_EQ(p.memory(), 0u);
     }
@@ -275,7 +275,7 @@ TEST(WsFrame, TooBigIs1009BeforeThePayloadIsRead)
         FrameParser p; // default 16 MiB
         std::string buf = header_only(0x82, std::uint64_t{1} << 40);
         const Parsed r = p.parse(buf);
-        ASSERT_EQ(r.event, Event::error);
+        ASSERT_EQ(r.event, FrameEvent::error);
         EXPECT_EQ(r.error_code, 1009);
         EXPECT_EQ(p.memory(), 0u);
     }
@@ -285,7 +285,7 @@ TEST(WsFrame, TooBigIs1009BeforeThePayloadIsRead)
         auto seen = feed(p, frame(Opcode::binary, std::string(600, 'a'), false) + frame(Opcode::ping, "") +
                                 header_only(0x00, 500));
         ASSERT_EQ(seen.size(), 2u);
-        EXPECT_EQ(seen[1].event, Event::error);
+        EXPECT_EQ(seen[1].event, FrameEvent::error);
         EXPECT_EQ(seen[1].error_code, 1009);
         EXPECT_LT(p.memory(), 2048u);
         EXPECT_EQ(error_of(frame(Opcode::text, std::string(600, 'a'), false) +
