@@ -133,7 +133,7 @@ void open_line(std::string &line, Level l, std::string_view component, bool json
             line += "\",\"ts\":\"";
             append_stamp(line);
             line += "\",\"logger\":";
-            relay::detail::append_json_string(line, component);
+            append_json_string(line, component);
             line += ',';
         }
         line += "\"msg\":";
@@ -157,7 +157,7 @@ std::string format(Level l, std::string_view component, std::string_view message
     line.reserve(64 + component.size() + message.size() + (json ? message.size() / 8 : 0));
     open_line(line, l, component, json, raw);
     if (json) {
-        relay::detail::append_json_string(line, message);
+        append_json_string(line, message);
         line += "}\n";
     } else {
         line += message;
@@ -402,7 +402,6 @@ void access(const Access &a)
         line.append(f, sizeof f);
     };
     if (json) {
-        using relay::detail::append_json_string;
         line += "\"request\",\"remote\":";
         append_json_string(line, a.remote);
         line += ",\"method\":";

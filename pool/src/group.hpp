@@ -28,11 +28,11 @@
 namespace ferry::pool {
 
 struct Pool::Impl final : detail::ExitListener {
-    Impl(const std::vector<asio::io_context *> &loops, Options o);
+    Impl(std::shared_ptr<Host> host, const std::vector<asio::io_context *> &loops, Options o);
     ~Impl();
 
     Options opt;
-    std::shared_ptr<Host> host; // opt.host, or the pool's own
+    std::shared_ptr<Host> host; // the process's, shared with its other pools
     // Options::recycle_priority as resolved by start(): replacements boot and retired workers exit under
     // SCHED_IDLE. Cleared for good if restoring a worker's priority ever fails.
     std::atomic<bool> idle_recycling{false};

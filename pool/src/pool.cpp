@@ -21,8 +21,8 @@
 
 namespace ferry::pool {
 
-Pool::Impl::Impl(const std::vector<asio::io_context *> &loops, Options o)
-    : opt(std::move(o)), host(opt.host ? opt.host : std::make_shared<Host>()),
+Pool::Impl::Impl(std::shared_ptr<Host> h, const std::vector<asio::io_context *> &loops, Options o)
+    : opt(std::move(o)), host(std::move(h)),
       reaper(std::make_shared<Reaper>(*loops.at(0), [h = host](int pid, int status) {
           h->processes().reaped(pid, status); // every pool's reaper runs on loops[0]
       }))
@@ -137,10 +137,13 @@ std::vector<asio::io_context *> one_loop(asio::io_context &io)
 }
 } // namespace
 
-Pool::Pool(asio::io_context &io, Options options) : Pool(one_loop(io), std::move(options)) {}
+Pool::Pool(std::shared_ptr<Host> host, asio::io_context &io, Options options)
+    : Pool(std::move(host), one_loop(io), std::move(options))
+{
+}
 
-Pool::Pool(const std::vector<asio::io_context *> &loops, Options options)
-    : impl_(std::make_shared<Impl>(loops, std::move(options)))
+Pool::Pool(std::shared_ptr<Host> host, const std::vector<asio::io_context *> &loops, Options options)
+    : impl_(std::make_shared<Impl>(std::move(host), loops, std::move(options)))
 {
 }
 

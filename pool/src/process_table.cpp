@@ -47,16 +47,15 @@ void ProcessTable::for_each(const ExitListener &owner, const std::function<void(
             f(pid);
 }
 
-void ProcessTable::reaped(int pid, int status)
+void ProcessTable::reaped(int pid, int status, std::chrono::steady_clock::time_point now)
 {
     Owner owner;
     {
         std::lock_guard lock(mu_);
         auto it = owners_.find(pid);
         if (it == owners_.end()) {
-            const auto now = std::chrono::steady_clock::now();
             while (!unclaimed_.empty() &&
-                   (unclaimed_.size() >= 64 || now - unclaimed_.front().at > std::chrono::seconds(10)))
+                   (unclaimed_.size() >= max_unclaimed || now - unclaimed_.front().at > unclaimed_for))
                 unclaimed_.pop_front();
             unclaimed_.push_back({pid, status, now});
             return;

@@ -42,9 +42,13 @@ public:
     void for_each(const ExitListener &owner, const std::function<void(int pid)> &f);
 
     // A reaper reaped `pid`: its owner is told (outside the lock), or, when nobody has claimed it yet, the
-    // exit is kept for claim() (at most 64, for at most 10 s: what a dead worker left behind and the kernel
-    // re-parented to us, as a child subreaper, is never claimed).
-    void reaped(int pid, int status);
+    // exit is kept for claim() (at most max_unclaimed, for at most unclaimed_for: what a dead worker left
+    // behind and the kernel re-parented to us, as a child subreaper, is never claimed). `now`: for tests.
+    void reaped(int pid, int status,
+                std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+
+    static constexpr std::size_t max_unclaimed = 64;
+    static constexpr std::chrono::seconds unclaimed_for{10};
 
 private:
     struct Owner {

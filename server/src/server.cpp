@@ -295,9 +295,9 @@ int run(const conf::Config &cfg)
         contexts.push_back(loops.back().get());
     }
 
-    pool::Options popt;
     // What the process has once (its children, its CPUs, its temporary directory), shared by both pools.
-    popt.host = std::make_shared<pool::Host>();
+    const auto host = std::make_shared<pool::Host>();
+    pool::Options popt;
     popt.command = cfg.server.command;
     for (const auto &[k, v] : cfg.server.env)
         popt.env.push_back(k + "=" + v);
@@ -338,7 +338,7 @@ int run(const conf::Config &cfg)
     }
     if (auto a = control.rpc_address(); !a.empty())
         popt.env.push_back("RR_RPC=" + a);
-    pool::Pool pool(contexts, popt);
+    pool::Pool pool(host, contexts, popt);
 
     // websockets: a pool of its own (RR_MODE=websockets).
     std::unique_ptr<pool::Pool> ws_pool;
@@ -347,7 +347,7 @@ int run(const conf::Config &cfg)
         wopt.mode = "websockets";
         wopt.pins_loops = false;
         apply_pool_config(wopt, w.pool);
-        ws_pool = std::make_unique<pool::Pool>(contexts, wopt);
+        ws_pool = std::make_unique<pool::Pool>(host, contexts, wopt);
     }
 
     // Static files: the directory and the MIME table are checked before anything starts.
@@ -379,7 +379,7 @@ int run(const conf::Config &cfg)
                                 std::to_string(mime->size()) + " file types known)");
     }
 
-    const std::string temp_dir = cfg.http.uploads_dir.empty() ? popt.host->tmp_dir() : cfg.http.uploads_dir;
+    const std::string temp_dir = cfg.http.uploads_dir.empty() ? host->tmp_dir() : cfg.http.uploads_dir;
     if (int fd = detail::open_temp_file(temp_dir); fd >= 0) {
         ::close(fd);
     } else {

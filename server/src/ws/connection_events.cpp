@@ -78,11 +78,11 @@ awaitable<void> WsConn::run_event(Ev &e)
     if (reply.outcome != pool::Outcome::ok) {
         log::warn("ws", "connection " + format_id(id_) + ": the " + (e.close ? "close" : "message") +
                             " event failed: " + reply.message);
-        // The failure's close code (1013 "try again later" when no worker was free, else 1011).
-        const Failure f = failure_for(reply.outcome, 500);
-        if (!e.close && f.close_code != 0)
-            close(f.close_code,
-                  f.close_code == close_status::try_again_later ? "try again later" : "internal error");
+        // The failure's close code: 1013 "try again later" when no worker was free, else 1011.
+        const Failure f = failure_for(reply.outcome, loop_.st.config.http.internal_error_code);
+        const std::uint16_t code = f.close_code != 0 ? f.close_code : close_status::internal;
+        if (!e.close)
+            close(code, code == close_status::try_again_later ? "try again later" : "internal error");
         co_return;
     }
     auto actions = parse_actions(out);

@@ -19,6 +19,13 @@ namespace {
 
 [[maybe_unused]] const auto sigpipe = std::signal(SIGPIPE, SIG_IGN);
 
+// The test process's host, as main builds one for the server: every pool of the process shares it.
+std::shared_ptr<pool::Host> host()
+{
+    static const auto h = std::make_shared<pool::Host>();
+    return h;
+}
+
 pool::Options options(const std::string &script, unsigned workers)
 {
     pool::Options o;
@@ -148,7 +155,7 @@ awaitable<void> wait_for(const std::atomic<bool> &done, std::chrono::millisecond
 TEST(PoolLoops, WorkersAreSharedOutAndEachLoopUsesItsOwn)
 {
     Loops loops(2);
-    pool::Pool p(loops.contexts(), options("echo.php", 2));
+    pool::Pool p(host(), loops.contexts(), options("echo.php", 2));
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         EXPECT_EQ(p.serving_workers(), 2u);
@@ -166,7 +173,7 @@ TEST(PoolLoops, WorkersAreSharedOutAndEachLoopUsesItsOwn)
 TEST(PoolLoops, NoRequestWaitsWhileAWorkerIsIdleOnAnotherLoop)
 {
     Loops loops(2);
-    pool::Pool p(loops.contexts(), options("echo.php", 2));
+    pool::Pool p(host(), loops.contexts(), options("echo.php", 2));
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         // Loop 0's worker is blocked for 3 s; loop 1's is idle: loop 0's next request is answered at once.
@@ -189,7 +196,7 @@ TEST(PoolLoops, NoRequestWaitsWhileAWorkerIsIdleOnAnotherLoop)
 TEST(PoolLoops, AWorkerFreedOnOneLoopServesTheRequestWaitingOnAnother)
 {
     Loops loops(2);
-    pool::Pool p(loops.contexts(), options("echo.php", 2));
+    pool::Pool p(host(), loops.contexts(), options("echo.php", 2));
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         // Both workers busy: loop 0's for 4 s, loop 1's for 0.5 s. A request queued on loop 0 gets loop 1's
@@ -217,7 +224,7 @@ TEST(PoolLoops, ALoopWithoutWorkersBorrowsThem)
 {
     // One worker, three loops: loops 1 and 2 have none of their own.
     Loops loops(3);
-    pool::Pool p(loops.contexts(), options("echo.php", 1));
+    pool::Pool p(host(), loops.contexts(), options("echo.php", 1));
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         EXPECT_EQ(p.serving_workers(), 1u);
@@ -265,7 +272,7 @@ struct ThreadSink final : pool::StreamSink {
 TEST(PoolLoops, AStreamFromAnotherLoopsWorkerIsWrittenOnTheClientsLoop)
 {
     Loops loops(2);
-    pool::Pool p(loops.contexts(), options("stream.php", 1)); // the worker is loop 0's
+    pool::Pool p(host(), loops.contexts(), options("stream.php", 1)); // the worker is loop 0's
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         auto on_loop1 = [](pool::Pool *pp, ThreadSink *sink) -> awaitable<pool::Reply> {
@@ -289,7 +296,7 @@ TEST(PoolLoops, MaxJobsAndCrashesWithSeveralLoops)
     Loops loops(2);
     auto o = options("echo.php", 2);
     o.max_jobs = 5;
-    pool::Pool p(loops.contexts(), o);
+    pool::Pool p(host(), loops.contexts(), o);
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         std::set<int> pids;
@@ -314,7 +321,7 @@ TEST(PoolLoops, MaxJobsAndCrashesWithSeveralLoops)
 TEST(PoolLoops, ShutdownWaitsForRequestsOnEveryLoopThenStopsEveryWorker)
 {
     Loops loops(2);
-    pool::Pool p(loops.contexts(), options("echo.php", 2));
+    pool::Pool p(host(), loops.contexts(), options("echo.php", 2));
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
         Exec a, b;

@@ -22,6 +22,13 @@ std::string fixture(const std::string &name)
     return std::string(FERRY_SOURCE_DIR) + "/tests/php/" + name;
 }
 
+// The test process's host, as main builds one for the server: every pool of the process shares it.
+std::shared_ptr<pool::Host> host()
+{
+    static const auto h = std::make_shared<pool::Host>();
+    return h;
+}
+
 pool::Options options(const std::string &script, unsigned workers = 1)
 {
     pool::Options o;
@@ -97,7 +104,7 @@ awaitable<Exec> exec(pool::Pool &p, const std::string &path, std::string_view bo
 TEST(Pool, ServesRequestsAndKeepsWorkersAlive)
 {
     asio::io_context io;
-    pool::Pool p(io, options("echo.php", 2));
+    pool::Pool p(host(), io, options("echo.php", 2));
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         EXPECT_EQ(p.workers().size(), 2u);
@@ -121,7 +128,7 @@ TEST(Pool, ServesRequestsAndKeepsWorkersAlive)
 TEST(Pool, ErrorFrameIsAnErrorAndTheWorkerStays)
 {
     asio::io_context io;
-    pool::Pool p(io, options("echo.php"));
+    pool::Pool p(host(), io, options("echo.php"));
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         auto e = co_await exec(p, "/error");
@@ -138,7 +145,7 @@ TEST(Pool, ErrorFrameIsAnErrorAndTheWorkerStays)
 TEST(Pool, CrashMidRequestIsReportedAndTheWorkerReplaced)
 {
     asio::io_context io;
-    pool::Pool p(io, options("echo.php"));
+    pool::Pool p(host(), io, options("echo.php"));
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         auto e = co_await exec(p, "/exit");
@@ -158,7 +165,7 @@ TEST(Pool, WorkerAskingToStopHandsTheRequestToAnother)
     asio::io_context io;
     auto o = options("echo.php", 2);
     o.env = {"FERRY_TEST_STOP_ONCE=" + flag};
-    pool::Pool p(io, o);
+    pool::Pool p(host(), io, o);
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         auto e = co_await exec(p, "/stop");
@@ -175,7 +182,7 @@ TEST(Pool, MaxJobsRecyclesWithoutFailingARequest)
     asio::io_context io;
     auto o = options("echo.php", 1);
     o.max_jobs = 3;
-    pool::Pool p(io, o);
+    pool::Pool p(host(), io, o);
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         std::set<int> pids;
@@ -195,7 +202,7 @@ TEST(Pool, AllocateTimeoutGivesNoWorker)
     asio::io_context io;
     auto o = options("echo.php", 1);
     o.allocate_timeout = 300ms;
-    pool::Pool p(io, o);
+    pool::Pool p(host(), io, o);
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         std::optional<Exec> slow;
@@ -224,7 +231,7 @@ TEST(Pool, BootFailuresAreReportedWithStderrAndExitCode)
 {
     for (const char *script : {"boot_fail.php", "boot_syntax.php"}) {
         asio::io_context io;
-        pool::Pool p(io, options(script));
+        pool::Pool p(host(), io, options(script));
         run(io, [&]() -> awaitable<void> {
             std::string err = error_of(co_await p.start());
             EXPECT_NE(err.find("failed to boot"), std::string::npos) << err;
@@ -240,7 +247,7 @@ TEST(Pool, BootFailuresAreReportedWithStderrAndExitCode)
 TEST(Pool, StrayStdoutIsReportedWithItsBytes)
 {
     asio::io_context io;
-    pool::Pool p(io, options("stdout_garbage.php"));
+    pool::Pool p(host(), io, options("stdout_garbage.php"));
     run(io, [&]() -> awaitable<void> {
         std::string err = error_of(co_await p.start());
         EXPECT_NE(err.find("hello from a stray echo"), std::string::npos) << err;
@@ -253,7 +260,7 @@ TEST(Pool, MissingCommandIsNamed)
     asio::io_context io;
     auto o = options("echo.php");
     o.command = {"ferry-no-such-php-xyz", "w.php"};
-    pool::Pool p(io, o);
+    pool::Pool p(host(), io, o);
     run(io, [&]() -> awaitable<void> {
         std::string err = error_of(co_await p.start());
         EXPECT_NE(err.find("ferry-no-such-php-xyz"), std::string::npos) << err;
@@ -266,7 +273,7 @@ TEST(Pool, ShutdownEscalatesForAWorkerThatIgnoresStop)
     asio::io_context io;
     auto o = options("slow_stop.php");
     o.destroy_timeout = 300ms;
-    pool::Pool p(io, o);
+    pool::Pool p(host(), io, o);
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         auto pid = p.workers().at(0).pid;
@@ -308,7 +315,7 @@ struct RecordingSink final : pool::StreamSink {
 TEST(Pool, StreamsWithEarlyHintsPingAndStop)
 {
     asio::io_context io;
-    pool::Pool p(io, options("stream.php"));
+    pool::Pool p(host(), io, options("stream.php"));
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         RecordingSink sink;
@@ -339,7 +346,7 @@ TEST(Pool, StreamsWithEarlyHintsPingAndStop)
 TEST(Pool, RepeatedBootFailuresBackOffExponentially)
 {
     asio::io_context io;
-    pool::Pool p(io, options("boot_fail.php"));
+    pool::Pool p(host(), io, options("boot_fail.php"));
     run(io, [&]() -> awaitable<void> {
         co_await p.start();
         asio::steady_timer t(io);
@@ -355,7 +362,7 @@ TEST(Pool, RepeatedBootFailuresBackOffExponentially)
 TEST(Pool, AWorkerThatDiedWhileIdleDoesNotFailTheNextRequest)
 {
     asio::io_context io;
-    pool::Pool p(io, options("echo.php", 1));
+    pool::Pool p(host(), io, options("echo.php", 1));
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         int pid = p.workers().at(0).pid;
@@ -379,7 +386,7 @@ TEST(Pool, AWorkerThatDiedWhileIdleDoesNotFailTheNextRequest)
 TEST(Pool, RetriesForStopRequestsAreBounded)
 {
     asio::io_context io;
-    pool::Pool p(io, options("echo.php", 1));
+    pool::Pool p(host(), io, options("echo.php", 1));
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         auto e = co_await exec(p, "/stop-always");
@@ -398,7 +405,7 @@ TEST(Pool, LargeBodiesAreHandedOverWithoutACopyWithinTheBudget)
     Budget budget(3 << 20);
     auto o = options("echo.php", 1);
     o.budget = &budget;
-    pool::Pool p(io, o);
+    pool::Pool p(host(), io, o);
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         auto ctx = request("/big?n=2000000");
@@ -432,7 +439,7 @@ TEST(Pool, LargeBodiesAreHandedOverWithoutACopyWithinTheBudget)
 TEST(Pool, ABodyInAFileReachesTheWorker)
 {
     asio::io_context io;
-    pool::Pool p(io, options("echo.php", 1));
+    pool::Pool p(host(), io, options("echo.php", 1));
     std::string content(3 * 1000 * 1000 + 7, '\0');
     for (std::size_t i = 0; i < content.size(); ++i)
         content[i] = static_cast<char>('a' + i % 26);
@@ -455,4 +462,40 @@ TEST(Pool, ABodyInAFileReachesTheWorker)
         co_await p.shutdown();
     });
     ::close(fd);
+}
+
+// Both pools' reapers call waitpid(-1), so either may reap the other's worker (on one loop, the one whose
+// wait comes first reaps every child): each exit must still reach the pool that owns it (the host's process
+// table), which replaces the worker. Workers of both pools are killed in turn.
+TEST(Pool, TwoPoolsOfOneHostEachHearOfTheirOwnWorkersExits)
+{
+    asio::io_context io;
+    pool::Pool a(host(), io, options("echo.php", 1)), b(host(), io, options("echo.php", 1));
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_TRUE(started(co_await a.start()));
+        EXPECT_TRUE(started(co_await b.start()));
+        auto only_pid = [](const pool::Pool &p) { return p.workers().size() == 1 ? p.workers()[0].pid : 0; };
+        asio::steady_timer tick(io);
+        constexpr int rounds = 6;
+        for (int round = 0; round < rounds; ++round) {
+            pool::Pool &victims = round % 2 == 0 ? b : a, &other = round % 2 == 0 ? a : b;
+            const int victim = only_pid(victims), bystander = only_pid(other);
+            EXPECT_GT(victim, 0);
+            ::kill(victim, SIGKILL);
+            for (int i = 0; i < 300 && (only_pid(victims) == victim || victims.serving_workers() == 0); ++i) {
+                tick.expires_after(10ms);
+                co_await tick.async_wait(asio::use_awaitable);
+            }
+            EXPECT_NE(only_pid(victims), victim)
+                << "round " << round << ": the pool never heard of its worker's exit";
+            EXPECT_EQ(only_pid(other), bystander) << "round " << round << ": the other pool lost nothing";
+            auto e = co_await exec(victims, "/after-a-crash");
+            EXPECT_EQ(e.result.outcome, pool::Outcome::ok);
+        }
+        const auto crash = static_cast<unsigned>(pool::Cause::crash);
+        EXPECT_EQ(a.stats().exits[crash], static_cast<unsigned>(rounds / 2));
+        EXPECT_EQ(b.stats().exits[crash], static_cast<unsigned>(rounds / 2));
+        co_await b.shutdown();
+        co_await a.shutdown();
+    });
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 using namespace ferry;
@@ -86,10 +87,24 @@ TEST(ProcessTable, ExitsNobodyClaimsAreBounded)
 {
     ProcessTable t;
     Owner o;
-    for (int pid = 1000; pid < 1100; ++pid) // re-parented orphans, never claimed
+    for (int pid = 1000; pid < 1100; ++pid) // re-parented orphans, never claimed (100 > max_unclaimed)
         t.reaped(pid, 0);
     EXPECT_FALSE(t.claim(1000, o, 0).has_value()); // the oldest were dropped: at most 64 are kept
     EXPECT_TRUE(t.claim(1099, o, 0).has_value());
+}
+
+TEST(ProcessTable, ExitsNobodyClaimsAreKeptTenSecondsAtMost)
+{
+    ProcessTable t;
+    Owner o;
+    const auto t0 = std::chrono::steady_clock::now();
+    t.reaped(500, 0, t0);
+    t.reaped(501, 9, t0 + std::chrono::seconds(5));
+    t.reaped(502, 0, t0 + ProcessTable::unclaimed_for + std::chrono::seconds(1)); // 500 has aged out
+    EXPECT_FALSE(t.claim(500, o, 0).has_value());
+    auto kept = t.claim(501, o, 0);
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_EQ(*kept, 9);
 }
 
 TEST(Host, EachHostHasItsOwnTables)

@@ -10,7 +10,8 @@ using ferry::server::detail::Pools;
 TEST(Pools, FindsByNameInStartOrderAndNamesWhatThereIs)
 {
     boost::asio::io_context io;
-    ferry::pool::Pool http{io, ferry::pool::Options{}}, ws{io, ferry::pool::Options{}};
+    const auto host = std::make_shared<ferry::pool::Host>();
+    ferry::pool::Pool http{host, io, ferry::pool::Options{}}, ws{host, io, ferry::pool::Options{}};
     Pools pools;
     EXPECT_EQ(pools.find("http"), nullptr);
     EXPECT_EQ(pools.names(), "");

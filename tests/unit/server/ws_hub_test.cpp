@@ -31,7 +31,7 @@ struct Fixture {
     ferry::Budget budget{1 << 20};
     Router router;
     SharedState st{io, cfg, budget, router};
-    ferry::pool::Pool pool{io, ferry::pool::Options{}};
+    ferry::pool::Pool pool{std::make_shared<ferry::pool::Host>(), io, ferry::pool::Options{}};
     NoPublisher publisher;
     ws::WsBudgets budgets{cfg.websockets};
     ws::WsLoop loop{st, cfg.websockets, pool, publisher, budgets};

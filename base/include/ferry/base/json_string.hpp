@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace ferry::relay::detail {
+namespace ferry {
 
 // Length of the valid UTF-8 sequence at p (Go's utf8 rules: no overlongs, no surrogates, <= U+10FFFF),
 // or 0 if the bytes at p do not start one.
@@ -81,4 +81,4 @@ inline void append_json_string(std::string &out, std::string_view s)
     out += '"';
 }
 
-} // namespace ferry::relay::detail
+} // namespace ferry

@@ -1,8 +1,8 @@
 // What a server process has once, whatever number of pools it runs (nginx's cycle is the model): the table
 // of its child processes through which the pools' reapers route exits, the table of CPUs the pools pin
 // workers to, and the PHP-level fork template's file in a temporary directory. Built once in main and
-// given to every pool (Options::host); a pool given none makes its own, which is right only when it is the
-// process's one pool. No process state lives in statics.
+// given to every pool's constructor: two pools with hosts of their own would each reap the other's children
+// and lose their exits. No process state lives in statics.
 #pragma once
 
 #include <memory>

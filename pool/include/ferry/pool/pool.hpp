@@ -94,9 +94,6 @@ struct Options {
     std::size_t max_response_head = 64 * 1024;
     std::size_t max_response_headers = 1000;
     Budget *budget = nullptr; // body memory in flight, shared with the server's request bodies
-    // The process's host (ferry/pool/host.hpp), shared by every pool of the process; null: the pool makes
-    // its own, right only for the process's one pool.
-    std::shared_ptr<Host> host;
 };
 
 enum class Outcome {
@@ -186,10 +183,12 @@ struct ResetReport {
 // loop has none waiting (or has waited clearly less): no request waits while a worker is idle anywhere.
 class Pool {
 public:
-    Pool(asio::io_context &io, Options options);
+    // `host`: the process's (ferry/pool/host.hpp), the same for every pool of the process — each pool's
+    // reaper reaps any child and routes it through the host's table; the pool keeps it alive.
+    Pool(std::shared_ptr<Host> host, asio::io_context &io, Options options);
     // One shard per loop; loops[0] also runs the reaper. start(), shutdown() and kill_all() are called on
     // loops[0]; exec() on the loop whose index it is given.
-    Pool(const std::vector<asio::io_context *> &loops, Options options);
+    Pool(std::shared_ptr<Host> host, const std::vector<asio::io_context *> &loops, Options options);
     ~Pool();
     Pool(const Pool &) = delete;
     Pool &operator=(const Pool &) = delete;
