@@ -1,5 +1,7 @@
 #include "allocator.hpp"
 
+#include "ferry/base/peer.hpp"
+
 #include <algorithm>
 
 namespace ferry::pool {
@@ -86,7 +88,7 @@ WorkerPtr Allocator::take_idle()
     return nullptr;
 }
 
-awaitable<Allocation> Allocator::wait(StreamSink *client)
+awaitable<Allocation> Allocator::wait(Client client)
 {
     const auto timeout = timeout_; // after a wake without a worker, nothing of the allocator is touched
     Waiter wt(io_, this);
@@ -99,9 +101,9 @@ awaitable<Allocation> Allocator::wait(StreamSink *client)
         on_queued();
     co_await wt.timer.async_wait(nothrow);
     if (wt.worker) {
-        if (client &&
+        if (client.fd >= 0 &&
             std::chrono::steady_clock::now() - (wt.timer.expiry() - timeout) >= recheck_client_after &&
-            client->client_gone()) {
+            peer_reset(client.fd)) {
             give_back(wt.worker); // to the next waiter
             ++dropped_;
             co_return Allocation{nullptr, Outcome::client_gone,

@@ -50,7 +50,7 @@ public:
     // Waits up to the timeout for a worker handed over by offer(). A request that waited long may have lost
     // its client meanwhile: asked once at dispatch (a system call), only after a wait too long for a client
     // to still be waiting without a reason; under ordinary load requests wait far less and pay nothing.
-    awaitable<Allocation> wait(StreamSink *client);
+    awaitable<Allocation> wait(Client client);
     // Fails every waiter now with `why` (shutdown, no worker can boot).
     void fail_waiters(const std::string &why);
     // Takes `w` out of the idle set (it is stopping or broken).

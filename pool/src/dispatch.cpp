@@ -1,6 +1,8 @@
 // One request (Pool::exec): an idle worker of this loop, of another loop, or a wait in the queue; the request
-// written, the reply read (exchange.hpp); a worker that refuses or breaks before the request ran is replaced
-// and the request retried on another one. docs/protocol.md §2-§4.
+// written, the reply's first head read (exchange.hpp); a worker that refuses or breaks before the request ran
+// is replaced and the request retried on another one. The rest of a reply is pulled by its caller
+// (Reply::next, on the worker's loop) and the worker settled when the caller finishes it (Reply::finish).
+// docs/protocol.md §2-§4.
 #include "group.hpp"
 
 #include "ferry/base/log.hpp"
@@ -23,10 +25,12 @@ bool Shard::hopeless() const
     return serving_anywhere == 0 && failing;
 }
 
-awaitable<Reply> Shard::exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                             StreamSink *sink)
+awaitable<void> Shard::exec(const relay::RequestContext &ctx, BodyRef body, Reply &res, Client client)
 {
-    Reply res;
+    res.finish(); // the caller's earlier request
+    res.outcome = Outcome::ok;
+    res.message.clear();
+    res.worker_pid = 0;
     RequestFrame frame; // the request as written to a worker of this loop
     unsigned skipped_broken = 0;
     const unsigned total_workers = group_workers();
@@ -39,28 +43,28 @@ awaitable<Reply> Shard::exec(const relay::RequestContext &ctx, BodyRef body, std
             if (stopping.raised()) {
                 res.outcome = Outcome::no_worker;
                 res.message = "server is shutting down";
-                co_return res;
+                co_return;
             }
             if (hopeless()) {
                 res.outcome = Outcome::no_worker;
                 res.message = "no worker available: " + (spawner.last_error().empty()
                                                              ? std::string("workers fail to boot (see above)")
                                                              : spawner.last_error());
-                co_return res;
+                co_return;
             }
             if (multi())
-                step = co_await run_elsewhere(ctx, body, body_out, sink, res);
+                step = co_await run_elsewhere(ctx, body, client, res);
             if (step == Step::none && opt.max_queue_size > 0 && queued_everywhere() >= opt.max_queue_size) {
                 // max_queue_size: a full queue answers at once (503 with Retry-After) instead of waiting.
                 bump(rejected_total);
                 res.outcome = Outcome::no_worker;
                 res.message = "the queue is full (max_queue_size " + std::to_string(opt.max_queue_size) +
                               " requests wait for a worker)";
-                co_return res;
+                co_return;
             }
             if (step == Step::none) {
                 const auto queued_at = clock::now();
-                Allocation a = co_await allocator.wait(sink);
+                Allocation a = co_await allocator.wait(client);
                 bump(waited_total);
                 const auto us = static_cast<std::uint64_t>(
                     std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - queued_at).count());
@@ -70,14 +74,14 @@ awaitable<Reply> Shard::exec(const relay::RequestContext &ctx, BodyRef body, std
                 if (!a.worker) {
                     res.outcome = a.outcome;
                     res.message = std::move(a.why);
-                    co_return res;
+                    co_return;
                 }
                 w = std::move(a.worker);
             }
         }
         if (w && w->home != index) {
-            step = co_await run_on_home(w, ctx, body, body_out, sink, res);
-        } else if (w && !begin(w, ctx, body, sink, res, frame)) {
+            step = co_await run_on_home(w, ctx, body, client, res);
+        } else if (w && !begin(w, ctx, body, client, res, frame)) {
             step = Step::skipped;
         } else if (w) { // run(), inline: no coroutine frame of its own
             error_code wec = co_await w->channel->write(frame.parts());
@@ -86,13 +90,14 @@ awaitable<Reply> Shard::exec(const relay::RequestContext &ctx, BodyRef body, std
             if (wec) {
                 step = write_failed(w, wec);
             } else {
-                AfterReply after = co_await exchange.read_reply(w, res, body_out, sink);
-                step = finished(w, after);
+                AfterReply after = co_await exchange.read(w, res);
+                step = finished(w, after, res);
             }
         }
         switch (step) {
         case Step::done:
-            co_return res;
+            res.foreign_ = res.shard_ && res.shard_.get() != this; // a worker of another loop holds it
+            co_return;
         case Step::skipped:
             if (++skipped_broken <= 2 * total_workers)
                 --attempt; // not the worker's refusal: does not count against the retry bound
@@ -104,10 +109,10 @@ awaitable<Reply> Shard::exec(const relay::RequestContext &ctx, BodyRef body, std
     }
     res.outcome = Outcome::no_worker;
     res.message = "every worker asked to stop instead of answering";
-    co_return res;
+    co_return;
 }
 
-bool Shard::begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, StreamSink *sink,
+bool Shard::begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, Client client,
                   Reply &res, RequestFrame &frame)
 {
     if (!w->channel->claim()) {
@@ -120,7 +125,7 @@ bool Shard::begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef 
     res.worker_pid = w->pid;
     exchange.prepare(*w, ctx, body, frame);
     w->exec_ctx = &ctx;
-    w->exec_sink = sink;
+    w->exec_client = client.fd;
     w->exec_started = supervisor.now(); // the supervisor's own tick: no clock read per request
     w->exec_warned = false;
     w->exec_streaming = false;
@@ -138,9 +143,21 @@ Shard::Step Shard::write_failed(const WorkerPtr &w, error_code wec)
     return Step::retry;
 }
 
-Shard::Step Shard::finished(const WorkerPtr &w, AfterReply after)
+Shard::Step Shard::finished(const WorkerPtr &w, AfterReply after, Reply &res)
+{
+    if (after == AfterReply::hold) { // the caller reads on (Reply::next) and finishes it (settle)
+        res.worker_ = w;
+        res.shard_ = shared_from_this();
+        return Step::done;
+    }
+    return settled(w, after);
+}
+
+Shard::Step Shard::settled(const WorkerPtr &w, AfterReply after)
 {
     switch (after) {
+    case AfterReply::hold: // not given here
+        return Step::done;
     case AfterReply::release:
         release(w);
         return Step::done;
@@ -167,19 +184,47 @@ Shard::Step Shard::finished(const WorkerPtr &w, AfterReply after)
     return Step::done;
 }
 
-awaitable<Shard::Step> Shard::run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body,
-                                  std::string &body_out, StreamSink *sink, Reply &res)
+awaitable<Shard::Step> Shard::run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, Client client,
+                                  Reply &res)
 {
     RequestFrame frame;
-    if (!begin(w, ctx, body, sink, res, frame))
+    if (!begin(w, ctx, body, client, res, frame))
         co_return Step::skipped;
     error_code wec = co_await w->channel->write(frame.parts());
     if (!wec && body.fd >= 0)
         wec = co_await WorkerExchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
     if (wec)
         co_return write_failed(w, wec);
-    AfterReply after = co_await exchange.read_reply(w, res, body_out, sink);
-    co_return finished(w, after);
+    AfterReply after = co_await exchange.read(w, res);
+    co_return finished(w, after, res);
+}
+
+awaitable<void> Shard::pull(Reply *r)
+{
+    auto self = shared_from_this();
+    Reply &res = *r;
+    WorkerPtr w = res.worker_;
+    AfterReply after = co_await exchange.read(w, res);
+    if (after == AfterReply::hold)
+        co_return;
+    res.worker_.reset();
+    res.shard_.reset();
+    settled(w, after);
+}
+
+void Shard::settle(const WorkerPtr &w, bool ended)
+{
+    if (ended) {
+        settled(w, exchange.finish(*w));
+        return;
+    }
+    asio::co_spawn(io, stop_stream(shared_from_this(), w), log_exceptions{"stop stream"});
+}
+
+awaitable<void> Shard::stop_stream(std::shared_ptr<Shard> self, WorkerPtr w)
+{
+    AfterReply after = co_await self->exchange.cancel_stream(w);
+    self->settled(w, after);
 }
 
 } // namespace ferry::pool

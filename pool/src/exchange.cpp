@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <utility>
 #include <unistd.h>
 
 namespace ferry::pool {
@@ -57,8 +58,6 @@ AfterReply WorkerExchange::crashed(Worker &w, Reply &res, const std::string &why
     return AfterReply::kill;
 }
 
-// The last frame of a reply is handled: close the exchange, or retire the worker when it wrote more than one
-// reply (those bytes go to nobody).
 AfterReply WorkerExchange::finish(Worker &w)
 {
     // Output written after the reply is caught by the read of claim() before the next request goes out.
@@ -69,15 +68,49 @@ AfterReply WorkerExchange::finish(Worker &w)
     return AfterReply::release;
 }
 
-awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::string &body_out,
-                                                 StreamSink *sink)
+AfterReply WorkerExchange::take_body(Worker &w, Reply &res, std::string_view body)
+{
+    relay::Channel &ch = *w.channel;
+    res.ended_ = true;
+    if (body.size() <= opt_.copy_body_max) { // the common case: the worker is free before the client writes
+        res.copy_.assign(body.data(), body.size());
+        res.body_ = res.copy_;
+        return finish(w);
+    }
+    if (opt_.budget && res.reservation_.grow(*opt_.budget, body.size())) {
+        // Handed over without a copy (the payload keeps its address): the worker goes on with a fresh buffer.
+        if (FrameBuffer taken = ch.take_frame(); taken.data) {
+            res.frame_ = std::move(taken);
+            res.body_ = body;
+            return finish(w);
+        }
+        res.reservation_.reset(); // the buffer holds more than this frame
+    }
+    // Over the body budget: the caller reads it from the worker's buffer, the worker held until it finishes
+    // (the server puts it in a temp file first). The answer is whole: exec_ttl no longer applies.
+    res.body_ = body;
+    w.exec_streaming = true;
+    return AfterReply::hold;
+}
+
+awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
 {
     relay::Channel &ch = *w->channel;
-    bool head_set = false;
+    res.body_ = {};
+    res.informational_ = false;
+    res.more_ = false;
+    if (res.presented_) { // the caller is done with the frame it was given
+        ch.consume_frame();
+        if (std::exchange(res.ping_, false)) {
+            static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
+            if (!co_await ch.send(pong))
+                co_return crashed(*w, res, "writing PONG failed");
+        }
+    }
     for (;;) {
         auto frame = co_await ch.next_frame();
         if (!frame) {
-            if (ch.error_kind() == relay::ChannelError::premature) {
+            if (ch.error_kind() == relay::ChannelError::premature && !res.presented_) {
                 // Output of an earlier request, written before this request was read: the worker is retired
                 // and the request, which never ran, goes to another worker (docs/protocol.md §2).
                 log::error("pool", w->tag() + " wrote " + frame.error().message + "; retiring it");
@@ -111,8 +144,8 @@ awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::s
         }
         std::string_view ctx = payload.substr(0, h.options[0]);
         std::string_view body = payload.substr(h.options[0]);
-        bool more = (h.stream & relay::stream::more) != 0;
-        if (!more && !head_set && ctx == stop_request_payload && body.empty()) {
+        const bool more = (h.stream & relay::stream::more) != 0;
+        if (!more && !res.presented_ && ctx == stop_request_payload && body.empty()) {
             log::debug("pool", w->tag() + " asked to stop; the request goes to another worker");
             if (auto end = ch.end_exchange(); !end) {
                 log::error("pool", w->tag() + " wrote " + end.error().message + "; retiring it");
@@ -120,7 +153,7 @@ awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::s
             }
             co_return AfterReply::stop_retry;
         }
-        if (!head_set) {
+        if (!res.final_head_) {
             if (ctx.size() > opt_.max_response_head) {
                 res.outcome = Outcome::bad_response;
                 res.message = w->tag() + ": response head of " + std::to_string(ctx.size()) +
@@ -128,8 +161,7 @@ awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::s
                 log::error("pool", res.message);
                 co_return more ? AfterReply::kill : finish(*w);
             }
-            relay::ResponseContext rc;
-            if (auto decoded = relay::decode_response(ctx, w->codec, rc); !decoded) {
+            if (auto decoded = relay::decode_response(ctx, w->codec, res.response); !decoded) {
                 res.outcome = Outcome::worker_error;
                 res.message = w->tag() + ": bad response context: " + decoded.error().message;
                 log::error("pool", res.message);
@@ -137,7 +169,7 @@ awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::s
                 co_return more ? AfterReply::kill : finish(*w);
             }
             std::size_t lines = 0;
-            for (const auto &field : rc.headers)
+            for (const auto &field : res.response.headers)
                 lines += field.values.size();
             if (lines > opt_.max_response_headers) {
                 res.outcome = Outcome::bad_response;
@@ -146,68 +178,34 @@ awaitable<AfterReply> WorkerExchange::read_reply(WorkerPtr w, Reply &res, std::s
                 log::error("pool", res.message);
                 co_return more ? AfterReply::kill : finish(*w);
             }
-            if (more && rc.status >= 100 && rc.status < 200 && rc.status != 101 && body.empty()) {
-                ch.consume_frame(); // 1xx (103 Early Hints), then the real response (docs/protocol.md §4)
-                if (sink && !co_await sink->on_informational(rc))
-                    co_return co_await cancel_stream(w, res);
-                continue;
+            res.outcome = Outcome::ok;
+            res.presented_ = true;
+            const int status = res.response.status;
+            if (more && status >= 100 && status < 200 && status != 101 && body.empty()) {
+                // 1xx (103 Early Hints), then the real response (docs/protocol.md §4).
+                res.informational_ = true;
+                res.ping_ = (h.stream & relay::stream::ping) != 0;
+                co_return AfterReply::hold;
             }
-            res.response = std::move(rc);
-            head_set = true;
-            if (!more) { // the whole response in one frame: the common case
-                res.outcome = Outcome::ok;
-                if (body.size() <= opt_.copy_body_max || !sink) {
-                    body_out.assign(body.data(), body.size());
-                } else if (opt_.budget && res.body_reservation.grow(*opt_.budget, body.size())) {
-                    // Handed over without a copy (the payload keeps its address): the worker goes on with a
-                    // fresh buffer.
-                    res.body_frame = ch.take_frame();
-                    if (res.body_frame.data) {
-                        res.body_offset = static_cast<std::size_t>(body.data() - res.body_frame.data.get());
-                        res.body_size = body.size();
-                    } else { // the buffer holds more than this frame: copy after all
-                        res.body_reservation.reset();
-                        body_out.assign(body.data(), body.size());
-                    }
-                } else {
-                    // Over the body budget: the client gets it from the worker's buffer while it waits.
-                    res.written = true;
-                    if (!co_await sink->write_whole(res.response, body))
-                        res.outcome = Outcome::cancelled;
-                }
-                co_return finish(*w);
-            }
-            res.streamed = sink != nullptr;
+            res.final_head_ = true;
+            if (!more) // the whole response in one frame: the common case
+                co_return take_body(*w, res, body);
             w->exec_streaming = true; // the head is out: exec_ttl no longer applies (Options::exec_ttl)
         }
-        bool keep_going = true;
-        if (sink) {
-            keep_going = co_await sink->on_chunk(res.response, body, !more);
-        } else {
-            body_out.append(body.data(), body.size());
-        }
-        if (!more) {
-            res.outcome = Outcome::ok;
-            co_return finish(*w);
-        }
-        const bool ping = (h.stream & relay::stream::ping) != 0;
-        ch.consume_frame();
-        if (!keep_going) // STOP answers a pending PING too: the worker reads exactly one frame per PING
-            co_return co_await cancel_stream(w, res);
-        if (ping) {
-            static const std::string pong = relay::encode_frame(0, relay::stream::pong, {}, {});
-            if (!co_await ch.send(pong))
-                co_return crashed(*w, res, "writing PONG failed");
-        }
+        // A chunk of a stream: the caller writes it, then asks for the next (PONG, if asked for, then).
+        res.body_ = body;
+        res.more_ = more;
+        res.ended_ = !more;
+        res.ping_ = (h.stream & relay::stream::ping) != 0;
+        co_return AfterReply::hold;
     }
 }
 
-// The client is gone mid-stream: send STOP and drain until the final frame (docs/protocol.md §4).
-awaitable<AfterReply> WorkerExchange::cancel_stream(WorkerPtr w, Reply &res)
+awaitable<AfterReply> WorkerExchange::cancel_stream(WorkerPtr w)
 {
     relay::Channel &ch = *w->channel;
-    res.outcome = Outcome::cancelled;
-    res.message = "client went away during a streamed response";
+    ch.consume_frame();
+    // STOP answers a pending PING too: the worker reads exactly one frame per PING.
     static const std::string stop = relay::encode_frame(0, relay::stream::stop, {}, {});
     if (!co_await ch.send(stop))
         co_return AfterReply::kill;

@@ -1,12 +1,10 @@
 // Several loops (docs/architecture.md, "Several loops"): a loop without an idle worker runs the request on an
 // idle worker of another loop, and a worker that goes idle serves another loop's oldest waiting request when
-// that one has waited clearly longer; a lent worker runs on its own loop and goes back home when done.
+// that one has waited clearly longer; a lent worker runs on its own loop (the rest of its reply is read
+// there too: Reply::next) and goes back home when done.
 #include "group.hpp"
 
-#include <boost/asio/any_io_executor.hpp>
-
 #include <atomic>
-#include <optional>
 
 namespace ferry::pool {
 
@@ -15,44 +13,6 @@ namespace {
 // its own loop's when that one has waited this much longer (or nobody waits here): the hand-over costs two
 // trips between threads, worth it only against a real imbalance.
 constexpr std::int64_t lend_margin_ns = 1'000'000;
-
-// Runs a sink's calls on the client's loop for a request that runs on another loop's worker.
-class ProxySink final : public StreamSink {
-public:
-    ProxySink(StreamSink &real, asio::any_io_executor client) : real_(real), client_(std::move(client)) {}
-
-    awaitable<bool> on_informational(const relay::ResponseContext &head) override
-    {
-        co_return co_await asio::co_spawn(client_, real_.on_informational(head), use_awaitable);
-    }
-    awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body, bool last) override
-    {
-        co_return co_await asio::co_spawn(client_, real_.on_chunk(head, body, last), use_awaitable);
-    }
-    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
-    {
-        co_return co_await asio::co_spawn(client_, real_.write_whole(head, body), use_awaitable);
-    }
-    // Asked only by the allocator of the client's own loop (never on a lent worker's loop).
-    bool client_gone() override { return false; }
-    // Asked by the worker's loop (its supervisor): the answer comes from the client's loop a tick later. The
-    // question is posted before the exchange's completion, from the same loop, so it runs while this sink
-    // still exists (a loop runs what is posted to it in order).
-    bool client_left() override
-    {
-        if (!asking_.exchange(true))
-            asio::post(client_, [this] {
-                left_.store(real_.client_left());
-                asking_.store(false);
-            });
-        return left_.load();
-    }
-
-private:
-    StreamSink &real_;
-    asio::any_io_executor client_;
-    std::atomic<bool> asking_{false}, left_{false};
-};
 } // namespace
 
 Shard *Shard::waiting_elsewhere()
@@ -113,29 +73,25 @@ void Shard::lend_idle_to(Shard &target)
         lend(w, target);
 }
 
-awaitable<Shard::Step> Shard::run_idle(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                                       StreamSink *sink, Reply &res)
+awaitable<Shard::Step> Shard::run_idle(const relay::RequestContext &ctx, BodyRef body, Client client,
+                                       Reply &res)
 {
     if (stopping.raised())
         co_return Step::none;
     WorkerPtr w = allocator.take_idle();
     if (!w)
         co_return Step::none;
-    co_return co_await run(w, ctx, body, body_out, sink, res);
+    co_return co_await run(w, ctx, body, client, res);
 }
 
-awaitable<Shard::Step> Shard::run_elsewhere(const relay::RequestContext &ctx, BodyRef body,
-                                            std::string &body_out, StreamSink *sink, Reply &res)
+awaitable<Shard::Step> Shard::run_elsewhere(const relay::RequestContext &ctx, BodyRef body, Client client,
+                                            Reply &res)
 {
-    std::optional<ProxySink> proxy;
     for (unsigned i = 0; i < shard_count(); ++i) {
         Shard &other = shard(i);
         if (i == index || other.published.idle.load() == 0)
             continue;
-        if (sink && !proxy)
-            proxy.emplace(*sink, co_await asio::this_coro::executor);
-        Step step = co_await asio::co_spawn(
-            other.io, other.run_idle(ctx, body, body_out, proxy ? &*proxy : nullptr, res), use_awaitable);
+        Step step = co_await asio::co_spawn(other.io, other.run_idle(ctx, body, client, res), use_awaitable);
         if (step != Step::none)
             co_return step;
     }
@@ -143,14 +99,10 @@ awaitable<Shard::Step> Shard::run_elsewhere(const relay::RequestContext &ctx, Bo
 }
 
 awaitable<Shard::Step> Shard::run_on_home(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body,
-                                          std::string &body_out, StreamSink *sink, Reply &res)
+                                          Client client, Reply &res)
 {
     Shard &home = shard(w->home);
-    std::optional<ProxySink> proxy;
-    if (sink)
-        proxy.emplace(*sink, co_await asio::this_coro::executor);
-    co_return co_await asio::co_spawn(
-        home.io, home.run(w, ctx, body, body_out, proxy ? &*proxy : nullptr, res), use_awaitable);
+    co_return co_await asio::co_spawn(home.io, home.run(w, ctx, body, client, res), use_awaitable);
 }
 
 } // namespace ferry::pool

@@ -175,10 +175,10 @@ awaitable<Result<void>> Pool::start()
     return impl_->start();
 }
 
-awaitable<Reply> Pool::exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                            StreamSink *sink, unsigned loop)
+awaitable<void> Pool::exec(const relay::RequestContext &ctx, BodyRef body, Reply &reply, Client client,
+                           unsigned loop)
 {
-    return impl_->shards[loop]->exec(ctx, body, body_out, sink);
+    return impl_->shards[loop]->exec(ctx, body, reply, client);
 }
 
 awaitable<void> Pool::shutdown(std::chrono::steady_clock::time_point deadline)

@@ -2,7 +2,7 @@
 // spawner and supervisor. Everything of a Shard runs on its loop's thread; other loops read only `published`,
 // `serving_pub` and `failing_pub`, and reach a shard by posting to its loop. Its roles, one file each:
 //   shard.cpp     the worker set: keeping the share serving, recycling and stopping, exits, start/shutdown
-//   dispatch.cpp  a request: allocate, write, read, retry on another worker
+//   dispatch.cpp  a request: allocate, write, read, retry on another worker; its reply pulled and settled
 //   lending.cpp   workers and requests between loops (docs/architecture.md, "Several loops")
 //   boot.cpp      spawning and booting a worker, boot failures, idle-priority boots
 //   reset.cpp     rolling reset
@@ -233,8 +233,7 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // No idle worker on any loop and the last boots failed: answer at once instead of waiting.
     bool hopeless() const;
 
-    awaitable<Reply> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                          StreamSink *sink);
+    awaitable<void> exec(const relay::RequestContext &ctx, BodyRef body, Reply &res, Client client);
 
     unsigned group_workers() const;
 
@@ -243,27 +242,35 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // own loop's worker without a coroutine frame for it (that frame cost ~700 instructions per request,
     // callgrind); run() is the same for a request from another loop.
     // begin(): false when the worker is broken (the request is then Step::skipped).
-    bool begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, StreamSink *sink,
-               Reply &res, RequestFrame &frame);
+    bool begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, Client client, Reply &res,
+               RequestFrame &frame);
 
     Step write_failed(const WorkerPtr &w, error_code wec);
 
-    Step finished(const WorkerPtr &w, AfterReply after);
+    // The exchange's verdict on the reply's first piece: a reply that holds its worker gets it (and this
+    // shard), anything else is settled().
+    Step finished(const WorkerPtr &w, AfterReply after, Reply &res);
+    // The worker's fate once its reply is done with it (release, stop, kill; a retry for the request).
+    Step settled(const WorkerPtr &w, AfterReply after);
 
-    awaitable<Step> run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                        StreamSink *sink, Reply &res);
+    awaitable<Step> run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, Client client, Reply &res);
 
     // On another loop: an idle worker there, if there is one, runs the request.
-    awaitable<Step> run_idle(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                             StreamSink *sink, Reply &res);
+    awaitable<Step> run_idle(const relay::RequestContext &ctx, BodyRef body, Client client, Reply &res);
 
     // This loop has no idle worker: run the request on another loop that has one (the first that still has
-    // one when the request gets there). The client's sink stays on this loop (ProxySink).
-    awaitable<Step> run_elsewhere(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                                  StreamSink *sink, Reply &res);
+    // one when the request gets there). The reply is read on that loop (Reply::next goes there).
+    awaitable<Step> run_elsewhere(const relay::RequestContext &ctx, BodyRef body, Client client, Reply &res);
     // A worker another loop lent: the request runs on the worker's loop.
-    awaitable<Step> run_on_home(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body,
-                                std::string &body_out, StreamSink *sink, Reply &res);
+    awaitable<Step> run_on_home(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, Client client,
+                                Reply &res);
+
+    // Reply::next() for a reply that holds a worker of this shard, on this shard's loop.
+    awaitable<void> pull(Reply *res); // (a pointer: GCC 12 and reference parameters of member coroutines)
+    // Reply::finish() for a reply that held `w`, on this shard's loop: `ended` (its last frame was read) the
+    // exchange closes and the worker is released; else its stream is stopped first (stop_stream).
+    void settle(const WorkerPtr &w, bool ended);
+    static awaitable<void> stop_stream(std::shared_ptr<Shard> self, WorkerPtr w);
 
     // ---- lifecycle --------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 #include "supervisor.hpp"
 
 #include "ferry/base/log.hpp"
+#include "ferry/base/peer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -62,7 +63,7 @@ void Supervisor::ready(Worker &w)
 Supervisor::AfterJob Supervisor::job_done(Worker &w)
 {
     w.exec_ctx = nullptr;
-    w.exec_sink = nullptr;
+    w.exec_client = -1;
     ++w.jobs;
     w.idle_since = coarse_now_;
     if (opt_.debug) {
@@ -261,8 +262,8 @@ void Supervisor::tick(std::chrono::milliseconds period)
         // Its client left (and the answer is not a stream, which the client's leaving stops by itself): the
         // work goes to nobody. It may finish within client_gone_ttl (PHP code that must end what it began);
         // past that, the worker is replaced rather than kept from every other client.
-        if (opt_.client_gone_ttl.count() > 0 && !w->exec_streaming && w->exec_sink &&
-            w->exec_sink->client_left()) {
+        if (opt_.client_gone_ttl.count() > 0 && !w->exec_streaming && w->exec_client >= 0 &&
+            peer_left(w->exec_client)) {
             if (w->client_left_at == clock::time_point{})
                 w->client_left_at = now;
             else if (now - w->client_left_at >= opt_.client_gone_ttl) {
@@ -286,7 +287,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
         w->reset_killed = true;
         w->cause = Cause::reset;
         w->exec_ctx = nullptr;
-        w->exec_sink = nullptr;
+        w->exec_client = -1;
         w->channel->expire(why);
     }
     for (auto &w : abandoned) {
@@ -298,7 +299,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
         log::warn("pool", w->tag() + ": " + why + "; killing and replacing the worker");
         w->cause = Cause::client_gone;
         w->exec_ctx = nullptr;
-        w->exec_sink = nullptr;
+        w->exec_client = -1;
         w->channel->expire(why);
     }
     for (auto &w : expired) {
@@ -307,7 +308,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
         log::error("pool", w->tag() + ": " + why + "; answering 504 and killing the worker");
         w->cause = Cause::exec_ttl;
         w->exec_ctx = nullptr;
-        w->exec_sink = nullptr;
+        w->exec_client = -1;
         w->channel->expire(why);
     }
 }

@@ -18,7 +18,6 @@
 
 namespace ferry::pool {
 
-class StreamSink; // ferry/pool/pool.hpp
 
 // spawning → ready → working → ready | stopping → dead (RoadRunner's worker states, docs/architecture.md,
 // "Workers"). The moves a worker may make are one table, in worker.cpp (Worker::to).
@@ -108,7 +107,7 @@ struct Worker {
     // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.
     std::chrono::steady_clock::time_point exec_started;
     const relay::RequestContext *exec_ctx = nullptr;
-    StreamSink *exec_sink = nullptr; // the client's side of it, asked whether the client is still there
+    int exec_client = -1; // its client's socket (Client), asked whether the client is still there
     bool exec_warned = false;
     bool exec_streaming = false; // its response head is out and a stream follows: exec_ttl no longer applies
     std::chrono::steady_clock::time_point

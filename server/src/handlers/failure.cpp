@@ -21,7 +21,6 @@ Failure failure_for(pool::Outcome outcome, int internal_error_code)
         return {503, "no PHP worker is available, try again later", cs::try_again_later};
     case Outcome::ok:
     case Outcome::client_gone:
-    case Outcome::cancelled:
         break;
     }
     return {};

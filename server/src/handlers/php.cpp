@@ -7,25 +7,18 @@
 #include "forms/form_body.hpp"
 #include "forms/multipart_body.hpp"
 #include "forms/urlencoded.hpp"
-#include "http/body_stream.hpp"
 #include "http/response.hpp"
+#include "php_response.hpp"
 #include "proxies.hpp"
 #include "request_body.hpp"
 #include "sendfile.hpp"
 #include "shared_state.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <charconv>
-#include <cstring>
 #include <optional>
-#include <unistd.h>
 
 namespace ferry::server::detail {
 namespace {
-
-constexpr std::size_t inline_body_max = 32 * 1024; // larger bodies are written straight from their buffer
 
 void build_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
                    std::string_view default_host, bool sendfile = false)
@@ -100,178 +93,6 @@ std::size_t retained(const relay::RequestContext &c)
     return n;
 }
 
-// A HEAD answer without a body may say in Content-Length how long the GET body would be: keep that number.
-std::size_t head_content_length(const relay::ResponseContext &rc, std::size_t fallback)
-{
-    for (const auto &f : rc.headers) {
-        if (!iequals(f.name, "Content-Length") || f.values.size() != 1)
-            continue;
-        const std::string &v = f.values[0];
-        std::size_t n = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec == std::errc() && p == v.data() + v.size() && !v.empty())
-            return n;
-    }
-    return fallback;
-}
-
-int final_status(int status, int pid)
-{
-    if (status >= 200 && status <= 599)
-        return status;
-    log::error("http", "worker " + std::to_string(pid) + " answered with invalid status " +
-                           std::to_string(status) + ", sending 500");
-    return 500;
-}
-
-// Writes the worker's answer: streamed frames (the STREAM bit) as they arrive, or a whole one.
-class ResponseSink final : public pool::StreamSink {
-public:
-    ResponseSink(const SharedState &st, Exchange &ex)
-        : st_(st), ex_(ex), stream_(ex.transport, ex.out, ex.request),
-          head_request_(ex.request.method == "HEAD"), keep_alive_(ex.keep_alive)
-    {
-    }
-
-    bool started() const { return stream_.started(); }
-    bool keep_alive() const { return (stream_.started() ? stream_.keep_alive() : keep_alive_) && !failed_; }
-
-    awaitable<bool> on_informational(const relay::ResponseContext &head) override
-    {
-        co_return co_await stream_.informational(head.status, &head);
-    }
-
-    awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body, bool last) override
-    {
-        if (!stream_.started()) {
-            Head h;
-            h.status = final_status(head.status, 0);
-            ex_.status = h.status;
-            h.worker = &head;
-            h.keep_alive = keep_alive_ && !st_.draining;
-            stream_.start(h);
-        }
-        bool ok = co_await stream_.write(body, last);
-        failed_ = failed_ || !ok;
-        co_return ok;
-    }
-
-    // Puts the head of a response whose body is complete (one frame) in `out`: Content-Length framing. With
-    // `may_batch` (more pipelined requests are buffered) a small body joins it there and nothing is left to
-    // write now (nullopt); otherwise returns the body to write after `out` in one writev, without a copy
-    // (empty for HEAD, 1xx, 204 and 304).
-    std::optional<std::string_view> prepare_whole(const relay::ResponseContext &rc, std::string_view body,
-                                                  int worker_pid, bool may_batch)
-    {
-        if (!append_whole_head(rc, body.size(), worker_pid))
-            body = {};
-        if (may_batch && body.size() <= inline_body_max) {
-            ex_.out.append(body.data(), body.size());
-            return std::nullopt;
-        }
-        return body;
-    }
-
-    // A large single-frame response the body budget cannot hold: it goes to an unnamed temp file (disk, not
-    // the server's memory) and the worker is free at once; send_spilled() sends it from there. Writing it to
-    // the client here would hold the worker for as long as a slow reader takes (every worker pinned that
-    // way, a plain GET waited for one). Only if no temp file can be had is it written to the client now.
-    awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) override
-    {
-        if (spill(body))
-            co_return true;
-        std::string_view rest = *prepare_whole(head, body, 0, false);
-        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out), asio::buffer(rest.data(), rest.size())};
-        bool ok = co_await ex_.transport.write(bufs);
-        ex_.out.clear();
-        failed_ = failed_ || !ok;
-        co_return ok;
-    }
-
-    bool spilled() const { return spill_fd_ >= 0; }
-
-    // Sends the head and the spilled body (after the worker was released): false when the connection must
-    // close.
-    awaitable<bool> send_spilled(const relay::ResponseContext &rc, int worker_pid)
-    {
-        if (!append_whole_head(rc, spill_size_, worker_pid))
-            co_return true;
-        if (!co_await ex_.transport.flush(ex_.out, true))
-            co_return false;
-        auto sent = co_await ex_.transport.send_file(spill_fd_, 0, spill_size_);
-        co_return sent == Transport::Sent::all;
-    }
-
-    ~ResponseSink() override
-    {
-        if (spill_fd_ >= 0)
-            ::close(spill_fd_);
-    }
-    ResponseSink(const ResponseSink &) = delete;
-    ResponseSink &operator=(const ResponseSink &) = delete;
-
-    bool client_gone() override { return ex_.transport.client_gone(); }
-    bool client_left() override { return ex_.transport.client_left(); }
-
-private:
-    // The head of a whole response (Content-Length: `size`) into `out`; false when no body follows (HEAD,
-    // 1xx, 204, 304, an empty body).
-    bool append_whole_head(const relay::ResponseContext &rc, std::size_t size, int worker_pid)
-    {
-        Head h;
-        h.status = final_status(rc.status, worker_pid);
-        ex_.status = h.status;
-        h.worker = &rc;
-        if (st_.draining)
-            keep_alive_ = false;
-        h.keep_alive = keep_alive_;
-        h.http10 = ex_.request.version_minor == 0;
-        bool no_body = no_body_status(h.status);
-        h.framing = no_body ? Framing::none : Framing::length;
-        h.content_length = size;
-        if (head_request_ && size == 0)
-            h.content_length = head_content_length(rc, 0);
-        int dropped = 0;
-        append_head(ex_.out, h, &dropped);
-        if (dropped > 0)
-            log::warn("http", "worker " + std::to_string(worker_pid) + ": dropped " +
-                                  std::to_string(dropped) +
-                                  " response header(s) with an invalid name or a CR/LF/NUL in the value");
-        return !(head_request_ || no_body || size == 0);
-    }
-
-    bool spill(std::string_view body)
-    {
-        int fd = open_temp_file(st_.temp_dir);
-        if (fd < 0)
-            return false;
-        while (!body.empty()) {
-            ssize_t n = ::write(fd, body.data(), body.size());
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                log::warn("http", "cannot write a response body to a temp file in " + st_.temp_dir + ": " +
-                                      std::strerror(n < 0 ? errno : ENOSPC) +
-                                      "; sending it while the worker waits");
-                ::close(fd);
-                return false;
-            }
-            spill_size_ += static_cast<std::size_t>(n);
-            body.remove_prefix(static_cast<std::size_t>(n));
-        }
-        spill_fd_ = fd;
-        return true;
-    }
-
-    const SharedState &st_;
-    Exchange &ex_;
-    BodyStream stream_;
-    bool head_request_, keep_alive_;
-    bool failed_ = false;
-    int spill_fd_ = -1;
-    std::size_t spill_size_ = 0;
-};
-
 relay::FormLimits form_limits(const conf::HttpConfig &http)
 {
     relay::FormLimits l;
@@ -330,8 +151,7 @@ public:
     void release_idle_memory(bool large_head) override
     {
         multipart_.reset(); // its temp files went after the response
-        if (body_out_.capacity() > 4096)
-            std::string().swap(body_out_);
+        reply_.release_memory();
         if (large_head && retained(ctx_) > 4096)
             ctx_ = relay::RequestContext{};
     }
@@ -372,10 +192,33 @@ public:
             if (!multipart_->files().empty())
                 ctx_.uploads = &multipart_->files();
         }
-        ResponseSink sink(st_, ex);
-        body_out_.clear();
-        pool::Reply res = co_await pool_.exec(ctx_, body, body_out_, &sink, st_.loop);
-        ex.worker_pid = res.worker_pid;
+        co_await pool_.exec(ctx_, body, reply_, pool::Client{ex.transport.native_handle()}, st_.loop);
+        ex.worker_pid = reply_.worker_pid;
+        // SIGTERM may have come while PHP worked: then say Connection: close.
+        bool keep_alive = ex.keep_alive && !st_.draining;
+        ResponseWriter writer(st_, ex, keep_alive);
+        // (GCC 12: a co_await in an unbraced if-body or a condition breaks the frame; braces, plain statements.)
+        bool client_there = true;
+        if (reply_.outcome == pool::Outcome::ok && reply_.informational()) {
+            client_there = co_await writer.informational(&reply_);
+        }
+        std::optional<std::string> path;
+        if (reply_.outcome == pool::Outcome::ok && client_there && http.sendfile && !reply_.more())
+            path = take_sendfile(reply_.response);
+        if (!client_there) {
+            keep_alive = false; // the client left during a 1xx
+        } else if (path) { // the file is sent after the worker is free
+            reply_.finish();
+            const int status = final_status(reply_.response.status, reply_.worker_pid);
+            const After sent = co_await send_named_file(ex, reply_.response, status, *path, reply_.worker_pid,
+                                                        keep_alive);
+            keep_alive = keep_alive && sent == After::keep_alive;
+        } else if (reply_.outcome == pool::Outcome::ok) {
+            keep_alive = co_await writer.write(&reply_);
+        }
+        if (reply_.outcome != pool::Outcome::ok)
+            keep_alive = failed(ex, reply_, writer.started()) && keep_alive;
+        reply_.finish();
         body_.clear();
         if (is_form_) {
             form_.clear();
@@ -384,70 +227,34 @@ public:
         if (is_multipart_)
             multipart_->clear(); // the temp files go, whatever PHP did with them
         ctx_.uploads = nullptr;
-        // SIGTERM may have come while PHP worked: then say Connection: close.
-        bool keep_alive = ex.keep_alive && !st_.draining;
-        const bool head_request = req.method == "HEAD";
-        switch (res.outcome) {
-        case pool::Outcome::ok:
-            if (http.sendfile && !res.streamed && !res.written) {
-                if (auto path = take_sendfile(res.response)) {
-                    const int status = final_status(res.response.status, res.worker_pid);
-                    After sent =
-                        co_await send_named_file(ex, res.response, status, *path, res.worker_pid, keep_alive);
-                    keep_alive = keep_alive && sent == After::keep_alive;
-                    break;
-                }
-            }
-            if (sink.spilled()) {
-                if (!co_await sink.send_spilled(res.response, res.worker_pid))
-                    keep_alive = false;
-            } else if (!res.streamed && !res.written) {
-                std::string_view answer =
-                    res.body_frame.data ? res.taken_body() : std::string_view(body_out_);
-                if (auto rest = sink.prepare_whole(res.response, answer, res.worker_pid, ex.may_batch)) {
-                    // Written here rather than in a helper coroutine: one coroutine frame less per request.
-                    std::array<asio::const_buffer, 2> bufs{asio::buffer(ex.out),
-                                                           asio::buffer(rest->data(), rest->size())};
-                    if (!co_await ex.transport.write(bufs))
-                        keep_alive = false;
-                    ex.out.clear();
-                }
-            }
-            keep_alive = keep_alive && sink.keep_alive();
-            break;
-        case pool::Outcome::worker_error:
-        case pool::Outcome::bad_response:
-        case pool::Outcome::worker_crashed:
-        case pool::Outcome::timed_out:
-        case pool::Outcome::no_worker: {
-            const Failure f = failure_for(res.outcome, http.internal_error_code);
-            if (res.outcome == pool::Outcome::bad_response)
-                count_limit(LimitEvent::response_head);
-            // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client; a crash was
-            // logged by the pool, an ERROR frame's text by the worker.
-            if (res.outcome != pool::Outcome::worker_error && res.outcome != pool::Outcome::worker_crashed)
-                log::warn("http", describe(ex) + ": " + std::to_string(f.status) + ": " + res.message);
-            if (sink.started()) {
-                keep_alive = false; // the response is cut short: closing tells the client
-                break;
-            }
-            ex.status = f.status;
-            append_error(ex.out, f.status, f.text, keep_alive, head_request);
-            break;
-        }
-        case pool::Outcome::client_gone:
-            log::debug("http", describe(ex) + ": not executed: " + res.message);
-            keep_alive = false;
-            ex.out.clear();
-            break;
-        case pool::Outcome::cancelled:
-            keep_alive = false;
-            break;
-        }
         co_return keep_alive ? After::keep_alive : After::close;
     }
 
 private:
+    // A reply that failed (before its head, or mid-stream: `started`): the client's answer (an error status,
+    // or a response cut short by the close), and the log line. False when the connection must close.
+    bool failed(Exchange &ex, const pool::Reply &res, bool started)
+    {
+        if (res.outcome == pool::Outcome::client_gone) {
+            log::debug("http", describe(ex) + ": not executed: " + res.message);
+            ex.out.clear();
+            return false;
+        }
+        const Failure f = failure_for(res.outcome, st_.config.http.internal_error_code);
+        if (res.outcome == pool::Outcome::bad_response)
+            count_limit(LimitEvent::response_head);
+        // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client; a crash was logged
+        // by the pool, an ERROR frame's text by the worker.
+        if (res.outcome != pool::Outcome::worker_error && res.outcome != pool::Outcome::worker_crashed)
+            log::warn("http", describe(ex) + ": " + std::to_string(f.status) + ": " + res.message);
+        if (started)
+            return false; // the response is cut short: closing tells the client
+        const bool keep_alive = ex.keep_alive && !st_.draining;
+        ex.status = f.status;
+        append_error(ex.out, f.status, f.text, keep_alive, ex.request.method == "HEAD");
+        return keep_alive;
+    }
+
     SharedState &st_;
     pool::Pool &pool_;
     RequestBody body_;
@@ -460,7 +267,7 @@ private:
     std::unique_ptr<MultipartBody> multipart_;
     const TrustedProxies &proxies_;
     relay::RequestContext ctx_;
-    std::string body_out_;
+    pool::Reply reply_; // kept from one request to the next: its copy buffer is reused
 };
 
 } // namespace

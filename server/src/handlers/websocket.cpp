@@ -87,8 +87,10 @@ public:
             ctx.attributes.emplace_back("ferry.sse.last_event_id", std::string(last));
             std::from_chars(last.data(), last.data() + last.size(), last_event_id);
         }
-        std::string body;
-        pool::Reply reply = co_await loop_.pool.exec(ctx, pool::BodyRef{}, body, nullptr, st_.loop);
+        pool::Reply reply;
+        co_await loop_.pool.exec(ctx, pool::BodyRef{}, reply, pool::Client{ex.transport.native_handle()},
+                                 st_.loop);
+        std::string body = co_await reply.collect();
         ex.worker_pid = reply.worker_pid;
         if (reply.outcome != pool::Outcome::ok) {
             const Failure f = failure_for(reply.outcome, st_.config.http.internal_error_code);

@@ -1,6 +1,7 @@
 #include "transport.hpp"
 
 #include "ferry/base/log.hpp"
+#include "ferry/base/peer.hpp"
 
 #include <array>
 #include <boost/asio/post.hpp>
@@ -149,19 +150,12 @@ void Transport::set_cork(bool on)
 
 bool Transport::client_gone()
 {
-    // A reset leaves ECONNRESET (or another error) pending on the socket; a FIN (half-close) does not.
-    int err = 0;
-    socklen_t len = sizeof err;
-    return ::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0;
+    return peer_reset(socket_.native_handle());
 }
 
 bool Transport::client_left()
 {
-    if (client_gone())
-        return true;
-    char c;
-    ssize_t n = ::recv(socket_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return peer_left(socket_.native_handle());
 }
 
 awaitable<void> Transport::shut_down(bool linger, std::span<char> scratch)

@@ -43,6 +43,8 @@ public:
     Transport &operator=(const Transport &) = delete;
 
     const std::string &remote() const { return remote_; } // the peer's address, "" if unknown
+    // The socket's descriptor, for questions that read nothing (pool::Client: has the client left?).
+    int native_handle() { return socket_.native_handle(); }
     Conn &conn() { return conn_; }
     // Bytes handed to the socket so far (the access log's and /metrics' response sizes).
     std::uint64_t sent() const { return sent_; }

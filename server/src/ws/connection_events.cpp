@@ -73,8 +73,9 @@ awaitable<void> WsConn::run_event(Ev &e)
         body.memory = e.payload;
         body.size = e.payload.size();
     }
-    std::string out;
-    pool::Reply reply = co_await loop_.pool.exec(ctx, body, out, nullptr, loop_.st.loop);
+    pool::Reply reply;
+    co_await loop_.pool.exec(ctx, body, reply, pool::Client{}, loop_.st.loop);
+    const std::string out = co_await reply.collect();
     if (reply.outcome != pool::Outcome::ok) {
         log::warn("ws", "connection " + format_id(id_) + ": the " + (e.close ? "close" : "message") +
                             " event failed: " + reply.message);

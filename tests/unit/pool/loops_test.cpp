@@ -119,7 +119,8 @@ awaitable<Exec> exec_on(pool::Pool &p, Loops &loops, unsigned loop, std::string 
         Exec e;
         auto ctx = request(pth);
         auto t0 = clock_type::now();
-        e.result = co_await pp->exec(ctx, {}, e.body, nullptr, l);
+        co_await pp->exec(ctx, {}, e.result, {}, l);
+        e.body = co_await e.result.collect();
         e.took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0);
         co_return e;
     };
@@ -242,51 +243,56 @@ TEST(PoolLoops, ALoopWithoutWorkersBorrowsThem)
     });
 }
 
-namespace {
-// Records the thread each call runs on: a sink is the client's connection, its loop's alone.
-struct ThreadSink final : pool::StreamSink {
-    std::set<std::thread::id> threads;
-    std::vector<int> informational;
-    std::string body;
-    awaitable<bool> on_informational(const relay::ResponseContext &h) override
-    {
-        threads.insert(std::this_thread::get_id());
-        informational.push_back(h.status);
-        co_return true;
-    }
-    awaitable<bool> on_chunk(const relay::ResponseContext &, std::string_view b, bool) override
-    {
-        threads.insert(std::this_thread::get_id());
-        body.append(b);
-        co_return true;
-    }
-    awaitable<bool> write_whole(const relay::ResponseContext &, std::string_view b) override
-    {
-        threads.insert(std::this_thread::get_id());
-        body.assign(b);
-        co_return true;
-    }
-};
-} // namespace
-
-TEST(PoolLoops, AStreamFromAnotherLoopsWorkerIsWrittenOnTheClientsLoop)
+// A stream from loop 0's worker pulled from loop 1: every piece comes back on the caller's loop (the reads run
+// on the worker's), and finishing it gives the worker back to its own loop.
+TEST(PoolLoops, AStreamFromAnotherLoopsWorkerIsReadOnTheCallersLoop)
 {
     Loops loops(2);
     pool::Pool p(host(), loops.contexts(), options("stream.php", 1)); // the worker is loop 0's
     loops.run([&]() -> awaitable<void> {
         EXPECT_TRUE((co_await p.start()).has_value());
-        auto on_loop1 = [](pool::Pool *pp, ThreadSink *sink) -> awaitable<pool::Reply> {
+        struct Seen {
+            std::set<std::thread::id> threads;
+            std::vector<int> informational;
             std::string body;
-            auto ctx = request("/x");
-            co_return co_await pp->exec(ctx, {}, body, sink, 1);
+            int status = 0, pid = 0;
+            bool held_while_streaming = false;
         };
-        ThreadSink sink;
-        auto r = co_await asio::co_spawn(loops[1], on_loop1(&p, &sink), use_awaitable);
-        EXPECT_EQ(r.outcome, pool::Outcome::ok) << r.message;
-        EXPECT_TRUE(r.streamed);
-        EXPECT_EQ(sink.informational, std::vector<int>{103});
-        EXPECT_EQ(sink.body, "one\ntwo\nthree\nfour\nfive\n");
-        EXPECT_EQ(sink.threads, std::set<std::thread::id>{loops.thread_of(1)});
+        auto on_loop1 = [](pool::Pool *pp) -> awaitable<Seen> {
+            Seen seen;
+            pool::Reply r;
+            auto ctx = request("/x");
+            co_await pp->exec(ctx, {}, r, {}, 1);
+            seen.threads.insert(std::this_thread::get_id());
+            while (r.outcome == pool::Outcome::ok && r.informational()) {
+                seen.informational.push_back(r.response.status);
+                co_await r.next();
+                seen.threads.insert(std::this_thread::get_id());
+            }
+            seen.held_while_streaming = r.holds_worker();
+            while (r.outcome == pool::Outcome::ok) {
+                seen.body.append(r.body());
+                if (!r.more())
+                    break;
+                co_await r.next();
+                seen.threads.insert(std::this_thread::get_id());
+            }
+            seen.status = r.response.status;
+            seen.pid = r.worker_pid;
+            r.finish();
+            co_return seen;
+        };
+        Seen seen = co_await asio::co_spawn(loops[1], on_loop1(&p), use_awaitable);
+        EXPECT_EQ(seen.status, 200);
+        EXPECT_TRUE(seen.held_while_streaming);
+        EXPECT_EQ(seen.informational, std::vector<int>{103});
+        EXPECT_EQ(seen.body, "one\ntwo\nthree\nfour\nfive\n");
+        EXPECT_EQ(seen.threads, std::set<std::thread::id>{loops.thread_of(1)});
+        // The worker went home: loop 0 gets it at once.
+        auto e = co_await exec_on(p, loops, 0, "/x");
+        EXPECT_EQ(e.result.outcome, pool::Outcome::ok) << e.result.message;
+        EXPECT_EQ(e.result.worker_pid, seen.pid);
+        EXPECT_EQ(e.body, seen.body);
         co_await p.shutdown();
     });
 }

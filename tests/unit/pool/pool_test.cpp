@@ -95,7 +95,8 @@ awaitable<Exec> exec(pool::Pool &p, const std::string &path, std::string_view bo
     pool::BodyRef ref;
     ref.memory = body;
     ref.size = body.size();
-    e.result = co_await p.exec(ctx, ref, e.body, nullptr);
+    co_await p.exec(ctx, ref, e.result);
+    e.body = co_await e.result.collect();
     co_return e;
 }
 
@@ -285,59 +286,56 @@ TEST(Pool, ShutdownEscalatesForAWorkerThatIgnoresStop)
     });
 }
 
-namespace {
-struct RecordingSink final : pool::StreamSink {
-    std::vector<int> informational;
-    std::string body;
-    int chunks = 0;
-    int stop_after = -1;
-    awaitable<bool> on_informational(const relay::ResponseContext &h) override
-    {
-        informational.push_back(h.status);
-        co_return true;
-    }
-    awaitable<bool> on_chunk(const relay::ResponseContext &, std::string_view b, bool) override
-    {
-        body.append(b);
-        ++chunks;
-        co_return stop_after < 0 || chunks < stop_after;
-    }
-    int wholes = 0;
-    awaitable<bool> write_whole(const relay::ResponseContext &, std::string_view b) override
-    {
-        body.assign(b);
-        ++wholes;
-        co_return true;
-    }
-};
-} // namespace
-
+// The reply is pulled: the 103 first, then the stream chunk by chunk (the fifth asks for a PONG, sent when
+// the sixth piece is asked for); finished early, the stream is stopped (STOP) and drained, not killed.
 TEST(Pool, StreamsWithEarlyHintsPingAndStop)
 {
     asio::io_context io;
     pool::Pool p(host(), io, options("stream.php"));
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
-        RecordingSink sink;
-        std::string body;
+        pool::Reply r;
         auto ctx = request("/x");
-        auto r = co_await p.exec(ctx, {}, body, &sink);
-        EXPECT_EQ(r.outcome, pool::Outcome::ok);
-        EXPECT_TRUE(r.streamed);
+        co_await p.exec(ctx, {}, r);
+        EXPECT_EQ(r.outcome, pool::Outcome::ok) << r.message;
+        std::vector<int> informational;
+        while (r.outcome == pool::Outcome::ok && r.informational()) {
+            informational.push_back(r.response.status);
+            co_await r.next();
+        }
+        EXPECT_EQ(informational, std::vector<int>{103});
         EXPECT_EQ(r.response.status, 200);
-        EXPECT_EQ(sink.informational, std::vector<int>{103});
-        EXPECT_EQ(sink.body, "one\ntwo\nthree\nfour\nfive\n"); // the fifth chunk asked for a PONG
+        EXPECT_TRUE(r.more()) << "a stream";
+        EXPECT_TRUE(r.holds_worker()) << "the worker is the stream's until it ends";
+        std::string body;
+        int chunks = 0;
+        for (;;) {
+            body.append(r.body());
+            ++chunks;
+            if (!r.more())
+                break;
+            co_await r.next();
+        }
+        EXPECT_EQ(r.outcome, pool::Outcome::ok) << r.message;
+        EXPECT_EQ(body, "one\ntwo\nthree\nfour\nfive\n");
+        const int pid = r.worker_pid;
+        r.finish();
+        EXPECT_FALSE(r.holds_worker());
 
-        RecordingSink quitter;
-        quitter.stop_after = 3;
+        pool::Reply quitter;
         auto ctx2 = request("/stream-long");
-        auto r2 = co_await p.exec(ctx2, {}, body, &quitter);
-        EXPECT_EQ(r2.outcome, pool::Outcome::cancelled);
-        // The same worker serves the next request: the stream was drained, not killed.
-        RecordingSink again;
-        auto r3 = co_await p.exec(ctx, {}, body, &again);
-        EXPECT_EQ(r3.outcome, pool::Outcome::ok);
-        EXPECT_EQ(r3.worker_pid, r.worker_pid);
+        co_await p.exec(ctx2, {}, quitter);
+        for (int i = 0; i < 2 && quitter.more(); ++i)
+            co_await quitter.next();
+        EXPECT_TRUE(quitter.more()) << "50 chunks: more to come";
+        EXPECT_EQ(quitter.body(), std::string(1024, 'c'));
+        quitter.finish(); // before its end: STOP
+        // The same worker serves the next request once the stream is drained: it was stopped, not killed.
+        pool::Reply again;
+        co_await p.exec(ctx, {}, again);
+        EXPECT_EQ(again.outcome, pool::Outcome::ok);
+        EXPECT_EQ(again.worker_pid, pid);
+        EXPECT_EQ(co_await again.collect(), "one\ntwo\nthree\nfour\nfive\n");
         EXPECT_EQ(p.spawned_total(), 1u);
         co_await p.shutdown();
     });
@@ -409,29 +407,35 @@ TEST(Pool, LargeBodiesAreHandedOverWithoutACopyWithinTheBudget)
     run(io, [&]() -> awaitable<void> {
         EXPECT_TRUE(started(co_await p.start()));
         auto ctx = request("/big?n=2000000");
-        RecordingSink sink;
-        std::string copied;
-        auto r = co_await p.exec(ctx, pool::BodyRef{}, copied, &sink);
+        pool::Reply r;
+        co_await p.exec(ctx, pool::BodyRef{}, r);
         EXPECT_EQ(r.outcome, pool::Outcome::ok) << r.message;
-        EXPECT_TRUE(copied.empty()) << "copied instead of handed over";
-        EXPECT_TRUE(r.body_frame.data);
-        if (r.body_frame.data) {
-            EXPECT_EQ(r.taken_body(), std::string(2000000, 'x'));
-        }
+        EXPECT_FALSE(r.more());
+        EXPECT_FALSE(r.holds_worker()) << "handed over: the worker is free";
+        EXPECT_EQ(r.body(), std::string(2000000, 'x'));
         EXPECT_EQ(budget.used(), 2000000u) << "the handed-over body counts against the budget";
-        // While this one is held, another 2 MB answer does not fit: the sink gets it while the worker waits.
-        auto r2 = co_await p.exec(ctx, pool::BodyRef{}, copied, &sink);
+        // While this one is held, another 2 MB answer does not fit: it stays in the worker's buffer, the
+        // worker held until the reply is finished.
+        pool::Reply r2;
+        co_await p.exec(ctx, pool::BodyRef{}, r2);
         EXPECT_EQ(r2.outcome, pool::Outcome::ok) << r2.message;
-        EXPECT_TRUE(r2.written);
-        EXPECT_FALSE(r2.body_frame.data);
-        EXPECT_EQ(sink.wholes, 1);
-        EXPECT_EQ(sink.body.size(), 2000000u);
-        r = pool::Reply{};
-        EXPECT_EQ(budget.used(), 0u) << "dropping the result gives the bytes back";
-        // Small answers are plain copies.
-        auto small = co_await p.exec(request("/big?n=1000"), pool::BodyRef{}, copied, &sink);
-        EXPECT_EQ(copied, std::string(1000, 'x'));
-        EXPECT_FALSE(small.body_frame.data);
+        EXPECT_TRUE(r2.holds_worker());
+        EXPECT_EQ(r2.body(), std::string(2000000, 'x'));
+        EXPECT_EQ(budget.used(), 2000000u);
+        EXPECT_EQ(p.workers().at(0).state, "working") << "held by the reply";
+        r2.finish();
+        EXPECT_EQ(p.workers().at(0).state, "ready") << "finish() gives the worker back";
+        r.finish();
+        EXPECT_EQ(budget.used(), 0u) << "finishing the reply gives the bytes back";
+        // Small answers are plain copies; the reply is reused.
+        co_await p.exec(request("/big?n=1000"), pool::BodyRef{}, r);
+        EXPECT_EQ(r.body(), std::string(1000, 'x'));
+        EXPECT_FALSE(r.holds_worker());
+        EXPECT_EQ(budget.used(), 0u);
+        // Moving a reply keeps its body (a short one lives inside the string).
+        co_await p.exec(request("/big?n=5"), pool::BodyRef{}, r);
+        pool::Reply moved = std::move(r);
+        EXPECT_EQ(moved.body(), "xxxxx");
         co_await p.shutdown();
     });
 }
@@ -453,11 +457,11 @@ TEST(Pool, ABodyInAFileReachesTheWorker)
         pool::BodyRef body;
         body.fd = fd;
         body.size = content.size();
-        std::string out;
         for (int i = 0; i < 2; ++i) { // read from offset 0 every time (a retry sends it again)
-            auto r = co_await p.exec(request("/echo-body", "POST"), body, out, nullptr);
+            pool::Reply r;
+            co_await p.exec(request("/echo-body", "POST"), body, r);
             EXPECT_EQ(r.outcome, pool::Outcome::ok) << r.message;
-            EXPECT_TRUE(out == content) << "body size " << out.size();
+            EXPECT_TRUE(r.body() == content) << "body size " << r.body().size();
         }
         co_await p.shutdown();
     });

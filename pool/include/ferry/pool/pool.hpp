@@ -97,11 +97,10 @@ struct Options {
 };
 
 enum class Outcome {
-    ok,             // `response` and `body` are filled (or the body was streamed through the sink)
+    ok,             // `response` is the head; the body follows (Reply::body(), Reply::next())
     worker_error,   // the worker sent an ERROR frame: answer the configured internal error code
     worker_crashed, // the worker died or broke the protocol mid-request: 502
     no_worker,      // no worker within allocate_timeout, or the pool is shutting down / unhealthy: 503
-    cancelled,      // the sink asked to stop (client gone)
     timed_out,      // the request ran longer than exec_ttl: 504, the worker is killed
     client_gone,    // the client's connection failed while the request waited for a worker: not executed
     bad_response,   // the worker's response cannot be relayed (its head is over the limits): 502, logged
@@ -119,43 +118,76 @@ struct BodyRef {
     const relay::FormTree *form = nullptr;
 };
 
-// What exec() gives: the outcome, and the response when there is one.
-struct Reply {
-    Outcome outcome = Outcome::ok;
-    std::string message;             // why, for logs and error bodies
-    relay::ResponseContext response; // status + headers (outcome ok)
-    bool streamed = false;           // the body went through StreamSink::on_chunk
-    bool written = false;            // the whole response went through StreamSink::write_whole
-    int worker_pid = 0;
-    // A large body handed over from the worker's read buffer without a copy (body_out is then empty); its
-    // bytes count against Options::budget until the Reply is dropped.
-    FrameBuffer body_frame;
-    std::size_t body_offset = 0, body_size = 0;
-    Reservation body_reservation;
-
-    std::string_view taken_body() const { return {body_frame.data.get() + body_offset, body_size}; }
+// The client a request is for, as the pool may ask about it (never write to it): its connected socket,
+// polled with ferry/base/peer.hpp from whichever loop runs the request. A request that waited long for a
+// worker is dropped when its client reset the connection; one whose client left is ended after
+// client_gone_ttl. fd -1: nobody to ask.
+struct Client {
+    int fd = -1;
 };
 
-// Receives a streamed response (frames with the STREAM bit), in order.
-class StreamSink {
+struct Shard;  // pool/src/shard.hpp
+struct Worker; // pool/src/worker.hpp
+
+// The answer exec() gives, read by the caller as it writes it (h2o's generator is the model): the head first,
+// then the body — whole, or a streamed response's chunks one next() at a time. The pool never calls the
+// caller back; a reply that holds its worker (a stream, or a large body read straight from the worker's
+// buffer) gives it back at finish(), and a stream left before its end is stopped there (STOP, drained by
+// the pool). The caller owns the Reply and may keep it for its next request (its copy buffer is reused).
+// Used on the loop that called exec(); a worker of another loop is read on its own loop by next().
+class Reply {
 public:
-    virtual ~StreamSink() = default;
-    // An informational 1xx response (status 100..199 with no body) sent before the final one.
-    virtual awaitable<bool> on_informational(const relay::ResponseContext &head) = 0;
-    // A chunk of the final response; `head` is the first frame's context. `last` = final frame.
-    // Return false when the client is gone: the pool stops the stream.
-    virtual awaitable<bool> on_chunk(const relay::ResponseContext &head, std::string_view body,
-                                     bool last) = 0;
-    // Asked when a request that waited long for a worker is about to be dispatched: true if the client's
-    // connection failed meanwhile (reset), so the request is dropped. A half-closed connection is not gone:
-    // it still gets its answer.
-    virtual bool client_gone() { return false; }
-    // Asked by the supervisor's tick while the request runs: true once the client has closed or reset its
-    // connection (a half-close counts, as for nginx's 499). May answer a tick late.
-    virtual bool client_left() { return false; }
-    // A large single-frame response that the body budget cannot hold: write it now, while the worker waits
-    // (its memory is the worker's read buffer). False when the client is gone.
-    virtual awaitable<bool> write_whole(const relay::ResponseContext &head, std::string_view body) = 0;
+    Outcome outcome = Outcome::ok;
+    std::string message;             // why, for logs and error bodies
+    relay::ResponseContext response; // the head (outcome ok): informational (1xx) or the final one
+    int worker_pid = 0;
+
+    Reply() = default;
+    Reply(Reply &&other) noexcept;
+    Reply &operator=(Reply &&other) noexcept;
+    ~Reply() { finish(); }
+
+    // `response` is an informational head (1xx, e.g. 103 Early Hints): next() reads what follows it.
+    bool informational() const { return informational_; }
+    // The body, or the chunk of a streamed response just read: valid until next() or finish().
+    std::string_view body() const { return body_; }
+    // A streamed response has more chunks: next() reads the next one.
+    bool more() const { return more_; }
+    // The reply holds its worker until finish() (a stream, or a body read from the worker's own buffer: a
+    // caller that may take long to write it copies it out first and finishes).
+    bool holds_worker() const { return worker_ != nullptr; }
+    // Reads the next head or chunk (after an informational head, or while more()). A failure mid-way sets
+    // `outcome` and `message`; more() is then false.
+    awaitable<void> next();
+    // Done with the reply: its worker goes back to the pool (a stream not read to its end is stopped first);
+    // the body's memory is given back. The Reply can be used again.
+    void finish();
+    // The whole body as one string, a stream's chunks joined and informational heads skipped (an answer
+    // that is read, not relayed: a WebSocket event's actions); then finish(). A failure mid-way sets
+    // `outcome`.
+    awaitable<std::string> collect();
+    // Gives back a copy buffer a large answer grew (an idle connection).
+    void release_memory();
+
+private:
+    friend struct Shard;
+    friend class WorkerExchange;
+
+    // Ends the current request's state without touching a worker (finish() settled it).
+    void clear_body();
+
+    std::string copy_;             // a small body, copied (Options::copy_body_max)
+    FrameBuffer frame_;            // a large body handed over without a copy, within Options::budget
+    Reservation reservation_;      // frame_'s bytes against the budget
+    std::string_view body_;        // into copy_, frame_ or the worker's read buffer
+    std::shared_ptr<Worker> worker_; // held until finish()
+    std::shared_ptr<Shard> shard_;   // the worker's
+    bool foreign_ = false;           // the worker is another loop's: next() and finish() go there
+    bool informational_ = false, more_ = false;
+    bool presented_ = false; // a head was given to the caller: what follows belongs to it (no retry)
+    bool final_head_ = false; // the final head was read
+    bool ended_ = false;     // the last frame was read: finish() releases the worker without STOP
+    bool ping_ = false;      // the current frame asked for a PONG (sent when the caller asks for the next)
 };
 
 struct WorkerInfo {
@@ -197,12 +229,11 @@ public:
     // the command is missing, or a stop began. The pool keeps retrying with back-off after a boot failure.
     awaitable<Result<void>> start();
 
-    // Runs one request on a worker: allocate, send the frame, read the reply. Retries on another worker
-    // when a worker asks to stop instead of answering. A non-streamed body lands in `body_out` (copied, up
-    // to copy_body_max), in Reply::body_frame (handed over) or goes through sink->write_whole().
-    // `loop`: the index of the calling thread's loop.
-    awaitable<Reply> exec(const relay::RequestContext &ctx, BodyRef body, std::string &body_out,
-                          StreamSink *sink, unsigned loop = 0);
+    // Runs one request on a worker: allocate, send the frame, read the reply's first head into `reply` (its
+    // earlier request's state finished first). Retries on another worker when a worker asks to stop instead
+    // of answering. `loop`: the index of the calling thread's loop.
+    awaitable<void> exec(const relay::RequestContext &ctx, BodyRef body, Reply &reply, Client client = {},
+                         unsigned loop = 0);
 
     // Stops every worker by `deadline`: the stop frame to idle workers now and to busy ones when their
     // request is done; SIGKILL (logged per worker) for whatever still runs at the deadline.
