@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
-#include <utility>
 #include <unistd.h>
+#include <utility>
 
 namespace ferry::pool {
 

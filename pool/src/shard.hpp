@@ -253,7 +253,8 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // The worker's fate once its reply is done with it (release, stop, kill; a retry for the request).
     Step settled(const WorkerPtr &w, AfterReply after);
 
-    awaitable<Step> run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, Client client, Reply &res);
+    awaitable<Step> run(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body, Client client,
+                        Reply &res);
 
     // On another loop: an idle worker there, if there is one, runs the request.
     awaitable<Step> run_idle(const relay::RequestContext &ctx, BodyRef body, Client client, Reply &res);

@@ -18,7 +18,6 @@
 
 namespace ferry::pool {
 
-
 // spawning → ready → working → ready | stopping → dead (RoadRunner's worker states, docs/architecture.md,
 // "Workers"). The moves a worker may make are one table, in worker.cpp (Worker::to).
 enum class State { spawning, ready, working, stopping, dead };

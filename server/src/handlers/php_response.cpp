@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <unistd.h>
 
 namespace ferry::server::detail {
@@ -69,6 +70,18 @@ awaitable<bool> ResponseWriter::informational(pool::Reply *r)
     co_return true;
 }
 
+std::optional<std::string_view> ResponseWriter::prepare_whole(const pool::Reply &reply)
+{
+    std::string_view body = reply.body();
+    if (!append_whole_head(reply.response, body.size(), reply.worker_pid))
+        body = {};
+    if (ex_.may_batch && body.size() <= inline_body_max) {
+        ex_.out.append(body.data(), body.size()); // goes out with the next pipelined answer
+        return std::nullopt;
+    }
+    return body;
+}
+
 awaitable<bool> ResponseWriter::write(pool::Reply *r)
 {
     pool::Reply &reply = *r;
@@ -77,10 +90,10 @@ awaitable<bool> ResponseWriter::write(pool::Reply *r)
     if (reply.more()) {
         ok = co_await write_stream(&reply);
     } else {
-        ok = co_await write_whole(&reply);
+        ok = co_await write_held(&reply);
     }
     reply.finish();
-    co_return ok && keep_alive_ && (!stream_.started() || stream_.keep_alive());
+    co_return ok &&keep_alive();
 }
 
 awaitable<bool> ResponseWriter::write_stream(pool::Reply *r)
@@ -94,7 +107,8 @@ awaitable<bool> ResponseWriter::write_stream(pool::Reply *r)
     stream_.start(h);
     for (;;) {
         const bool last = !reply.more();
-        if (!co_await stream_.write(reply.body(), last))
+        const bool wrote = co_await stream_.write(reply.body(), last);
+        if (!wrote)
             co_return false;
         if (last)
             co_return true;
@@ -104,28 +118,26 @@ awaitable<bool> ResponseWriter::write_stream(pool::Reply *r)
     }
 }
 
-awaitable<bool> ResponseWriter::write_whole(pool::Reply *r)
+awaitable<bool> ResponseWriter::write_held(pool::Reply *r)
 {
     pool::Reply &reply = *r;
     std::string_view body = reply.body();
-    if (reply.holds_worker() && !body.empty() && !head_request_ && spill(body)) {
+    if (!body.empty() && !head_request_ && spill(body)) {
         // Over the body budget, in the worker's buffer: the worker is free once it is on disk.
         reply.finish();
         if (!append_whole_head(reply.response, spill_size_, reply.worker_pid))
             co_return true;
-        if (!co_await ex_.transport.flush(ex_.out, true))
+        const bool flushed = co_await ex_.transport.flush(ex_.out, true);
+        if (!flushed)
             co_return false;
-        co_return co_await ex_.transport.send_file(spill_fd_, 0, spill_size_) == Transport::Sent::all;
+        const auto sent = co_await ex_.transport.send_file(spill_fd_, 0, spill_size_);
+        co_return sent == Transport::Sent::all;
     }
     // Only if no temp file can be had is a held body written while the worker waits.
-    if (!append_whole_head(reply.response, body.size(), reply.worker_pid))
-        body = {};
-    if (ex_.may_batch && body.size() <= inline_body_max) {
-        ex_.out.append(body.data(), body.size()); // goes out with the next pipelined answer
+    std::optional<std::string_view> rest = prepare_whole(reply);
+    if (!rest)
         co_return true;
-    }
-    // Written here rather than in a helper coroutine: one coroutine frame less per request.
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out), asio::buffer(body.data(), body.size())};
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(ex_.out), asio::buffer(rest->data(), rest->size())};
     const bool ok = co_await ex_.transport.write(bufs);
     ex_.out.clear();
     co_return ok;
@@ -165,7 +177,8 @@ bool ResponseWriter::spill(std::string_view body)
             continue;
         if (n <= 0) {
             log::warn("http", "cannot write a response body to a temp file in " + st_.temp_dir + ": " +
-                                  std::strerror(n < 0 ? errno : ENOSPC) + "; sending it while the worker waits");
+                                  std::strerror(n < 0 ? errno : ENOSPC) +
+                                  "; sending it while the worker waits");
             ::close(fd);
             spill_size_ = 0;
             return false;

@@ -10,6 +10,7 @@
 #include "handler.hpp"
 #include "http/body_stream.hpp"
 
+#include <optional>
 #include <string_view>
 
 namespace ferry::server::detail {
@@ -27,17 +28,24 @@ public:
     // Writes the informational heads of `*reply` (103 Early Hints) and reads on to its final head. False when
     // the client is gone (the reply is then finished: the worker's stream stopped).
     awaitable<bool> informational(pool::Reply *reply);
-    // Writes the rest of a reply whose final head was read (outcome ok) and finishes it. False when the
-    // connection must close: the client is gone, a stream was cut (a failure mid-way sets reply.outcome), or
-    // the answer said so.
+    // A whole reply whose body is its own (reply.holds_worker() false: the common case): its head into
+    // ex.out; with more pipelined requests buffered a small body joins it there (nullopt: nothing to write
+    // now), else the body to write after ex.out in one writev (empty for HEAD, 1xx, 204, 304). The caller
+    // writes it: no coroutine frame here.
+    std::optional<std::string_view> prepare_whole(const pool::Reply &reply);
+    // Writes the rest of any other reply whose final head was read (outcome ok): a stream, or a body in the
+    // worker's buffer; then finishes it. False when the connection must close: the client is gone, a stream
+    // was cut (a failure mid-way sets reply.outcome), or the answer said so.
     awaitable<bool> write(pool::Reply *reply);
     // The head of a stream went out: a failure now can only cut the response short.
     bool started() const { return stream_.started(); }
+    // Whether the connection may carry another request after what was written.
+    bool keep_alive() const { return keep_alive_ && (!stream_.started() || stream_.keep_alive()); }
 
 private:
     // (Pointers, not references: GCC 12 passes a member coroutine's reference parameter wrong.)
     awaitable<bool> write_stream(pool::Reply *reply);
-    awaitable<bool> write_whole(pool::Reply *reply);
+    awaitable<bool> write_held(pool::Reply *reply);
     // The head of a whole response (Content-Length: `size`) into ex.out; false when no body follows (HEAD,
     // 1xx, 204, 304, an empty body).
     bool append_whole_head(const relay::ResponseContext &rc, std::size_t size, int worker_pid);

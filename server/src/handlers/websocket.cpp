@@ -18,28 +18,20 @@
 namespace ferry::server::detail {
 namespace {
 
-bool sendable_value(std::string_view v)
-{
-    return v.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
-}
-
 // Headers the worker may not set on a 101: the handshake's own, and those of a body.
 bool reserved_on_101(std::string_view name)
 {
-    for (std::string_view r :
-         {"Connection", "Upgrade", "Sec-WebSocket-Accept", "Sec-WebSocket-Extensions",
-          "Sec-WebSocket-Protocol", "Content-Length", "Transfer-Encoding", "Content-Type"})
+    for (std::string_view r : {"Upgrade", "Sec-WebSocket-Accept", "Sec-WebSocket-Extensions",
+                               "Sec-WebSocket-Protocol", "Content-Type"})
         if (iequals(name, r))
             return true;
     return false;
 }
 
-// A header of the worker's answer, each value its own line; values that could split the response are dropped.
-void append_passed(std::string &out, const relay::HeaderField &f)
+// ... and on an event stream's 200: those, and the stream's own Cache-Control.
+bool reserved_on_sse(std::string_view name)
 {
-    for (const auto &v : f.values)
-        if (sendable_value(v))
-            out += f.name + ": " + v + "\r\n";
+    return reserved_on_101(name) || iequals(name, "Cache-Control");
 }
 
 class WebSocketConnection final : public Handler::Connection {
@@ -128,30 +120,31 @@ public:
         }
         if (sse)
             co_return co_await start_stream(ex, rc, *actions, id, last_event_id);
-        // The 101.
-        std::string &out = ex.out;
-        out += "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Accept: ";
-        out += ws::accept_key(req.header("Sec-WebSocket-Key"));
-        out += "\r\n";
+        // The 101, its handshake headers ours (http/response.cpp writes it with the worker's others).
+        std::string handshake = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ";
+        handshake += ws::accept_key(req.header("Sec-WebSocket-Key"));
+        handshake += "\r\n";
         const auto offered = ws::offered_protocols(req);
         for (const auto &f : rc.headers) {
-            if (iequals(f.name, "Sec-WebSocket-Protocol")) {
-                if (f.values.size() != 1 ||
-                    std::find(offered.begin(), offered.end(), f.values[0]) == offered.end()) {
-                    log::error("ws", "worker " + std::to_string(reply.worker_pid) +
-                                         " chose a Sec-WebSocket-Protocol the client did not offer");
-                    out.clear();
-                    refuse(ex, 500, {}, {});
-                    co_return After::close;
-                }
-                out += "Sec-WebSocket-Protocol: " + f.values[0] + "\r\n";
+            if (!iequals(f.name, "Sec-WebSocket-Protocol"))
                 continue;
+            if (f.values.size() != 1 ||
+                std::find(offered.begin(), offered.end(), f.values[0]) == offered.end()) {
+                log::error("ws", "worker " + std::to_string(reply.worker_pid) +
+                                     " chose a Sec-WebSocket-Protocol the client did not offer");
+                refuse(ex, 500, {}, {});
+                co_return After::close;
             }
-            if (!reserved_on_101(f.name) && is_token(f.name))
-                append_passed(out, f);
+            handshake += "Sec-WebSocket-Protocol: " + f.values[0] + "\r\n";
         }
-        out += "\r\n";
+        Head h;
+        h.status = 101;
+        h.worker = &rc;
+        h.extra = handshake;
+        h.reserved = reserved_on_101;
+        h.framing = Framing::none;
+        std::string &out = ex.out;
+        append_head(out, h);
         ex.status = 101;
         if (!co_await ex.transport.flush(out))
             co_return After::close; // the client left while PHP decided (its close event never comes)
@@ -169,14 +162,13 @@ private:
                                   const std::vector<ws::Action> &actions, std::uint64_t id,
                                   std::uint64_t after)
     {
+        Head h;
+        h.worker = &rc;
+        h.extra = "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
+        h.reserved = reserved_on_sse;
+        h.framing = Framing::chunked;
         std::string &out = ex.out;
-        out += "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-               "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
-        for (const auto &f : rc.headers) {
-            if (!reserved_on_101(f.name) && !iequals(f.name, "Cache-Control") && is_token(f.name))
-                append_passed(out, f);
-        }
-        out += "\r\n";
+        append_head(out, h);
         ex.status = 200;
         if (!co_await ex.transport.flush(out))
             co_return After::close;

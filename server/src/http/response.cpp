@@ -172,7 +172,8 @@ void append_head(std::string &out, const Head &h, int *dropped)
     if (h.worker) {
         for (const auto &f : h.worker->headers) {
             if (iequals(f.name, "Content-Length") || iequals(f.name, "Transfer-Encoding") ||
-                iequals(f.name, "Connection") || iequals(f.name, "Keep-Alive"))
+                iequals(f.name, "Connection") || iequals(f.name, "Keep-Alive") ||
+                (h.reserved && h.reserved(f.name)))
                 continue;
             if (!is_token(f.name)) {
                 if (dropped)

@@ -28,6 +28,8 @@ struct Head {
     const relay::ResponseContext *worker = nullptr; // headers from PHP (may be null)
     std::string_view content_type;                  // used when `worker` is null
     std::string_view extra; // more header lines, each "Name: value\r\n", already valid
+    // Worker headers the response's own kind keeps for itself (a 101's handshake headers): left out.
+    bool (*reserved)(std::string_view name) = nullptr;
     Framing framing = Framing::length;
     std::size_t content_length = 0;
     bool keep_alive = true;

@@ -24,7 +24,8 @@ struct TcpPair {
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t len = sizeof a;
         if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-            ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr *>(&a), &len) != 0)
+            ::listen(listener, 1) != 0 ||
+            ::getsockname(listener, reinterpret_cast<sockaddr *>(&a), &len) != 0)
             return;
         client = ::socket(AF_INET, SOCK_STREAM, 0);
         if (::connect(client, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0)

@@ -243,8 +243,8 @@ TEST(PoolLoops, ALoopWithoutWorkersBorrowsThem)
     });
 }
 
-// A stream from loop 0's worker pulled from loop 1: every piece comes back on the caller's loop (the reads run
-// on the worker's), and finishing it gives the worker back to its own loop.
+// A stream from loop 0's worker pulled from loop 1: every piece comes back on the caller's loop (the reads
+// run on the worker's), and finishing it gives the worker back to its own loop.
 TEST(PoolLoops, AStreamFromAnotherLoopsWorkerIsReadOnTheCallersLoop)
 {
     Loops loops(2);

@@ -1,7 +1,7 @@
-// Whether the peer of a connected socket is still there, asked without reading anything: the server asks it of
-// a client before and while PHP works for it, and the pool asks it through the socket's descriptor (a request
-// waiting for a worker, a request whose client may have left: pool's Client). Safe from any thread while the
-// descriptor stays open.
+// Whether the peer of a connected socket is still there, asked without reading anything: the server asks it
+// of a client before and while PHP works for it, and the pool asks it through the socket's descriptor (a
+// request waiting for a worker, a request whose client may have left: pool's Client). Safe from any thread
+// while the descriptor stays open.
 #pragma once
 
 namespace ferry {

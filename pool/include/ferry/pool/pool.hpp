@@ -176,18 +176,18 @@ private:
     // Ends the current request's state without touching a worker (finish() settled it).
     void clear_body();
 
-    std::string copy_;             // a small body, copied (Options::copy_body_max)
-    FrameBuffer frame_;            // a large body handed over without a copy, within Options::budget
-    Reservation reservation_;      // frame_'s bytes against the budget
-    std::string_view body_;        // into copy_, frame_ or the worker's read buffer
+    std::string copy_;               // a small body, copied (Options::copy_body_max)
+    FrameBuffer frame_;              // a large body handed over without a copy, within Options::budget
+    Reservation reservation_;        // frame_'s bytes against the budget
+    std::string_view body_;          // into copy_, frame_ or the worker's read buffer
     std::shared_ptr<Worker> worker_; // held until finish()
     std::shared_ptr<Shard> shard_;   // the worker's
     bool foreign_ = false;           // the worker is another loop's: next() and finish() go there
     bool informational_ = false, more_ = false;
-    bool presented_ = false; // a head was given to the caller: what follows belongs to it (no retry)
+    bool presented_ = false;  // a head was given to the caller: what follows belongs to it (no retry)
     bool final_head_ = false; // the final head was read
-    bool ended_ = false;     // the last frame was read: finish() releases the worker without STOP
-    bool ping_ = false;      // the current frame asked for a PONG (sent when the caller asks for the next)
+    bool ended_ = false;      // the last frame was read: finish() releases the worker without STOP
+    bool ping_ = false;       // the current frame asked for a PONG (sent when the caller asks for the next)
 };
 
 struct WorkerInfo {
