@@ -1,6 +1,6 @@
 // The pool with several event loops (one shard per loop, each loop on its own thread): no request waits while
-// a worker is idle on any loop, responses stream back on the client's loop, recycling and shutdown work.
-#include "ferry/pool/pool.hpp"
+// a worker is idle on any loop, a reply is read on the caller's loop, recycling and shutdown work.
+#include "pool_test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,40 +14,11 @@
 using namespace ferry;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
+using pool_test::host;
+using pool_test::options;
+using pool_test::request;
 
 namespace {
-
-[[maybe_unused]] const auto sigpipe = std::signal(SIGPIPE, SIG_IGN);
-
-// The test process's host, as main builds one for the server: every pool of the process shares it.
-std::shared_ptr<pool::Host> host()
-{
-    static const auto h = std::make_shared<pool::Host>();
-    return h;
-}
-
-pool::Options options(const std::string &script, unsigned workers)
-{
-    pool::Options o;
-    o.command = {"php", std::string(FERRY_SOURCE_DIR) + "/tests/php/" + script};
-    o.num_workers = workers;
-    o.allocate_timeout = 5s;
-    o.destroy_timeout = 3s;
-    o.boot_timeout = 5s;
-    return o;
-}
-
-relay::RequestContext request(const std::string &path)
-{
-    relay::RequestContext c;
-    c.remote_addr = "127.0.0.1";
-    c.protocol = "HTTP/1.1";
-    c.method = "GET";
-    c.uri = "http://test" + path;
-    if (auto q = path.find('?'); q != std::string::npos)
-        c.raw_query = path.substr(q + 1);
-    return c;
-}
 
 // `n` loops: loop 0 runs the test's coroutine on this thread, the others run on their own threads until the
 // coroutine is done.

@@ -1,0 +1,131 @@
+// RoadRunner's configs: keys Ferry refuses rather than ignores, --strict, middleware names, a full reference
+// config loaded with warnings for what Ferry lacks.
+#include "conf_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace conf_test;
+
+// Keys that would change security are refused while unsupported: http.ssl would otherwise serve plain HTTP.
+TEST(ConfRoadRunner, HttpSslIsRefusedNotIgnored)
+{
+    const std::string e =
+        error_of(minimal + "http:\n  ssl:\n    address: :443\n    cert: a.crt\n    key: a.key\n");
+    EXPECT_TRUE(contains(e, ".rr.yaml:5:3: http.ssl: TLS is not supported yet")) << e;
+    EXPECT_TRUE(contains(e, "terminate TLS in front of Ferry")) << e;
+}
+
+// What `--strict` turns into errors: unknown keys and unsupported RoadRunner keys, not other warnings.
+TEST(ConfRoadRunner, StrictListsUnknownAndUnsupportedKeysOnly)
+{
+    const auto r = ferry::conf::load_string(
+        minimal + "http:\n  adress: :8080\n  http2: {h2c: true}\n  timeouts:\n    idle: 30\nstatus:\n"
+                  "  address: :2114\n",
+        ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->warnings.size(), 4u); // the two keys, a duration without unit, every interface
+    ASSERT_EQ(r->strict.size(), 2u);
+    EXPECT_TRUE(
+        contains(r->strict[0], ":5:3: unknown key \"http.adress\" (ignored); did you mean \"http.address\"?"))
+        << r->strict[0];
+    EXPECT_TRUE(contains(r->strict[1], "key \"http.http2\" is recognised but not supported yet"))
+        << r->strict[1];
+}
+
+// http.middleware: RoadRunner's names that Ferry lacks and typos are one warning at the list, with "did you
+// mean"; --strict refuses them (the file asks for something that would not be done).
+TEST(ConfRoadRunner, MiddlewareFerryLacksOrMisspeltIsWarnedAndStrictRefusesIt)
+{
+    const auto r = ferry::conf::load_string(
+        minimal + "http:\n  middleware: [static, gzip, statc, proxy_ip_parser, sendfile, zorglub]\n",
+        ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->warnings.size(), 1u);
+    EXPECT_EQ(
+        r->warnings[0],
+        ".rr.yaml:5:15: http.middleware lists \"gzip\", RoadRunner middleware that Ferry does not have, and "
+        "\"statc\" (did you mean \"static\"?), \"zorglub\", not middleware Ferry or RoadRunner knows: "
+        "ignored "
+        "(Ferry's are \"static\", \"sendfile\" and \"proxy_ip_parser\")");
+    EXPECT_EQ(r->strict, r->warnings);
+    EXPECT_TRUE(r->config.http.static_files.enabled);
+    EXPECT_TRUE(r->config.http.sendfile);
+
+    const auto fine = ferry::conf::load_string(
+        minimal + "http:\n  middleware: [static, sendfile, proxy_ip_parser]\n", ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(fine) << fine.error().message;
+    EXPECT_TRUE(fine->warnings.empty()) << fine->warnings[0];
+}
+
+// A RoadRunner configuration with most of RoadRunner's plugins
+// (tests/unit/conf/fixtures/roadrunner-full.yaml, written for these tests in the shapes of RoadRunner's
+// reference config): it loads, what Ferry has reads as RoadRunner reads it, and what it lacks is a warning
+// naming the key; --strict would refuse it.
+TEST(ConfRoadRunner, AFullRoadRunnerConfigLoadsWithWarningsForWhatFerryLacks)
+{
+    const std::string path = std::string(FERRY_CONF_FIXTURES) + "/roadrunner-full.yaml";
+    const auto r = ferry::conf::load_file(path, {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    const ferry::conf::Config &c = r->config;
+    EXPECT_EQ(c.server.command, (std::vector<std::string>{"php", "psr-worker.php"}));
+    const std::vector<std::pair<std::string, std::string>> env{{"APP_ENV", "production"},
+                                                               {"APP_DEBUG", "false"}};
+    EXPECT_EQ(c.server.env, env);
+    EXPECT_EQ(c.logs.output, "stderr");
+    EXPECT_EQ(c.http.internal_error_code, 505u);
+    EXPECT_EQ(c.http.pool.num_workers, 4u);
+    EXPECT_EQ(c.http.pool.max_jobs, 64u);
+    EXPECT_EQ(c.http.pool.max_worker_memory, 128u << 20);
+    EXPECT_EQ(c.http.static_files.forbid, (std::vector<std::string>{""}));
+    EXPECT_TRUE(c.websockets.enabled);
+    EXPECT_TRUE(c.status.enabled);
+    EXPECT_TRUE(c.reload.enabled);
+    auto warned = [&](const std::string &key) {
+        return std::any_of(r->warnings.begin(), r->warnings.end(),
+                           [&](const std::string &w) { return contains(w, "\"" + key + "\""); });
+    };
+    for (const char *key : {"server.on_init",
+                            "server.relay_timeout",
+                            "logs.channels",
+                            "logs.file_logger_options",
+                            "http.http2",
+                            "http.fcgi",
+                            "http.headers",
+                            "http.new_relic",
+                            "metrics.collect",
+                            "temporal",
+                            "kv",
+                            "service",
+                            "redis",
+                            "http_cache",
+                            "otel",
+                            "broadcast",
+                            "nats",
+                            "kafka",
+                            "amqp",
+                            "beanstalk",
+                            "sqs",
+                            "jobs",
+                            "grpc",
+                            "tcp",
+                            "fileserver",
+                            "endure",
+                            "lock",
+                            "centrifuge",
+                            "websockets.broker"})
+        EXPECT_TRUE(warned(key)) << key;
+    for (const char *plugin :
+         {"nats", "kafka", "amqp", "http_cache"}) // RoadRunner's: recognised, not "unknown"
+        EXPECT_TRUE(std::any_of(r->warnings.begin(), r->warnings.end(), [&](const std::string &w) {
+            return contains(w, "key \"" + std::string(plugin) + "\" is recognised but not supported");
+        })) << plugin;
+    EXPECT_FALSE(r->strict.empty()); // --strict refuses it
+    // ... and the same file asking for TLS is refused, with or without --strict
+    const std::string tls =
+        error_of("version: \"3\"\nserver:\n  command: php w.php\nhttp:\n  ssl:\n    address: :443\n");
+    EXPECT_TRUE(contains(tls, "http.ssl: TLS is not supported yet")) << tls;
+}
