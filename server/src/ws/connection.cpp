@@ -139,7 +139,7 @@ void WsConn::start(std::string_view early)
 
 void WsConn::arm_read()
 {
-    if (reading_ || dead_ || paused_)
+    if (reading_ || dead() || paused_)
         return;
     reading_ = true;
     socket_.async_wait(
@@ -151,17 +151,14 @@ void WsConn::arm_read()
 void WsConn::on_readable(const error_code &ec)
 {
     reading_ = false;
-    if (dead_)
+    if (dead())
         return;
     if (ec) {
         if (ec != asio::error::operation_aborted) {
-            lingering_ = true;
-            if (!ended_)
-                end(close_status::abnormal, {});
-            finish();
+            lost();
             return;
         }
-        if (!dead_ && !writing_ && pending_out() > 0)
+        if (!dead() && !writing_ && pending_out() > 0)
             flush(); // the cancel stopped the writer's wait too
         arm_read();
         return;
@@ -169,30 +166,27 @@ void WsConn::on_readable(const error_code &ec)
     if (loop_.scratch.empty())
         loop_.scratch.resize(scratch_size);
     const int fd = socket_.native_handle();
-    for (unsigned i = 0; i < reads_per_wakeup && !dead_; ++i) {
+    for (unsigned i = 0; i < reads_per_wakeup && !dead(); ++i) {
         ssize_t n = ::recv(fd, loop_.scratch.data(), loop_.scratch.size(), MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n <= 0) { // EOF or a reset: nothing more can be said
-            lingering_ = true;
-            if (!ended_)
-                end(close_status::abnormal, {});
-            finish();
+            lost();
             return;
         }
         if (sse_)
             continue; // an event stream's client has nothing to say: its bytes are dropped
         last_rx_ = steady::now();
         ping_out_ = false;
-        if (ended_)
+        if (ended())
             continue; // lingering: what the client still sends is dropped
         const bool go_on = feed({loop_.scratch.data(), static_cast<std::size_t>(n)});
         if (!go_on || static_cast<std::size_t>(n) < loop_.scratch.size())
             break;
     }
-    if (dead_)
+    if (dead())
         return;
     if (!parser_.in_message())
         parser_.release_memory(); // between messages a connection holds no parser buffer
@@ -203,7 +197,7 @@ void WsConn::on_readable(const error_code &ec)
 bool WsConn::feed(std::span<char> data)
 {
     bool go_on = true;
-    while (!data.empty() && go_on && !ended_) {
+    while (!data.empty() && go_on && !ended()) {
         Parsed r = parser_.parse(data);
         data = data.subspan(r.consumed);
         if (r.event == FrameEvent::need_more)
@@ -215,11 +209,11 @@ bool WsConn::feed(std::span<char> data)
         go_on = handle(r);
     }
     // websockets.message_timeout counts from the read that left a message (or frame) in part.
-    if (ended_ || parser_.idle())
+    if (ended() || parser_.idle())
         msg_since_ = {};
     else if (msg_since_ == steady::time_point{})
         msg_since_ = last_rx_;
-    return go_on && !ended_;
+    return go_on && !ended();
 }
 
 bool WsConn::handle(const Parsed &r)
@@ -228,7 +222,7 @@ bool WsConn::handle(const Parsed &r)
     case FrameEvent::need_more:
         return true;
     case FrameEvent::message: {
-        if (close_sent_)
+        if (phase_ != Phase::open)
             return true; // after our close frame, data is dropped (RFC 6455 §1.4)
         if (loop_.cfg.relay) {
             // Relay mode: the core publishes the message to the connection's topics, PHP is not asked.
@@ -252,18 +246,18 @@ bool WsConn::handle(const Parsed &r)
         return true;
     }
     case FrameEvent::ping:
-        if (!close_sent_)
+        if (phase_ == Phase::open)
             push(Out{make_frame(Opcode::pong, r.payload), 0, true});
         return true;
     case FrameEvent::pong:
         return true;
     case FrameEvent::close: {
-        close_received_ = true;
+        peer_done_ = true;
         std::uint16_t code = r.close_code;
         std::string reason(r.close_reason);
-        if (!close_sent_) {
+        if (phase_ == Phase::open) {
             // Echo the code (RFC 6455 §5.5.1); an empty close frame gets an empty one.
-            close_sent_ = true;
+            set_phase(Phase::closing);
             push(Out{std::make_shared<const std::string>(encode_close(code)), 0, true});
         }
         end(code, reason);
@@ -297,8 +291,8 @@ void WsConn::fail(std::uint16_t code, std::string_view why)
 
 void WsConn::abort_with(std::uint16_t code, std::string_view why)
 {
-    if (!close_sent_) {
-        close_sent_ = true;
+    if (phase_ == Phase::open) {
+        set_phase(Phase::closing);
         push(Out{std::make_shared<const std::string>(encode_close(code, why)), 0, true});
     }
     end(code, why);
@@ -306,17 +300,17 @@ void WsConn::abort_with(std::uint16_t code, std::string_view why)
 
 void WsConn::close(std::uint16_t code, std::string_view reason)
 {
-    if (dead_ || close_sent_ || ended_)
+    if (phase_ != Phase::open)
         return;
     if (sse_) {
         // The stream's last chunk; the client's EventSource reconnects (with Last-Event-ID) unless told not
         // to by a 204 at its next open.
-        close_sent_ = true;
+        set_phase(Phase::closing);
         push(Out{std::make_shared<const std::string>("0\r\n\r\n"), 0, true});
         end(code, reason);
         return;
     }
-    close_sent_ = true;
+    set_phase(Phase::closing);
     close_deadline_ = steady::now() + close_wait;
     push(Out{std::make_shared<const std::string>(encode_close(code, reason)), 0, true});
     schedule();
@@ -324,15 +318,15 @@ void WsConn::close(std::uint16_t code, std::string_view reason)
 
 void WsConn::end(std::uint16_t code, std::string_view reason)
 {
-    if (ended_)
+    if (ended())
         return;
-    ended_ = true;
+    set_phase(Phase::ended);
     close_deadline_ = steady::now() + close_wait;
     parser_.discard(); // a message received in part is given up: its memory goes back at once
     msg_since_ = {};
     if (registered_in_hub_) {
         // Not now: end() may run inside the Hub's delivery loop over a topic's members. Until then
-        // push() takes no message (ended_).
+        // push() takes no message (ended()).
         asio::post(socket_.get_executor(), [self = shared_from_this()] {
             if (self->registered_in_hub_) {
                 self->loop_.hub.remove(self.get());
@@ -353,13 +347,13 @@ void WsConn::end(std::uint16_t code, std::string_view reason)
 
 void WsConn::shutdown_socket()
 {
-    if (dead_)
+    if (dead())
         return;
-    if (!close_received_ && !lingering_) {
+    if (!peer_done_ && phase_ != Phase::lingering) {
         // Our FIN first, then whatever the client still sends is read and dropped until its FIN or
         // close_wait (nginx's lingering close): closing with unread input would reset the connection and
         // could destroy our close frame before the client reads it.
-        lingering_ = true;
+        set_phase(Phase::lingering);
         error_code ec;
         socket_.shutdown(tcp::socket::shutdown_send, ec);
         if (!ec) {
@@ -371,11 +365,19 @@ void WsConn::shutdown_socket()
     finish();
 }
 
+void WsConn::lost()
+{
+    peer_done_ = true;
+    if (!ended())
+        end(close_status::abnormal, {});
+    finish();
+}
+
 void WsConn::finish()
 {
-    if (dead_)
+    if (dead())
         return;
-    dead_ = true;
+    set_phase(Phase::dead);
     loop_.st.connections.wheel.cancel(conn_);
     error_code ec;
     socket_.close(ec);
@@ -386,10 +388,10 @@ void WsConn::finish()
 void WsConn::on_timeout()
 {
     const auto now = steady::now();
-    if (ended_ || close_sent_) {
+    if (phase_ != Phase::open) {
         if (now >= close_deadline_) {
-            lingering_ = true; // no more waiting
-            if (!ended_)
+            peer_done_ = true; // no more waiting
+            if (!ended())
                 end(close_status::abnormal, "the client did not answer the close frame");
             finish();
         } else {
@@ -437,11 +439,11 @@ void WsConn::on_timeout()
 
 void WsConn::schedule()
 {
-    if (dead_)
+    if (dead())
         return;
     steady::time_point at;
     const auto &cfg = loop_.cfg;
-    if (ended_ || close_sent_) {
+    if (phase_ != Phase::open) {
         at = close_deadline_;
     } else if (sse_) {
         at = cfg.sse_heartbeat.count() > 0 ? last_rx_ + cfg.sse_heartbeat : steady::time_point::max();

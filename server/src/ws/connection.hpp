@@ -98,7 +98,7 @@ public:
     // Applies a worker's actions for an event of this connection.
     void apply(const std::vector<Action> &actions);
     void set_data(std::string d) { data_ = std::move(d); }
-    bool open() const { return !dead_ && !close_sent_; }
+    bool open() const { return phase_ == Phase::open; }
 
     std::vector<Hub::Membership> &memberships() { return memberships_; }
     std::uint64_t stamp = 0; // the Hub's last publish to reach it
@@ -171,9 +171,32 @@ private:
     std::unique_ptr<Busy> busy_;
     steady::time_point last_rx_, close_deadline_;
     steady::time_point msg_since_{}; // the read that left a message (or frame) in part; {}: none is
-    bool reading_ = false, writing_ = false, pumping_ = false, paused_ = false;
-    bool ping_out_ = false, close_sent_ = false, close_received_ = false, dead_ = false, ended_ = false;
-    bool overflow_logged_ = false, registered_in_hub_ = false, lingering_ = false, sse_ = false;
+    // Where the connection is in its life; it only moves forward (set_phase).
+    enum class Phase : std::uint8_t {
+        open,    // messages both ways
+        closing, // our close frame is queued: no more messages are taken; the client has close_wait to answer
+        ended,   // over for PHP (its close event is queued): what is queued still goes out (our close frame),
+                 // then our FIN
+        lingering, // our FIN is sent: what the client still sends is read and dropped until its FIN or
+                   // close_wait
+        dead,      // the socket is closed; the object goes when the last handler lets it go
+    };
+    Phase phase_ = Phase::open;
+    bool ended() const { return phase_ >= Phase::ended; }
+    bool dead() const { return phase_ == Phase::dead; }
+    void set_phase(Phase p)
+    {
+        if (p > phase_)
+            phase_ = p;
+    }
+    // The client's connection failed (a read or write error, EOF, no answer to our close frame): PHP gets
+    // its close event (1006) unless it had one, and the socket is closed at once.
+    void lost();
+
+    bool reading_ = false, writing_ = false, pumping_ = false, paused_ = false, ping_out_ = false;
+    // The client is done sending (its close frame came, or its connection failed): no lingering read.
+    bool peer_done_ = false;
+    bool overflow_logged_ = false, registered_in_hub_ = false, sse_ = false;
 };
 
 } // namespace ferry::server::detail::ws

@@ -46,10 +46,8 @@ bool WsConn::sse_enabled() const
 
 void WsConn::push(Out o)
 {
-    if (dead_ || (ended_ && !o.control))
-        return;
-    if (close_sent_ && !o.control)
-        return;
+    if (dead() || (phase_ != Phase::open && !o.control))
+        return; // after our close frame (or the end), only control frames
     const auto &cfg = loop_.cfg;
     ByteBudget &budget = loop_.budgets.send_queue;
     const std::size_t size = o.frame->size() - o.offset;
@@ -86,7 +84,7 @@ void WsConn::push(Out o)
             unqueue(gone);
             queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(first), queue_.end());
             const char *why = by_budget ? "server send memory full" : "send queue full";
-            close_sent_ = true;
+            set_phase(Phase::closing);
             push(Out{std::make_shared<const std::string>(encode_close(close_status::policy, why)), 0, true});
             end(close_status::policy, why);
             return;
@@ -126,7 +124,7 @@ void WsConn::push(Out o)
 
 void WsConn::flush()
 {
-    if (dead_)
+    if (dead())
         return;
     if (!busy_)
         return;
@@ -150,11 +148,8 @@ void WsConn::flush()
         }
         if (w < 0) {
             // The client is gone: nothing queued can reach it.
-            lingering_ = true;
             drop_queue();
-            if (!ended_)
-                end(close_status::abnormal, {});
-            finish();
+            lost();
             return;
         }
         auto left = static_cast<std::size_t>(w);
@@ -177,7 +172,7 @@ void WsConn::flush()
     head_ = 0;
     unqueue(busy_->queued_bytes); // none left: written
     release_busy();
-    if (ended_)
+    if (ended())
         shutdown_socket();
 }
 
@@ -188,13 +183,10 @@ void WsConn::arm_write()
                        asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
                                             [self = shared_from_this()](const error_code &ec) {
                                                 self->writing_ = false;
-                                                if (self->dead_)
+                                                if (self->dead())
                                                     return;
                                                 if (ec && ec != asio::error::operation_aborted) {
-                                                    self->lingering_ = true;
-                                                    if (!self->ended_)
-                                                        self->end(close_status::abnormal, {});
-                                                    self->finish();
+                                                    self->lost();
                                                     return;
                                                 }
                                                 self->flush();
