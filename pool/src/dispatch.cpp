@@ -124,12 +124,7 @@ bool Shard::begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef 
     }
     res.worker_pid = w->pid;
     exchange.prepare(*w, ctx, body, frame);
-    w->exec_ctx = &ctx;
-    w->exec_client = client.fd;
-    w->exec_started = supervisor.now(); // the supervisor's own tick: no clock read per request
-    w->exec_warned = false;
-    w->exec_streaming = false;
-    w->client_left_at = {};
+    w->exec.begin(ctx, client.fd, supervisor.now()); // the supervisor's own tick: no clock read per request
     return true;
 }
 

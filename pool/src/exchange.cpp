@@ -89,7 +89,7 @@ AfterReply WorkerExchange::take_body(Worker &w, Reply &res, std::string_view bod
     // Over the body budget: the caller reads it from the worker's buffer, the worker held until it finishes
     // (the server puts it in a temp file first). The answer is whole: exec_ttl no longer applies.
     res.body_ = body;
-    w.exec_streaming = true;
+    w.exec.streaming = true;
     return AfterReply::hold;
 }
 
@@ -190,7 +190,7 @@ awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
             res.final_head_ = true;
             if (!more) // the whole response in one frame: the common case
                 co_return take_body(*w, res, body);
-            w->exec_streaming = true; // the head is out: exec_ttl no longer applies (Options::exec_ttl)
+            w->exec.streaming = true; // the head is out: exec_ttl no longer applies (Options::exec_ttl)
         }
         // A chunk of a stream: the caller writes it, then asks for the next (PONG, if asked for, then).
         res.body_ = body;

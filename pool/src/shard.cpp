@@ -196,8 +196,7 @@ void Shard::shed_surplus()
 
 void Shard::start_stop(const WorkerPtr &w)
 {
-    w->exec_ctx = nullptr;
-    w->exec_client = -1;
+    w->exec.clear();
     if (w->state() == State::stopping || w->state() == State::dead)
         return;
     allocator.remove(w);
@@ -215,8 +214,7 @@ void Shard::kill_broken(const WorkerPtr &w, Cause why)
 {
     if (w->cause == Cause::none || replacing(w->cause))
         w->cause = why;
-    w->exec_ctx = nullptr;
-    w->exec_client = -1;
+    w->exec.clear();
     allocator.remove(w);
     if (w->state() != State::dead)
         w->to(State::stopping);

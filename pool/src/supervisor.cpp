@@ -62,8 +62,7 @@ void Supervisor::ready(Worker &w)
 
 Supervisor::AfterJob Supervisor::job_done(Worker &w)
 {
-    w.exec_ctx = nullptr;
-    w.exec_client = -1;
+    w.exec.clear();
     ++w.jobs;
     w.idle_since = coarse_now_;
     if (opt_.debug) {
@@ -250,66 +249,63 @@ void Supervisor::tick(std::chrono::milliseconds period)
     }
     std::vector<WorkerPtr> expired, reset_expired, abandoned;
     for (auto &[pid, w] : workers_) {
-        if (w->state() != State::working || !w->exec_ctx)
+        if (w->state() != State::working || !w->exec.ctx)
             continue;
         if (w->stop_on_release && now >= w->reset_deadline && !w->reset_killed) {
             reset_expired.push_back(w);
             continue;
         }
-        // exec_started is the tick before the request began: one period less is a lower bound of how long it
+        // exec.started is the tick before the request began: one period less is a lower bound of how long it
         // has run, so no request is cut early (late by at most two periods, a quarter of the limit).
-        auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec_started) - period;
+        auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec.started) - period;
         // Its client left (and the answer is not a stream, which the client's leaving stops by itself): the
         // work goes to nobody. It may finish within client_gone_ttl (PHP code that must end what it began);
         // past that, the worker is replaced rather than kept from every other client.
-        if (opt_.client_gone_ttl.count() > 0 && !w->exec_streaming && w->exec_client >= 0 &&
-            peer_left(w->exec_client)) {
-            if (w->client_left_at == clock::time_point{})
-                w->client_left_at = now;
-            else if (now - w->client_left_at >= opt_.client_gone_ttl) {
+        if (opt_.client_gone_ttl.count() > 0 && !w->exec.streaming && w->exec.client >= 0 &&
+            peer_left(w->exec.client)) {
+            if (w->exec.client_left_at == clock::time_point{})
+                w->exec.client_left_at = now;
+            else if (now - w->exec.client_left_at >= opt_.client_gone_ttl) {
                 abandoned.push_back(w);
                 continue;
             }
         }
-        if (opt_.exec_ttl.count() > 0 && ran >= opt_.exec_ttl && !w->exec_streaming) {
+        if (opt_.exec_ttl.count() > 0 && ran >= opt_.exec_ttl && !w->exec.streaming) {
             expired.push_back(w);
-        } else if (opt_.exec_warn.count() > 0 && ran >= opt_.exec_warn && !w->exec_warned) {
-            w->exec_warned = true;
-            log::warn("pool", w->tag() + " has been running " + describe_request(*w->exec_ctx) + " for " +
+        } else if (opt_.exec_warn.count() > 0 && ran >= opt_.exec_warn && !w->exec.warned) {
+            w->exec.warned = true;
+            log::warn("pool", w->tag() + " has been running " + describe_request(*w->exec.ctx) + " for " +
                                   std::to_string(ran.count()) + " ms (over exec_warn)");
         }
     }
+    // The exchange fails now (its client gets the answer for `cause`); the pool kills the worker after.
+    auto fail = [](const WorkerPtr &w, Cause cause, const std::string &why) {
+        w->cause = cause;
+        w->exec.clear();
+        w->channel->expire(why);
+    };
     for (auto &w : reset_expired) {
         std::string why =
             "still busy " + std::to_string(opt_.reset_timeout.count()) +
-            " ms after a rolling reset asked it to stop (reset_timeout): " + describe_request(*w->exec_ctx);
+            " ms after a rolling reset asked it to stop (reset_timeout): " + describe_request(*w->exec.ctx);
         log::error("pool", w->tag() + " " + why + "; answering 503 and killing the worker");
         w->reset_killed = true;
-        w->cause = Cause::reset;
-        w->exec_ctx = nullptr;
-        w->exec_client = -1;
-        w->channel->expire(why);
+        fail(w, Cause::reset, why);
     }
     for (auto &w : abandoned) {
         std::string why =
             "its client left " +
-            std::to_string(std::chrono::duration_cast<milliseconds>(now - w->client_left_at).count()) +
+            std::to_string(std::chrono::duration_cast<milliseconds>(now - w->exec.client_left_at).count()) +
             " ms ago and the request still runs (client_gone_ttl " +
-            std::to_string(opt_.client_gone_ttl.count()) + " ms): " + describe_request(*w->exec_ctx);
+            std::to_string(opt_.client_gone_ttl.count()) + " ms): " + describe_request(*w->exec.ctx);
         log::warn("pool", w->tag() + ": " + why + "; killing and replacing the worker");
-        w->cause = Cause::client_gone;
-        w->exec_ctx = nullptr;
-        w->exec_client = -1;
-        w->channel->expire(why);
+        fail(w, Cause::client_gone, why);
     }
     for (auto &w : expired) {
         std::string why = "request ran longer than exec_ttl (" + std::to_string(opt_.exec_ttl.count()) +
-                          " ms): " + describe_request(*w->exec_ctx);
+                          " ms): " + describe_request(*w->exec.ctx);
         log::error("pool", w->tag() + ": " + why + "; answering 504 and killing the worker");
-        w->cause = Cause::exec_ttl;
-        w->exec_ctx = nullptr;
-        w->exec_client = -1;
-        w->channel->expire(why);
+        fail(w, Cause::exec_ttl, why);
     }
 }
 

@@ -103,14 +103,33 @@ struct Worker {
     std::uint64_t rss_base = 0, rss_jobs = 0; // the reading growth is measured from, and its jobs
     std::uint64_t memory_check_jobs = ~0ull;
 
-    // Request in progress, for the supervisor (exec_ttl, slow-request warning) and its log lines.
-    std::chrono::steady_clock::time_point exec_started;
-    const relay::RequestContext *exec_ctx = nullptr;
-    int exec_client = -1; // its client's socket (Client), asked whether the client is still there
-    bool exec_warned = false;
-    bool exec_streaming = false; // its response head is out and a stream follows: exec_ttl no longer applies
-    std::chrono::steady_clock::time_point
-        client_left_at{}; // first tick that saw its client gone (epoch: not)
+    // The request in progress, for the supervisor (exec_ttl, client_gone_ttl, the slow-request warning, a
+    // reset's reset_timeout) and its log lines.
+    struct Exec {
+        const relay::RequestContext *ctx = nullptr; // null: none, or the supervisor is done with it
+        int client = -1; // its client's socket (Client), asked whether the client is still there
+        std::chrono::steady_clock::time_point started;
+        bool warned = false;
+        bool streaming = false; // its answer is out or streaming: exec_ttl no longer applies
+        std::chrono::steady_clock::time_point
+            client_left_at{}; // first tick that saw its client gone (epoch: not)
+
+        // A request begins; `now`: the supervisor's tick (no clock read per request).
+        void begin(const relay::RequestContext &c, int client_fd, std::chrono::steady_clock::time_point now)
+        {
+            ctx = &c;
+            client = client_fd;
+            started = now;
+            warned = streaming = false;
+            client_left_at = {};
+        }
+        // The supervisor has nothing more to watch in it (done, failed, or the worker is going).
+        void clear()
+        {
+            ctx = nullptr;
+            client = -1;
+        }
+    } exec;
 
     // The process's end, told by the reaper.
     bool exited = false;
