@@ -11,41 +11,44 @@
 
 using ferry::test::TcpPair;
 
-TEST(Peer, ALiveConnectionIsNeitherResetNorLeft)
-{
+namespace {
+// A connected pair; `client` is the socket asked about.
+class Peer : public ::testing::Test {
+protected:
+    void SetUp() override { ASSERT_TRUE(p.ok()); }
+    bool reset() const { return ferry::peer_reset(p.client); }
+    bool left() const { return ferry::peer_left(p.client); }
     TcpPair p;
-    ASSERT_TRUE(p.ok());
-    EXPECT_FALSE(ferry::peer_reset(p.client));
-    EXPECT_FALSE(ferry::peer_left(p.client));
+};
+} // namespace
+
+TEST_F(Peer, ALiveConnectionIsNeitherResetNorLeft)
+{
+    EXPECT_FALSE(reset());
+    EXPECT_FALSE(left());
 }
 
-TEST(Peer, AFinIsLeftButNotReset)
+TEST_F(Peer, AFinIsLeftButNotReset)
 {
-    TcpPair p;
-    ASSERT_TRUE(p.ok());
     p.close();
-    EXPECT_FALSE(ferry::peer_reset(p.client));
-    EXPECT_TRUE(ferry::peer_left(p.client));
+    EXPECT_FALSE(reset());
+    EXPECT_TRUE(left());
 }
 
-TEST(Peer, AResetIsBoth)
+TEST_F(Peer, AResetIsBoth)
 {
-    TcpPair p;
-    ASSERT_TRUE(p.ok());
     p.reset();
-    EXPECT_TRUE(ferry::peer_reset(p.client));
-    EXPECT_TRUE(ferry::peer_left(p.client));
+    EXPECT_TRUE(reset());
+    EXPECT_TRUE(left());
 }
 
-TEST(Peer, UnreadBytesBeforeAFinAreNotLeavingAndAreNotTaken)
+TEST_F(Peer, UnreadBytesBeforeAFinAreNotLeavingAndAreNotTaken)
 {
-    TcpPair p;
-    ASSERT_TRUE(p.ok());
     ASSERT_EQ(::write(p.server, "x", 1), 1);
     p.close();
-    EXPECT_FALSE(ferry::peer_left(p.client)) << "a pipelined request is still to be answered";
+    EXPECT_FALSE(left()) << "a pipelined request is still to be answered";
     char c = 0;
     ASSERT_EQ(::read(p.client, &c, 1), 1) << "the peek took nothing";
     EXPECT_EQ(c, 'x');
-    EXPECT_TRUE(ferry::peer_left(p.client));
+    EXPECT_TRUE(left());
 }
