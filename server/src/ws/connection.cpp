@@ -71,7 +71,8 @@ void WsLoop::close_all()
 
 WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse)
     : loop_(loop), socket_(std::move(socket)), id_(id), remote_(std::move(remote)),
-      parser_(Limits{loop.cfg.max_message_size, false, &loop.budgets.assembly})
+      parser_(Limits{loop.cfg.max_message_size, false, &loop.budgets.assembly}),
+      outbox_(loop.budgets.send_queue, loop.send_limits)
 {
     sse_ = sse;
     conn_.self = this;
@@ -85,8 +86,6 @@ WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remo
 
 WsConn::~WsConn()
 {
-    if (busy_)
-        loop_.budgets.send_queue.give(busy_->queued_bytes);
     if (registered_in_hub_)
         loop_.hub.remove(this);
     loop_.st.connections.wheel.remove(conn_);
@@ -98,10 +97,10 @@ WsConn::~WsConn()
 
 std::size_t WsConn::memory() const
 {
-    std::size_t n = parser_.memory() + memberships_.capacity() * sizeof(Hub::Membership) + data_.capacity();
+    std::size_t n = parser_.memory() + memberships_.capacity() * sizeof(Hub::Membership) + data_.capacity() +
+                    outbox_.memory();
     if (busy_)
-        n += sizeof(Busy) + busy_->queue.capacity() * sizeof(Out) + busy_->events.capacity() * sizeof(Ev) +
-             busy_->event_bytes;
+        n += sizeof(Busy) + busy_->events.capacity() * sizeof(Ev) + busy_->event_bytes;
     return n;
 }
 
@@ -112,16 +111,11 @@ WsConn::Busy &WsConn::busy()
     return *busy_;
 }
 
-std::size_t WsConn::pending_out() const
-{
-    return busy_ ? busy_->queue.size() - busy_->head : 0;
-}
-
 void WsConn::release_busy()
 {
-    // Everything in flight is done: the queues go (kept, even small ones pin heap pages among the
-    // short-lived allocations of a burst, so that the allocator cannot give them back).
-    if (busy_ && busy_->queue.size() == busy_->head && busy_->events.empty() && !writing_ && !pumping_)
+    // Every event is done: the queue goes (kept, even a small one pins heap pages among the short-lived
+    // allocations of a burst, so that the allocator cannot give them back). The outbox does the same.
+    if (busy_ && busy_->events.empty() && !pumping_)
         busy_.reset();
 }
 
@@ -158,7 +152,7 @@ void WsConn::on_readable(const error_code &ec)
             lost();
             return;
         }
-        if (!dead() && !writing_ && pending_out() > 0)
+        if (!dead() && !writing_ && outbox_.pending() > 0)
             flush(); // the cancel stopped the writer's wait too
         arm_read();
         return;
@@ -247,7 +241,7 @@ bool WsConn::handle(const Parsed &r)
     }
     case FrameEvent::ping:
         if (phase_ == Phase::open)
-            push(Out{make_frame(Opcode::pong, r.payload), 0, true});
+            push(make_frame(Opcode::pong, r.payload), true);
         return true;
     case FrameEvent::pong:
         return true;
@@ -258,7 +252,7 @@ bool WsConn::handle(const Parsed &r)
         if (phase_ == Phase::open) {
             // Echo the code (RFC 6455 §5.5.1); an empty close frame gets an empty one.
             set_phase(Phase::closing);
-            push(Out{std::make_shared<const std::string>(encode_close(code)), 0, true});
+            push(std::make_shared<const std::string>(encode_close(code)), true);
         }
         end(code, reason);
         return false;
@@ -293,7 +287,7 @@ void WsConn::abort_with(std::uint16_t code, std::string_view why)
 {
     if (phase_ == Phase::open) {
         set_phase(Phase::closing);
-        push(Out{std::make_shared<const std::string>(encode_close(code, why)), 0, true});
+        push(std::make_shared<const std::string>(encode_close(code, why)), true);
     }
     end(code, why);
 }
@@ -306,13 +300,13 @@ void WsConn::close(std::uint16_t code, std::string_view reason)
         // The stream's last chunk; the client's EventSource reconnects (with Last-Event-ID) unless told not
         // to by a 204 at its next open.
         set_phase(Phase::closing);
-        push(Out{std::make_shared<const std::string>("0\r\n\r\n"), 0, true});
+        push(std::make_shared<const std::string>("0\r\n\r\n"), true);
         end(code, reason);
         return;
     }
     set_phase(Phase::closing);
     close_deadline_ = steady::now() + close_wait;
-    push(Out{std::make_shared<const std::string>(encode_close(code, reason)), 0, true});
+    push(std::make_shared<const std::string>(encode_close(code, reason)), true);
     schedule();
 }
 
@@ -339,7 +333,7 @@ void WsConn::end(std::uint16_t code, std::string_view reason)
     e.code = code;
     e.payload.assign(reason);
     queue_event(std::move(e));
-    if (pending_out() == 0)
+    if (outbox_.pending() == 0)
         shutdown_socket();
     else
         schedule();
@@ -381,7 +375,7 @@ void WsConn::finish()
     loop_.st.connections.wheel.cancel(conn_);
     error_code ec;
     socket_.close(ec);
-    drop_queue();
+    outbox_.clear();
     parser_.discard();
 }
 
@@ -406,7 +400,7 @@ void WsConn::on_timeout()
         static const auto heartbeat = std::make_shared<const std::string>("3\r\n:\n\n\r\n");
         if (now >= last_rx_ + cfg.sse_heartbeat) {
             last_rx_ = now;
-            push(Out{heartbeat, 0, true});
+            push(heartbeat, true);
         }
         schedule();
         return;
@@ -426,7 +420,7 @@ void WsConn::on_timeout()
     }
     if (cfg.ping_interval.count() > 0 && !ping_out_ && now >= last_rx_ + cfg.ping_interval) {
         ping_out_ = true;
-        push(Out{make_frame(Opcode::ping, {}), 0, true});
+        push(make_frame(Opcode::ping, {}), true);
     }
     if (cfg.idle_timeout.count() > 0 && now >= last_rx_ + cfg.idle_timeout) {
         log::info("ws", remote_ + ": connection " + format_id(id_) + ": nothing received for " +

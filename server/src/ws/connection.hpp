@@ -1,9 +1,9 @@
 // One WebSocket connection after its handshake (internal to server/; docs/architecture.md, "WebSockets").
 // Lean by design, because idle connections are the common case: no coroutine frame while idle (the read
 // wait is a plain completion handler), reads go into the loop's shared scratch buffer (a partial frame's
-// bytes are the only per-connection buffer), and the send queue holds shared frames, allocated only while
-// something waits to be written. Events for PHP (message, close) run one at a time per connection, in order,
-// on a coroutine that exists only while there are events.
+// bytes are the only per-connection buffer), and the send queue (ws/outbox.hpp) holds shared frames,
+// allocated only while something waits to be written. Events for PHP (message, close) run one at a time per
+// connection, in order, on a coroutine that exists only while there are events.
 #pragma once
 
 #include "ferry/conf/config.hpp"
@@ -12,6 +12,7 @@
 #include "ws/budget.hpp"
 #include "ws/frame.hpp"
 #include "ws/hub.hpp"
+#include "ws/outbox.hpp"
 #include "ws/slab.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -43,14 +44,17 @@ struct WsStats {
 // What one loop's WebSocket connections share.
 struct WsLoop {
     WsLoop(SharedState &s, const conf::WebsocketsConfig &c, pool::Pool &p, Publisher &pub, WsBudgets &b)
-        : st(s), cfg(c), pool(p), publisher(pub), budgets(b)
+        : st(s), cfg(c), pool(p), publisher(pub),
+          budgets(b), send_limits{static_cast<std::size_t>(c.max_queue_messages),
+                                  static_cast<std::size_t>(c.max_queue_bytes), c.overflow}
     {
     }
     SharedState &st;
     const conf::WebsocketsConfig &cfg;
     pool::Pool &pool; // the websockets workers
     Publisher &publisher;
-    WsBudgets &budgets; // server-wide: messages received in part, send queues
+    WsBudgets &budgets;               // server-wide: messages received in part, send queues
+    const Outbox::Limits send_limits; // every connection's send queue (cfg's, read once)
     Hub hub;
     Slab slab;                 // the connections and their pending waits (slab.hpp says why)
     std::vector<char> scratch; // every connection of the loop reads into it (64 KiB, made at the first read)
@@ -111,11 +115,6 @@ private:
     // Events for PHP beyond these stop the reading of this connection until the worker catches up.
     static constexpr std::size_t max_events = 64;
 
-    struct Out {
-        std::shared_ptr<const std::string> frame;
-        std::size_t offset; // bytes of it already written
-        bool control;
-    };
     struct Ev {
         bool close = false;
         bool binary = false;
@@ -123,18 +122,13 @@ private:
         std::string payload; // message bytes, or the close reason
     };
 
-    // What exists only while something is in flight (messages to write, events for PHP).
+    // What exists only while events for PHP wait or run.
     struct Busy {
-        std::vector<Out> queue; // [head, size) waits to be written
-        std::size_t head = 0, queued_bytes = 0;
         std::vector<Ev> events; // for PHP, in order
         std::size_t event_bytes = 0;
     };
     Busy &busy();
-    std::size_t pending_out() const;
     void release_busy();
-    void drop_queue();
-    void unqueue(std::size_t n); // n bytes left the send queue (and the server-wide budget)
 
     void arm_read();
     void on_readable(const error_code &ec);
@@ -144,7 +138,9 @@ private:
     void queue_event(Ev e);
     void fail(std::uint16_t code, std::string_view why);
     void abort_with(std::uint16_t code, std::string_view why); // our close frame (if not sent), then end()
-    void push(Out o);
+    // Queues a frame (control: close, ping, pong, a heartbeat) and writes what the socket takes; the outbox's
+    // overflow is logged and acted on here.
+    void push(std::shared_ptr<const std::string> frame, bool control);
     void flush();
     void arm_write();
     void schedule();
@@ -168,6 +164,7 @@ private:
     std::string remote_, data_;
     FrameParser parser_;
     std::vector<Hub::Membership> memberships_;
+    Outbox outbox_;
     std::unique_ptr<Busy> busy_;
     steady::time_point last_rx_, close_deadline_;
     steady::time_point msg_since_{}; // the read that left a message (or frame) in part; {}: none is
