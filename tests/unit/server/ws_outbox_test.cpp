@@ -54,84 +54,85 @@ struct Pair {
     }
 };
 
+// An outbox with its budget (0: no limit) and limits (max_bytes 1 GiB unless given).
+struct Box {
+    Box(std::size_t max_messages, Overflow overflow, std::uint64_t budget_limit = 0)
+        : budget(budget_limit), limits{max_messages, 1u << 30, overflow}, box(budget, limits)
+    {
+    }
+    ByteBudget budget;
+    Outbox::Limits limits;
+    Outbox box;
+};
+
 } // namespace
 
 TEST(Outbox, WritesInOrderAndGivesEverythingBackWhenDrained)
 {
-    ByteBudget budget(0);
-    Outbox::Limits limits{10, 1 << 20, Overflow::drop_oldest};
-    Outbox box(budget, limits);
+    Box b(10, Overflow::drop_oldest);
     Pair p;
-    box.push(frame('a'), false);
-    box.push(frame('b'), true);
-    EXPECT_EQ(box.pending(), 2u);
-    EXPECT_EQ(budget.used(), 200u);
-    EXPECT_GT(box.memory(), 0u);
-    EXPECT_EQ(box.write_to(p.ours), Outbox::Written::drained);
+    b.box.push(frame('a'), false);
+    b.box.push(frame('b'), true);
+    EXPECT_EQ(b.box.pending(), 2u);
+    EXPECT_EQ(b.budget.used(), 200u);
+    EXPECT_GT(b.box.memory(), 0u);
+    EXPECT_EQ(b.box.write_to(p.ours), Outbox::Written::drained);
     EXPECT_EQ(p.read_all(), std::string(100, 'a') + std::string(100, 'b'));
-    EXPECT_EQ(box.pending(), 0u);
-    EXPECT_EQ(box.memory(), 0u) << "an idle connection holds no queue";
-    EXPECT_EQ(budget.used(), 0u);
+    EXPECT_EQ(b.box.pending(), 0u);
+    EXPECT_EQ(b.box.memory(), 0u) << "an idle connection holds no queue";
+    EXPECT_EQ(b.budget.used(), 0u);
 }
 
 TEST(Outbox, DropOldestAtTheConnectionsLimitKeepsControlFrames)
 {
-    ByteBudget budget(0);
-    Outbox::Limits limits{3, 1 << 20, Overflow::drop_oldest};
-    Outbox box(budget, limits);
-    box.push(frame('a'), false);
-    box.push(frame('p'), true); // a ping: never dropped
-    box.push(frame('b'), false);
-    auto r = box.push(frame('c'), false); // 3 waiting: the oldest message goes
+    Box b(3, Overflow::drop_oldest);
+    b.box.push(frame('a'), false);
+    b.box.push(frame('p'), true); // a ping: never dropped
+    b.box.push(frame('b'), false);
+    auto r = b.box.push(frame('c'), false); // 3 waiting: the oldest message goes
     EXPECT_EQ(r.result, Outbox::Pushed::queued);
     EXPECT_EQ(r.dropped, 1u);
     EXPECT_FALSE(r.by_budget);
-    EXPECT_EQ(box.pending(), 3u);
+    EXPECT_EQ(b.box.pending(), 3u);
     Pair p;
-    EXPECT_EQ(box.write_to(p.ours), Outbox::Written::drained);
+    EXPECT_EQ(b.box.write_to(p.ours), Outbox::Written::drained);
     EXPECT_EQ(p.read_all(), std::string(100, 'p') + std::string(100, 'b') + std::string(100, 'c'));
-    EXPECT_EQ(budget.used(), 0u);
+    EXPECT_EQ(b.budget.used(), 0u);
 }
 
 TEST(Outbox, ControlFramesGoInPastTheLimits)
 {
-    ByteBudget budget(0);
-    Outbox::Limits limits{1, 1 << 20, Overflow::close};
-    Outbox box(budget, limits);
-    box.push(frame('a'), false);
-    auto r = box.push(frame('x'), true);
+    Box b(1, Overflow::close);
+    b.box.push(frame('a'), false);
+    auto r = b.box.push(frame('x'), true);
     EXPECT_EQ(r.result, Outbox::Pushed::queued);
-    EXPECT_EQ(box.pending(), 2u);
+    EXPECT_EQ(b.box.pending(), 2u);
 }
 
 TEST(Outbox, CloseAtTheLimitEmptiesTheQueueAndSaysWhatWaited)
 {
-    ByteBudget budget(0);
-    Outbox::Limits limits{2, 1 << 20, Overflow::close};
-    Outbox box(budget, limits);
-    box.push(frame('a'), false);
-    box.push(frame('b'), false);
-    auto r = box.push(frame('c'), false);
+    Box b(2, Overflow::close);
+    b.box.push(frame('a'), false);
+    b.box.push(frame('b'), false);
+    auto r = b.box.push(frame('c'), false);
     EXPECT_EQ(r.result, Outbox::Pushed::overflow);
     EXPECT_EQ(r.messages, 2u);
     EXPECT_EQ(r.bytes, 200u);
-    EXPECT_EQ(box.pending(), 0u);
-    EXPECT_EQ(budget.used(), 0u);
+    EXPECT_EQ(b.box.pending(), 0u);
+    EXPECT_EQ(b.budget.used(), 0u);
 }
 
 TEST(Outbox, TheServerWideBudgetDropsTheNewMessageWhenNothingOlderCanGo)
 {
-    ByteBudget budget(150); // one frame fits
-    Outbox::Limits limits{100, 1 << 20, Overflow::drop_oldest};
-    Outbox box(budget, limits);
-    box.push(frame('a'), false); // an empty queue always takes one
-    auto r = box.push(frame('b'), false);   // over the budget: 'a' goes, then 'b' fits
+    Box b(100, Overflow::drop_oldest, 150);
+    b.box.push(frame('a'), false);          // an empty queue always takes one
+    auto r = b.box.push(frame('b'), false); // over the budget: 'a' goes, then 'b' fits
     EXPECT_EQ(r.result, Outbox::Pushed::queued);
     EXPECT_TRUE(r.by_budget);
     EXPECT_EQ(r.dropped, 1u);
-    EXPECT_EQ(budget.used(), 100u);
-    ByteBudget full(50); // nothing fits: the new one is dropped
-    Outbox box2(full, limits);
+    EXPECT_EQ(b.budget.used(), 100u);
+    Box full(100, Overflow::drop_oldest, 50); // nothing fits: the new one is dropped
+    Outbox &box2 = full.box;
     box2.push(frame('a'), false);
     auto r2 = box2.push(frame('b'), false);
     EXPECT_EQ(r2.result, Outbox::Pushed::dropped_new);
@@ -143,21 +144,19 @@ TEST(Outbox, TheServerWideBudgetDropsTheNewMessageWhenNothingOlderCanGo)
 
 TEST(Outbox, AHalfWrittenFrameIsNeverCut)
 {
-    ByteBudget budget(0);
-    Outbox::Limits limits{2, 1 << 30, Overflow::drop_oldest};
-    Outbox box(budget, limits);
+    Box b(2, Overflow::drop_oldest);
     Pair p;
     int small = 4096;
     ::setsockopt(p.ours, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-    box.push(frame('a', 1 << 20), false); // far more than the socket takes
-    ASSERT_EQ(box.write_to(p.ours), Outbox::Written::blocked);
-    box.push(frame('b'), false);
-    auto r = box.push(frame('c'), false); // at the limit: 'b' goes, the half-written 'a' stays
+    b.box.push(frame('a', 1 << 20), false); // far more than the socket takes
+    ASSERT_EQ(b.box.write_to(p.ours), Outbox::Written::blocked);
+    b.box.push(frame('b'), false);
+    auto r = b.box.push(frame('c'), false); // at the limit: 'b' goes, the half-written 'a' stays
     EXPECT_EQ(r.dropped, 1u);
     std::string got;
-    for (int i = 0; i < 10000 && box.pending() > 0; ++i) {
+    for (int i = 0; i < 10000 && b.box.pending() > 0; ++i) {
         got += p.read_all();
-        if (box.write_to(p.ours) == Outbox::Written::failed)
+        if (b.box.write_to(p.ours) == Outbox::Written::failed)
             break;
     }
     got += p.read_all();
@@ -166,14 +165,12 @@ TEST(Outbox, AHalfWrittenFrameIsNeverCut)
 
 TEST(Outbox, AGonePeerIsAFailedWrite)
 {
-    ByteBudget budget(0);
-    Outbox::Limits limits{10, 1 << 20, Overflow::drop_oldest};
-    Outbox box(budget, limits);
+    Box b(10, Overflow::drop_oldest);
     Pair p;
     ::close(p.theirs);
     p.theirs = -1;
-    box.push(frame('a'), false);
-    EXPECT_EQ(box.write_to(p.ours), Outbox::Written::failed);
-    box.clear();
-    EXPECT_EQ(budget.used(), 0u);
+    b.box.push(frame('a'), false);
+    EXPECT_EQ(b.box.write_to(p.ours), Outbox::Written::failed);
+    b.box.clear();
+    EXPECT_EQ(b.budget.used(), 0u);
 }
