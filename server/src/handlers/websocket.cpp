@@ -12,8 +12,6 @@
 #include "ws/handshake.hpp"
 
 #include <algorithm>
-#include <boost/json.hpp>
-#include <charconv>
 
 namespace ferry::server::detail {
 namespace {
@@ -66,19 +64,8 @@ public:
         build_request_context(ctx, req, remote, st_.default_host);
         if (!proxies_.empty())
             proxies_.apply(req, ctx);
-        ctx.attributes = {{"ferry.ws.event", "open"}, {"ferry.ws.id", ws::format_id(id)}};
-        std::uint64_t last_event_id = 0;
-        if (sse) {
-            // What the client asks for (?topic=a&topic=b); it reads only the topics PHP joins it to.
-            boost::json::array topics;
-            for (auto &t : query_values(req.target, "topic"))
-                topics.emplace_back(t);
-            ctx.attributes.emplace_back("ferry.ws.transport", "sse");
-            ctx.attributes.emplace_back("ferry.sse.topics", boost::json::serialize(topics));
-            std::string_view last = req.header("Last-Event-ID");
-            ctx.attributes.emplace_back("ferry.sse.last_event_id", std::string(last));
-            std::from_chars(last.data(), last.data() + last.size(), last_event_id);
-        }
+        const std::uint64_t last_event_id = ws::add_open_event(
+            ctx, id, sse, req.target, sse ? req.header("Last-Event-ID") : std::string_view());
         pool::Reply reply;
         co_await loop_.pool.exec(ctx, pool::BodyRef{}, reply, pool::Client{ex.transport.native_handle()},
                                  st_.loop);

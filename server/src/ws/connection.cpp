@@ -22,25 +22,6 @@ constexpr auto close_wait = std::chrono::seconds(2); // for the client's close f
 
 } // namespace
 
-std::string format_id(std::uint64_t id)
-{
-    return std::to_string(id >> 40) + "." + std::to_string(id & ((std::uint64_t(1) << 40) - 1));
-}
-
-std::uint64_t parse_id(std::string_view s)
-{
-    auto dot = s.find('.');
-    if (dot == std::string_view::npos)
-        return 0;
-    std::uint64_t loop = 0, n = 0;
-    auto [p1, e1] = std::from_chars(s.data(), s.data() + dot, loop);
-    auto [p2, e2] = std::from_chars(s.data() + dot + 1, s.data() + s.size(), n);
-    if (e1 != std::errc() || e2 != std::errc() || p1 != s.data() + dot || p2 != s.data() + s.size() ||
-        loop == 0 || loop >= (1u << 20) || n >= (std::uint64_t(1) << 40))
-        return 0;
-    return (loop << 40) | n;
-}
-
 std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payload)
 {
     return std::make_shared<const std::string>(encode_frame(op, payload));

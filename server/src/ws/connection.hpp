@@ -10,6 +10,7 @@
 #include "ferry/pool/pool.hpp"
 #include "transport/transport.hpp"
 #include "ws/budget.hpp"
+#include "ws/events.hpp"
 #include "ws/frame.hpp"
 #include "ws/hub.hpp"
 #include "ws/outbox.hpp"
@@ -67,8 +68,6 @@ struct WsLoop {
     void close_all();
 };
 
-std::string format_id(std::uint64_t id);       // "1.42": loop and number
-std::uint64_t parse_id(std::string_view text); // 0 when not an id
 std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payload);
 
 class WsConn : public std::enable_shared_from_this<WsConn> {
@@ -115,13 +114,7 @@ private:
     // Events for PHP beyond these stop the reading of this connection until the worker catches up.
     static constexpr std::size_t max_events = 64;
 
-    struct Ev {
-        bool close = false;
-        bool binary = false;
-        std::uint16_t code = 0;
-        std::string payload; // message bytes, or the close reason
-    };
-
+    using Ev = Event; // ws/events.hpp
     // What exists only while events for PHP wait or run.
     struct Busy {
         std::vector<Ev> events; // for PHP, in order

@@ -1,5 +1,6 @@
-// WsConn's events for PHP: queued per connection, run one at a time on a coroutine that exists while there
-// are events; a worker's actions applied (docs/architecture.md, "WebSockets").
+// WsConn's events for PHP (ws/events.hpp builds them): queued per connection, run one at a time on a
+// coroutine that exists while there are events; a worker's actions applied (docs/architecture.md,
+// "WebSockets").
 #include "ws/connection.hpp"
 
 #include "ferry/base/log.hpp"
@@ -52,27 +53,9 @@ awaitable<void> WsConn::pump(std::shared_ptr<WsConn> self)
 awaitable<void> WsConn::run_event(Ev &e)
 {
     relay::RequestContext ctx;
-    ctx.remote_addr = remote_;
-    ctx.protocol = "HTTP/1.1";
-    ctx.method = "POST";
-    ctx.uri = "http://" + loop_.st.default_host + (sse_ ? loop_.cfg.sse_path : loop_.cfg.path);
-    ctx.attributes.reserve(5);
-    ctx.attributes.emplace_back("ferry.ws.event", e.close ? "close" : "message");
-    ctx.attributes.emplace_back("ferry.ws.id", format_id(id_));
-    ctx.attributes.emplace_back("ferry.ws.data", data_);
-    if (sse_)
-        ctx.attributes.emplace_back("ferry.ws.transport", "sse");
-    if (e.close) {
-        ctx.attributes.emplace_back("ferry.ws.code", std::to_string(e.code));
-        ctx.attributes.emplace_back("ferry.ws.reason", e.payload);
-    } else {
-        ctx.attributes.emplace_back("ferry.ws.type", e.binary ? "binary" : "text");
-    }
-    pool::BodyRef body;
-    if (!e.close) {
-        body.memory = e.payload;
-        body.size = e.payload.size();
-    }
+    event_context(ctx, e, id_, data_, sse_, remote_,
+                  "http://" + loop_.st.default_host + (sse_ ? loop_.cfg.sse_path : loop_.cfg.path));
+    const pool::BodyRef body = event_body(e);
     pool::Reply reply;
     co_await loop_.pool.exec(ctx, body, reply, pool::Client{}, loop_.st.loop);
     const std::string out = co_await reply.collect();
