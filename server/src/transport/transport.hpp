@@ -1,6 +1,8 @@
 // One client connection's byte stream (internal to server/): the socket, its place in the loop's connection
-// list and timer wheel, and the one write path every response takes. Handlers and the HTTP session reach
-// the client only through it, so a TLS stream later changes this type alone.
+// list and timer wheel, and the one write path every HTTP response takes. Handlers and the HTTP session
+// reach the client only through it. A connection that becomes a WebSocket or an event stream leaves it
+// (take_socket): from then on it reads in ws::WsConn::on_readable and writes in ws::Outbox::write_to, the
+// two other places a TLS stream must reach until they go through this type too (issue 44's open step).
 #pragma once
 
 #include "ferry/base/io.hpp"
