@@ -1,6 +1,6 @@
 // The reply exec() gives (ferry/pool/pool.hpp, Reply), pulled by its caller: a stream with a 103 and a PING,
-// one finished before its end (STOP, drained), bodies copied, handed over or held in the worker's buffer within
-// the body budget, a request body read from a file.
+// one finished before its end (STOP, drained), bodies copied, handed over or held in the worker's buffer
+// within the body budget, a request body read from a file.
 #include "pool_test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -140,4 +140,3 @@ TEST(Pool, ABodyInAFileReachesTheWorker)
     });
     ::close(fd);
 }
-
