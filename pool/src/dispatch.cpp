@@ -209,6 +209,9 @@ awaitable<void> Shard::pull(Reply *r)
 
 void Shard::settle(const WorkerPtr &w, bool ended)
 {
+    // The caller is done with its client: the descriptor may be closed and reused from now on, so the
+    // supervisor asks it nothing more (client_gone_ttl).
+    w->exec.client = -1;
     if (ended) {
         settled(w, exchange.finish(*w));
         return;

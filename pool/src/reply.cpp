@@ -3,6 +3,8 @@
 // worker's own loop, posted there when that is another loop than the caller's.
 #include "shard.hpp"
 
+#include "ferry/base/log.hpp"
+
 #include <boost/asio/post.hpp>
 
 #include <utility>
@@ -61,10 +63,21 @@ awaitable<void> Reply::next()
 awaitable<std::string> Reply::collect()
 {
     std::string all;
+    // A stream is joined up to what one frame may carry (Options::max_frame_payload): a worker that streams
+    // without end must not grow the server's memory without end.
+    const std::size_t max = shard_ ? shard_->opt.max_frame_payload : ~std::size_t(0);
     while (outcome == Outcome::ok && informational()) {
         co_await next();
     }
     while (outcome == Outcome::ok) {
+        if (body_.size() > max - all.size()) {
+            outcome = Outcome::bad_response;
+            message = "worker " + std::to_string(worker_pid) + " streamed more than " + std::to_string(max) +
+                      " bytes (the largest frame it may send) for an answer that is read whole";
+            log::error("pool", message);
+            all.clear();
+            break; // finish() stops the stream
+        }
         all.append(body_.data(), body_.size());
         if (!more_)
             break;

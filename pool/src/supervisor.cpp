@@ -258,11 +258,11 @@ void Supervisor::tick(std::chrono::milliseconds period)
         // exec.started is the tick before the request began: one period less is a lower bound of how long it
         // has run, so no request is cut early (late by at most two periods, a quarter of the limit).
         auto ran = std::chrono::duration_cast<milliseconds>(now - w->exec.started) - period;
-        // Its client left (and the answer is not a stream, which the client's leaving stops by itself): the
-        // work goes to nobody. It may finish within client_gone_ttl (PHP code that must end what it began);
-        // past that, the worker is replaced rather than kept from every other client.
-        if (opt_.client_gone_ttl.count() > 0 && !w->exec.streaming && w->exec.client >= 0 &&
-            peer_left(w->exec.client)) {
+        // Its client left: the work goes to nobody. It may finish within client_gone_ttl (PHP code that must
+        // end what it began); past that, the worker is replaced rather than kept from every other client. A
+        // stream that goes on is stopped sooner (its next write fails, STOP); one that sends nothing more is
+        // ended here, or it would hold its worker for good.
+        if (opt_.client_gone_ttl.count() > 0 && w->exec.client >= 0 && peer_left(w->exec.client)) {
             if (w->exec.client_left_at == clock::time_point{})
                 w->exec.client_left_at = now;
             else if (now - w->exec.client_left_at >= opt_.client_gone_ttl) {

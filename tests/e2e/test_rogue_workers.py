@@ -281,6 +281,24 @@ class ClientGoneTest(unittest.TestCase):
                 self.assertIn("/hang?s=600", log)
                 self.assertNotIn(hung, srv.workers())
 
+    def test_a_stalled_stream_whose_client_left_is_ended(self):
+        # A stream's client that leaves is noticed when a write fails; a stream that sends nothing more has no
+        # write to fail, so the supervisor asks: past client_gone_ttl its worker is killed and replaced.
+        import socket
+        srv = self.start({"client_gone_ttl": "500ms"})
+        [hung] = srv.workers()
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s.sendall(b"GET /stream-hang?s=600 HTTP/1.1\r\nHost: a\r\n\r\n")
+        head = Reader(s).read_head()
+        self.assertEqual(head[1], 200)  # the head and first chunk are out: a stream, exec_ttl is over for it
+        s.close()
+        self.assertTrue(srv.wait_for_log("its client left", 10), srv.stderr()[-3000:])
+        self.assertIn(f"worker {hung}: its client left", srv.stderr())
+        self.assertIn("/stream-hang?s=600", srv.stderr())
+        self.assertTrue(wait_until(lambda: hung not in srv.workers() and len(srv.workers()) == 1, 10))
+        status, body = body_of(srv, "/after", timeout=10)
+        self.assertEqual(status, 200)
+
     def test_off_keeps_the_old_behaviour(self):
         srv = self.start({"client_gone_ttl": "0s", "exec_ttl": "0s"})
         [hung] = srv.workers()

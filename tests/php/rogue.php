@@ -8,6 +8,7 @@
 //   /half                half a frame header on stdout, then hangs (a stuck worker)
 //   /many-headers?n=N    N response headers; /big-header?kb=N: one header of N KiB
 //   /hang?s=N            no answer for N seconds (default 60)
+//   /stream-hang?s=N     a streamed response's head and first chunk, then nothing for N seconds
 //   /spam-stderr?mb=N    N MiB to stderr, then an answer
 //   /child               starts `sleep 600` in the background (a child of the worker), answers its pid
 //   anything else        {"path": ..., "pid": ...}
@@ -79,6 +80,13 @@ while (($f = $relay->receive()) !== null) {
     if ($path === '/hang') {
         sleep((int) ($query['s'] ?? 60));
         respond(200, 'woke up');
+        continue;
+    }
+    if ($path === '/stream-hang') {
+        $head = json_encode(['status' => 200, 'headers' => ['Content-Type' => ['text/plain']]]);
+        $relay->send(Frame::pack(0, $head . "first chunk\n", [strlen($head)], Frame::STREAM));
+        sleep((int) ($query['s'] ?? 60));
+        $relay->send(Frame::pack(0, $head . "woke up\n", [strlen($head)]));
         continue;
     }
     if ($path === '/spam-stderr') {

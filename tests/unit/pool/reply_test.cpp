@@ -140,3 +140,32 @@ TEST(Pool, ABodyInAFileReachesTheWorker)
     });
     ::close(fd);
 }
+
+// An answer read whole (a WebSocket event's actions) from a worker that streams on: joined only up to what
+// one frame may carry, then bad_response, nothing kept, the stream stopped (STOP) — the worker drained, not
+// killed, and it serves the next request.
+TEST(Pool, AStreamReadWholeIsBoundedByTheFrameLimit)
+{
+    asio::io_context io;
+    auto o = options("stream.php");
+    o.max_frame_payload = 10 * 1024; // /stream-long sends 50 chunks of 1 KiB
+    pool::Pool p(host(), io, o);
+    run(io, [&]() -> awaitable<void> {
+        EXPECT_TRUE(started(co_await p.start()));
+        pool::Reply r;
+        auto ctx = request("/stream-long");
+        co_await p.exec(ctx, {}, r);
+        const std::string all = co_await r.collect();
+        EXPECT_EQ(r.outcome, pool::Outcome::bad_response);
+        EXPECT_NE(r.message.find("streamed more than 10240 bytes"), std::string::npos) << r.message;
+        EXPECT_TRUE(all.empty());
+        EXPECT_FALSE(r.holds_worker());
+        pool::Reply again;
+        auto ctx2 = request("/x");
+        co_await p.exec(ctx2, {}, again);
+        EXPECT_EQ(co_await again.collect(), "one\ntwo\nthree\nfour\nfive\n");
+        EXPECT_EQ(again.worker_pid, r.worker_pid) << "stopped, not killed";
+        EXPECT_EQ(p.spawned_total(), 1u);
+        co_await p.shutdown();
+    });
+}

@@ -73,9 +73,9 @@ struct Options {
     // A request running longer gets 504, its worker killed (0 = off). A streamed response is timed until its
     // head (the stream itself goes on while its client reads; a client that leaves stops it).
     std::chrono::milliseconds exec_ttl{60000};
-    // A request whose client has left (reset or closed, seen by the supervisor's tick) and that is not a
-    // streamed response may run this much longer; then its worker is killed and replaced (0 = until
-    // exec_ttl).
+    // A request whose client has left (reset or closed, seen by the supervisor's tick) may run this much
+    // longer; then its worker is killed and replaced (0 = until exec_ttl). A stream that still sends is
+    // stopped before (its next write fails: STOP); one that sends nothing more ends here.
     std::chrono::milliseconds client_gone_ttl{10000};
     std::chrono::milliseconds exec_warn{30000}; // a request running longer is logged once (0 = off)
     // Soft limits (pool/src/supervisor.hpp): a worker past one is replaced, its replacement first, a busy one
@@ -164,7 +164,8 @@ public:
     void finish();
     // The whole body as one string, a stream's chunks joined and informational heads skipped (an answer
     // that is read, not relayed: a WebSocket event's actions); then finish(). A failure mid-way sets
-    // `outcome`.
+    // `outcome`; so does a stream longer than one frame may be (Options::max_frame_payload: bad_response,
+    // the stream stopped).
     awaitable<std::string> collect();
     // Gives back a copy buffer a large answer grew (an idle connection).
     void release_memory();
