@@ -56,7 +56,7 @@ struct AcceptedFd {
 // by its own thread only), and its session starts.
 void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
 {
-    tcp::socket sock(lr->io);
+    StreamSocket sock(lr->io);
     error_code ec;
     sock.assign(protocol, accepted.fd, ec);
     if (ec) {
@@ -70,7 +70,7 @@ void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
 
 } // namespace
 
-awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock)
+awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock)
 {
     ++lr->state.sessions;
     try {
@@ -119,7 +119,7 @@ awaitable<void> accept_handoff(Runtime *rt)
 awaitable<void> accept_own(LoopRuntime *lr)
 {
     for (;;) {
-        auto [ec, sock] = co_await lr->acceptor->async_accept(nothrow);
+        auto [ec, sock] = co_await lr->acceptor->async_accept(lr->io, nothrow);
         if (ec) {
             if (!co_await accept_failed(*lr->acceptor, ec))
                 co_return;

@@ -112,7 +112,7 @@ struct Runtime {
 };
 
 // A connection's session on its loop, from accept to close.
-awaitable<void> run_session(LoopRuntime *lr, tcp::socket sock);
+awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock);
 // http.accept: handoff (on loop 0, into the least loaded loop) and reuseport (each loop its own socket).
 awaitable<void> accept_handoff(Runtime *rt);
 awaitable<void> accept_own(LoopRuntime *lr);

@@ -72,8 +72,7 @@ awaitable<void> tick(LoopRuntime *lr)
                 return;
             }
             c.timed_out = true;
-            error_code ec;
-            c.socket->cancel(ec);
+            c.stream->cancel();
         });
     }
 }
@@ -109,7 +108,7 @@ awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
     lr->state.draining = true;
     for (Conn *c : lr->state.connections.list)
         if (c->idle)
-            c->socket->cancel(ignored);
+            c->stream->cancel();
     if (lr->ws)
         lr->ws->drain(); // WebSockets say goodbye (1001) and end when their clients answer
     co_await sessions_ended(lr, deadline);
@@ -119,9 +118,8 @@ awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
 // On each loop, once the workers are stopped: closes what is left.
 awaitable<unsigned> close_loop(LoopRuntime *lr)
 {
-    error_code ignored;
     for (Conn *c : lr->state.connections.list)
-        c->socket->close(ignored);
+        c->stream->close();
     if (lr->ws)
         lr->ws->close_all();
     lr->stopping = true;

@@ -52,6 +52,6 @@ struct SharedState {
 };
 
 // Serves one client connection until it closes.
-awaitable<void> http_session(SharedState &state, tcp::socket socket);
+awaitable<void> http_session(SharedState &state, StreamSocket socket);
 
 } // namespace ferry::server::detail

@@ -136,10 +136,9 @@ public:
         if (!co_await ex.transport.flush(out))
             co_return After::close; // the client left while PHP decided (its close event never comes)
         std::string early(ex.parser.take_buffered());
-        if (auto conn = take_over(ex, id, false)) {
-            conn->apply(*actions);
-            conn->start(early);
-        }
+        auto conn = take_over(ex, id, false);
+        conn->apply(*actions);
+        conn->start(early);
         co_return After::ended;
     }
 
@@ -160,8 +159,6 @@ private:
         if (!co_await ex.transport.flush(out))
             co_return After::close;
         auto conn = take_over(ex, id, true);
-        if (!conn)
-            co_return After::ended;
         conn->apply(actions);
         if (after > 0) { // Last-Event-ID: what the kept history of its topics has after it
             std::vector<std::string> topics;
@@ -173,21 +170,11 @@ private:
         co_return After::ended;
     }
 
-    // The session lets the socket go; it moves onto a plain io_context executor (ws::WsSocket: smaller, and
-    // so is each wait) and becomes a connection of the loop. Null (logged) when the socket is unusable.
+    // The session lets the stream go; it becomes a connection of the loop.
     std::shared_ptr<ws::WsConn> take_over(Exchange &ex, std::uint64_t id, bool sse)
     {
-        const std::string remote = ex.transport.remote();
-        tcp::socket taken = ex.transport.take_socket();
-        error_code ec;
-        const auto protocol = taken.local_endpoint(ec).protocol();
-        ws::WsSocket sock(st_.io);
-        sock.assign(protocol, taken.release(ec), ec);
-        if (ec) {
-            log::error("ws", remote + ": cannot take the connection over: " + ec.message());
-            return nullptr;
-        }
-        return ws::WsConn::make(loop_, std::move(sock), id, remote, sse);
+        std::string remote = ex.transport.remote();
+        return ws::WsConn::make(loop_, ex.transport.take_stream(), id, std::move(remote), sse);
     }
 
     static std::string_view target_path(std::string_view target)

@@ -74,7 +74,7 @@ void log_parse_error(const std::string &remote, const HttpParser &parser)
 
 } // namespace
 
-awaitable<void> http_session(SharedState &st, tcp::socket sock)
+awaitable<void> http_session(SharedState &st, StreamSocket sock)
 {
     const auto &http = st.config.http;
     Transport tr(st.connections, std::move(sock), http.write_timeout);

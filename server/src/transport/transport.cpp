@@ -1,31 +1,22 @@
+// One client connection as HTTP sees it: deadlines, the write path with its progress timeout, files, close.
 #include "transport.hpp"
 
 #include "ferry/base/log.hpp"
-#include "ferry/base/peer.hpp"
 
-#include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/sendfile.h>
-#include <sys/socket.h>
+#include <array>
 
 namespace ferry::server::detail {
 
-Transport::Transport(Connections &conns, tcp::socket socket, conf::Duration write_timeout)
-    : conns_(conns), socket_(std::move(socket)), write_timeout_(write_timeout)
+Transport::Transport(Connections &conns, StreamSocket socket, conf::Duration write_timeout)
+    : conns_(conns), stream_(std::move(socket)), write_timeout_(write_timeout)
 {
-    conn_.socket = &socket_;
+    conn_.stream = &stream_;
     registered_ = conns_.list.insert(conns_.list.end(), &conn_);
-    error_code ec;
-    socket_.set_option(tcp::no_delay(true), ec);
-    socket_.non_blocking(true, ec); // write_all_fast() writes to it directly
-    if (auto ep = socket_.remote_endpoint(ec); !ec)
-        remote_ = ep.address().to_string();
+    remote_ = stream_.remote_address();
 }
 
 Transport::~Transport()
@@ -34,29 +25,58 @@ Transport::~Transport()
         conns_.wheel.remove(conn_);
         conns_.list.erase(registered_);
     }
-    error_code ec;
-    socket_.close(ec);
+    stream_.close();
 }
 
-tcp::socket Transport::take_socket()
+Stream Transport::take_stream()
 {
     if (registered_flag_) {
         conns_.wheel.remove(conn_);
         conns_.list.erase(registered_);
         registered_flag_ = false;
     }
-    return std::move(socket_);
+    return std::move(stream_);
 }
 
-awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs)
+// The common case, a write the socket takes at once, costs one writev and no wait (Boost 1.81 has no
+// immediate completion: an Asio write would post its completion and cost a scheduler round).
+awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs, bool more)
 {
-    for (const auto &b : bufs)
-        sent_ += b.size();
-    error_code ec = co_await write_all_fast(socket_, bufs, [this] { arm(write_timeout_); });
-    disarm();
-    if (ec && conn_.timed_out)
-        log_write_timeout();
-    co_return !ec;
+    std::array<iovec, 4> iov;
+    const std::size_t n = std::min(bufs.size(), iov.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        iov[i].iov_base = const_cast<void *>(bufs[i].data());
+        iov[i].iov_len = bufs[i].size();
+    }
+    std::size_t first = 0;
+    bool ok = false;
+    for (;;) {
+        Io r = stream_.write(std::span<const iovec>(iov.data() + first, n - first), more);
+        if (r.status == Io::failed)
+            break;
+        if (r.status == Io::done) {
+            sent_ += r.n;
+            std::size_t done = r.n;
+            while (first < n && done >= iov[first].iov_len)
+                done -= iov[first++].iov_len;
+            if (first == n) {
+                ok = true;
+                break;
+            }
+            iov[first].iov_base = static_cast<char *>(iov[first].iov_base) + done;
+            iov[first].iov_len -= done;
+            r.status = Io::wait_write; // a partial write: the socket's buffer is full
+        }
+        arm(write_timeout_);
+        auto [ec] = co_await stream_.async_wait(r.status, nothrow);
+        if (ec) {
+            if (conn_.timed_out)
+                log_write_timeout();
+            break;
+        }
+    }
+    disarm(); // as every write ends: the caller arms its next read's deadline
+    co_return ok;
 }
 
 void Transport::log_write_timeout() const
@@ -71,24 +91,8 @@ awaitable<bool> Transport::flush(std::string &out, bool more)
 {
     if (out.empty())
         co_return true;
-    bool ok;
-    ssize_t w = -1;
-    if (more) {
-        do {
-            w = ::send(socket_.native_handle(), out.data(), out.size(), MSG_MORE | MSG_NOSIGNAL);
-        } while (w < 0 && errno == EINTR);
-    }
-    if (w >= 0 && static_cast<std::size_t>(w) == out.size()) {
-        sent_ += out.size();
-        ok = true;
-    } else if (w < 0 && more && errno != EAGAIN && errno != EWOULDBLOCK) {
-        ok = false;
-    } else {
-        std::size_t done = w > 0 ? static_cast<std::size_t>(w) : 0;
-        sent_ += done;
-        std::array<asio::const_buffer, 1> b{asio::buffer(out.data() + done, out.size() - done)};
-        ok = co_await write(b);
-    }
+    std::array<asio::const_buffer, 1> b{asio::buffer(out)};
+    const bool ok = co_await write(b, more);
     out.clear();
     if (out.capacity() > 1024 * 1024)
         std::string().swap(out);
@@ -105,29 +109,27 @@ awaitable<Transport::Sent> Transport::send_file(int fd, std::uint64_t offset, st
     // tcp_nopush): measured on 1 MiB files, p99 36 → 29 ms. Small bodies need no cork (MSG_MORE on the
     // head is enough) and would pay two more system calls.
     const bool corked = count >= 256 * 1024;
-    set_cork(corked);
+    if (corked)
+        stream_.set_cork(true);
     while (count > 0) {
-        ssize_t n = ::sendfile(socket_.native_handle(), fd, &off,
-                               static_cast<std::size_t>(std::min(count, per_call)));
-        if (n > 0) {
-            sent_ += static_cast<std::uint64_t>(n);
-            count -= static_cast<std::uint64_t>(n);
-            since_yield += static_cast<std::uint64_t>(n);
+        Io r = stream_.send_file(fd, off, static_cast<std::size_t>(std::min(count, per_call)));
+        if (r.status == Io::done) {
+            if (r.n == 0)
+                co_return Sent::file_short; // the connection closes: whatever is corked does not matter
+            sent_ += r.n;
+            count -= r.n;
+            since_yield += r.n;
             if (since_yield >= fair_share && count > 0) {
                 since_yield = 0;
-                co_await asio::post(socket_.get_executor(), asio::use_awaitable);
+                co_await asio::post(stream_.get_executor(), asio::use_awaitable);
             }
             continue;
         }
-        if (n == 0)
-            co_return Sent::file_short; // the connection closes: whatever is corked does not matter
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (r.status == Io::failed || r.status == Io::eof)
             co_return Sent::client_gone;
         since_yield = 0;
         arm(write_timeout_);
-        auto [ec] = co_await socket_.async_wait(tcp::socket::wait_write, nothrow);
+        auto [ec] = co_await stream_.async_wait(r.status, nothrow);
         disarm();
         if (ec && conn_.timed_out)
             log_write_timeout();
@@ -135,34 +137,13 @@ awaitable<Transport::Sent> Transport::send_file(int fd, std::uint64_t offset, st
             co_return Sent::client_gone;
     }
     if (corked)
-        set_cork(false); // sends the last partial segment now
+        stream_.set_cork(false); // sends the last partial segment now
     co_return Sent::all;
-}
-
-void Transport::set_cork(bool on)
-{
-    if (!on && !corked_)
-        return;
-    int v = on ? 1 : 0;
-    ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &v, sizeof v);
-    corked_ = on;
-}
-
-bool Transport::client_gone()
-{
-    return peer_reset(socket_.native_handle());
-}
-
-bool Transport::client_left()
-{
-    return peer_left(socket_.native_handle());
 }
 
 awaitable<void> Transport::shut_down(bool linger, std::span<char> scratch)
 {
-    error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
-    if (!linger || ec)
+    if (!stream_.shutdown_send() || !linger)
         co_return;
     arm(std::chrono::seconds(2));
     std::size_t drained = 0;

@@ -1,15 +1,14 @@
-// One client connection's byte stream (internal to server/): the socket, its place in the loop's connection
-// list and timer wheel, and the one write path every HTTP response takes. Handlers and the HTTP session
-// reach the client only through it. A connection that becomes a WebSocket or an event stream leaves it
-// (take_socket): from then on it reads in ws::WsConn::on_readable and writes in ws::Outbox::write_to, the
-// two other places a TLS stream must reach until they go through this type too (issue 44's open step).
+// One client connection as HTTP sees it (internal to server/): its byte stream (transport/stream.hpp), its
+// place in the loop's connection list and timer wheel, and the one write path every HTTP response takes.
+// Handlers and the HTTP session reach the client only through it. A connection that becomes a WebSocket or
+// an event stream takes the Stream with it (take_stream): every byte a client sends or receives still goes
+// through Stream, the one place a TLS stream changes.
 #pragma once
 
 #include "ferry/base/io.hpp"
 #include "ferry/conf/config.hpp"
 #include "timer_wheel.hpp"
-
-#include <boost/asio/ip/tcp.hpp>
+#include "transport/stream.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -19,12 +18,10 @@
 
 namespace ferry::server::detail {
 
-using tcp = asio::ip::tcp;
-
 // One per open connection. Its deadline lives in the loop's timer wheel: when it passes, the ticker
-// cancels the socket's pending operation and sets `timed_out`.
+// cancels the stream's pending operation and sets `timed_out`.
 struct Conn : WheelEntry {
-    tcp::socket *socket = nullptr;
+    Stream *stream = nullptr;
     void (*expire)(Conn &) = nullptr; // set: the ticker calls it instead (a WebSocket's own timeouts)
     bool idle = true;                 // waiting for the first byte of a request
     bool timed_out = false;
@@ -39,14 +36,14 @@ struct Connections {
 class Transport {
 public:
     // Registers the connection; `write_timeout` bounds every write's wait for progress.
-    Transport(Connections &conns, tcp::socket socket, conf::Duration write_timeout);
+    Transport(Connections &conns, StreamSocket socket, conf::Duration write_timeout);
     ~Transport(); // unregisters and closes
     Transport(const Transport &) = delete;
     Transport &operator=(const Transport &) = delete;
 
     const std::string &remote() const { return remote_; } // the peer's address, "" if unknown
     // The socket's descriptor, for questions that read nothing (pool::Client: has the client left?).
-    int native_handle() { return socket_.native_handle(); }
+    int native_handle() { return stream_.native_handle(); }
     Conn &conn() { return conn_; }
     // Bytes handed to the socket so far (the access log's and /metrics' response sizes).
     std::uint64_t sent() const { return sent_; }
@@ -58,13 +55,10 @@ public:
 
     // Reads what has arrived into `buf` (at least one byte): yields {error, bytes}. Not a coroutine: no
     // frame of its own per read.
-    auto read_some(std::span<char> buf)
-    {
-        return socket_.async_read_some(asio::buffer(buf.data(), buf.size()), nothrow);
-    }
+    auto read_some(std::span<char> buf) { return stream_.async_read_some(buf); }
     // Writes all of `bufs` (at most 4); the write timeout counts from the last progress, so a slow but
-    // moving download is never cut. False when the client is gone or stalled.
-    awaitable<bool> write(std::span<const asio::const_buffer> bufs);
+    // moving download is never cut. False when the client is gone or stalled. `more`: see flush().
+    awaitable<bool> write(std::span<const asio::const_buffer> bufs, bool more = false);
     // Writes and empties `out` (and gives back its memory if a large response grew it). `more`: a body
     // follows at once (send_file), so the kernel may hold a small head to fill a segment with it (MSG_MORE).
     awaitable<bool> flush(std::string &out, bool more = false);
@@ -74,32 +68,30 @@ public:
     // timeout from the last progress). After every `fair_share` bytes in a row it lets the loop run other
     // connections first. file_short: the file ended early (truncated while sent): the caller must close.
     awaitable<Sent> send_file(int fd, std::uint64_t offset, std::uint64_t count);
-    // A protocol switch (WebSocket) takes the socket over: it leaves this loop's connection list and wheel
-    // here (its new owner registers it again); the Transport then holds nothing.
-    tcp::socket take_socket();
+    // A protocol switch (WebSocket, an event stream) takes the stream over: it leaves this loop's connection
+    // list and wheel here (its new owner registers it again); the Transport then holds nothing.
+    Stream take_stream();
     // The client reset the connection (a FIN, a half-close, is not "gone").
-    bool client_gone();
+    bool client_gone() { return stream_.peer_reset(); }
     // client_gone(), or the client closed its side (a FIN with nothing unread before it): nobody will read an
     // answer (nginx's 499). One recv(MSG_PEEK) that takes nothing.
-    bool client_left();
+    bool client_left() { return stream_.peer_left(); }
     // Sends FIN. With `linger`, then reads and drops what the client still sends (at most 4 MiB, 2 s) so
     // that closing with unread input does not reset the connection and destroy the answer before the
     // client reads it (nginx's lingering close). `scratch` is any free memory to read into.
     awaitable<void> shut_down(bool linger, std::span<char> scratch);
 
 private:
-    void set_cork(bool on);
     // A write that made no progress for write_timeout: one line at info (nginx: "client timed out").
     void log_write_timeout() const;
 
     Connections &conns_;
-    tcp::socket socket_;
+    Stream stream_;
     Conn conn_;
     std::list<Conn *>::iterator registered_;
     conf::Duration write_timeout_;
     std::string remote_;
     std::uint64_t sent_ = 0;
-    bool corked_ = false;
     bool registered_flag_ = true;
 };
 

@@ -27,10 +27,10 @@ std::shared_ptr<const std::string> make_frame(Opcode op, std::string_view payloa
     return std::make_shared<const std::string>(encode_frame(op, payload));
 }
 
-std::shared_ptr<WsConn> WsConn::make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote,
+std::shared_ptr<WsConn> WsConn::make(WsLoop &loop, Stream stream, std::uint64_t id, std::string remote,
                                      bool sse)
 {
-    return std::allocate_shared<WsConn>(SlabAllocator<WsConn>(&loop.slab), loop, std::move(socket), id,
+    return std::allocate_shared<WsConn>(SlabAllocator<WsConn>(&loop.slab), loop, std::move(stream), id,
                                         std::move(remote), sse);
 }
 
@@ -50,13 +50,14 @@ void WsLoop::close_all()
                             std::to_string(stats.protocol_errors) + " protocol error(s)");
 }
 
-WsConn::WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse)
-    : loop_(loop), socket_(std::move(socket)), id_(id), remote_(std::move(remote)),
+WsConn::WsConn(WsLoop &loop, Stream stream, std::uint64_t id, std::string remote, bool sse)
+    : loop_(loop), stream_(std::move(stream)), id_(id), remote_(std::move(remote)),
       parser_(Limits{loop.cfg.max_message_size, false, &loop.budgets.assembly}),
       outbox_(loop.budgets.send_queue, loop.send_limits)
 {
     sse_ = sse;
     conn_.self = this;
+    conn_.stream = &stream_;
     conn_.expire = [](Conn &c) { static_cast<Timer &>(c).self->on_timeout(); };
     ++loop_.st.sessions;
     loop_.hub.add(this);
@@ -70,8 +71,7 @@ WsConn::~WsConn()
     if (registered_in_hub_)
         loop_.hub.remove(this);
     loop_.st.connections.wheel.remove(conn_);
-    error_code ec;
-    socket_.close(ec);
+    stream_.close();
     ++loop_.stats.closed;
     loop_.st.session_ended();
 }
@@ -117,10 +117,10 @@ void WsConn::arm_read()
     if (reading_ || dead() || paused_)
         return;
     reading_ = true;
-    socket_.async_wait(
-        tcp::socket::wait_read,
-        asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
-                             [self = shared_from_this()](const error_code &ec) { self->on_readable(ec); }));
+    stream_.async_wait(read_wait_, asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
+                                                        [self = shared_from_this()](const error_code &ec) {
+                                                            self->on_readable(ec);
+                                                        }));
 }
 
 void WsConn::on_readable(const error_code &ec)
@@ -140,25 +140,26 @@ void WsConn::on_readable(const error_code &ec)
     }
     if (loop_.scratch.empty())
         loop_.scratch.resize(scratch_size);
-    const int fd = socket_.native_handle();
+    read_wait_ = Io::wait_read;
     for (unsigned i = 0; i < reads_per_wakeup && !dead(); ++i) {
-        ssize_t n = ::recv(fd, loop_.scratch.data(), loop_.scratch.size(), MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        const Io r = stream_.read({loop_.scratch.data(), loop_.scratch.size()});
+        if (r.blocked()) {
+            read_wait_ = r.status; // a TLS stream may have to write before it reads again
             break;
-        if (n <= 0) { // EOF or a reset: nothing more can be said
+        }
+        if (r.status != Io::done) { // EOF or a reset: nothing more can be said
             lost();
             return;
         }
+        const auto n = r.n;
         if (sse_)
             continue; // an event stream's client has nothing to say: its bytes are dropped
         last_rx_ = steady::now();
         ping_out_ = false;
         if (ended())
             continue; // lingering: what the client still sends is dropped
-        const bool go_on = feed({loop_.scratch.data(), static_cast<std::size_t>(n)});
-        if (!go_on || static_cast<std::size_t>(n) < loop_.scratch.size())
+        const bool go_on = feed({loop_.scratch.data(), n});
+        if (!go_on || n < loop_.scratch.size())
             break;
     }
     if (dead())
@@ -302,7 +303,7 @@ void WsConn::end(std::uint16_t code, std::string_view reason)
     if (registered_in_hub_) {
         // Not now: end() may run inside the Hub's delivery loop over a topic's members. Until then
         // push() takes no message (ended()).
-        asio::post(socket_.get_executor(), [self = shared_from_this()] {
+        asio::post(stream_.get_executor(), [self = shared_from_this()] {
             if (self->registered_in_hub_) {
                 self->loop_.hub.remove(self.get());
                 self->registered_in_hub_ = false;
@@ -329,9 +330,7 @@ void WsConn::shutdown_socket()
         // close_wait (nginx's lingering close): closing with unread input would reset the connection and
         // could destroy our close frame before the client reads it.
         set_phase(Phase::lingering);
-        error_code ec;
-        socket_.shutdown(tcp::socket::shutdown_send, ec);
-        if (!ec) {
+        if (stream_.shutdown_send()) {
             schedule();
             arm_read();
             return;
@@ -354,8 +353,7 @@ void WsConn::finish()
         return;
     set_phase(Phase::dead);
     loop_.st.connections.wheel.cancel(conn_);
-    error_code ec;
-    socket_.close(ec);
+    stream_.close();
     outbox_.clear();
     parser_.discard();
 }

@@ -31,10 +31,6 @@ namespace ferry::server::detail::ws {
 
 struct Action;
 
-// A connection's socket bound to its loop's io_context directly: its executor is a pointer, where
-// tcp::socket's any_io_executor takes 48 bytes in the socket and again in every pending operation.
-using WsSocket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
-
 struct WsStats {
     std::uint64_t opened = 0, closed = 0;
     std::uint64_t dropped = 0;         // messages dropped by a full send queue (overflow: drop_oldest)
@@ -74,9 +70,10 @@ class WsConn : public std::enable_shared_from_this<WsConn> {
 public:
     // `sse`: a server-sent events stream (its response head already written): it gets the SSE form of
     // text messages, heartbeats instead of pings, and reads nothing.
-    WsConn(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote, bool sse = false);
+    // `stream`: what the HTTP side hands over (Transport::take_stream).
+    WsConn(WsLoop &loop, Stream stream, std::uint64_t id, std::string remote, bool sse = false);
     // The way connections are made: in the loop's slab.
-    static std::shared_ptr<WsConn> make(WsLoop &loop, WsSocket socket, std::uint64_t id, std::string remote,
+    static std::shared_ptr<WsConn> make(WsLoop &loop, Stream stream, std::uint64_t id, std::string remote,
                                         bool sse = false);
     bool sse() const { return sse_; }
     // Queues what was encoded earlier (the history of its topics, at an SSE resume).
@@ -135,7 +132,7 @@ private:
     // overflow is logged and acted on here.
     void push(std::shared_ptr<const std::string> frame, bool control);
     void flush();
-    void arm_write();
+    void arm_write(Io::Status wait);
     void schedule();
     void end(std::uint16_t code, std::string_view reason); // the connection is over: tell PHP, close
     void shutdown_socket(); // after the last write: FIN, then a short lingering read
@@ -151,7 +148,7 @@ private:
     };
 
     WsLoop &loop_;
-    WsSocket socket_;
+    Stream stream_;
     Timer conn_;
     std::uint64_t id_;
     std::string remote_, data_;
@@ -172,6 +169,7 @@ private:
         dead,      // the socket is closed; the object goes when the last handler lets it go
     };
     Phase phase_ = Phase::open;
+    Io::Status read_wait_ = Io::wait_read; // what the last read waits for (a TLS stream's read may write)
     bool ended() const { return phase_ >= Phase::ended; }
     bool dead() const { return phase_ == Phase::dead; }
     void set_phase(Phase p)

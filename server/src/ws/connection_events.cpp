@@ -21,7 +21,7 @@ void WsConn::queue_event(Ev e)
         paused_ = true; // the worker is behind: stop reading until it catches up
     if (!pumping_) {
         pumping_ = true;
-        asio::co_spawn(socket_.get_executor(), pump(shared_from_this()), log_exceptions{"ws events"});
+        asio::co_spawn(stream_.get_executor(), pump(shared_from_this()), log_exceptions{"ws events"});
     }
 }
 

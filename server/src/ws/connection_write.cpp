@@ -67,9 +67,12 @@ void WsConn::flush()
 {
     if (dead())
         return;
-    switch (outbox_.write_to(socket_.native_handle())) {
+    switch (outbox_.write_to(stream_)) {
     case Outbox::Written::blocked:
-        arm_write();
+        arm_write(Io::wait_write);
+        return;
+    case Outbox::Written::blocked_reading:
+        arm_write(Io::wait_read);
         return;
     case Outbox::Written::failed:
         outbox_.clear(); // the client is gone: nothing queued can reach it
@@ -82,21 +85,20 @@ void WsConn::flush()
     }
 }
 
-void WsConn::arm_write()
+void WsConn::arm_write(Io::Status wait)
 {
     writing_ = true;
-    socket_.async_wait(tcp::socket::wait_write,
-                       asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
-                                            [self = shared_from_this()](const error_code &ec) {
-                                                self->writing_ = false;
-                                                if (self->dead())
-                                                    return;
-                                                if (ec && ec != asio::error::operation_aborted) {
-                                                    self->lost();
-                                                    return;
-                                                }
-                                                self->flush();
-                                            }));
+    stream_.async_wait(wait, asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
+                                                  [self = shared_from_this()](const error_code &ec) {
+                                                      self->writing_ = false;
+                                                      if (self->dead())
+                                                          return;
+                                                      if (ec && ec != asio::error::operation_aborted) {
+                                                          self->lost();
+                                                          return;
+                                                      }
+                                                      self->flush();
+                                                  }));
 }
 
 } // namespace ferry::server::detail::ws

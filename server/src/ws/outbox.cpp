@@ -1,7 +1,6 @@
 #include "ws/outbox.hpp"
 
 #include <array>
-#include <cerrno>
 #include <sys/uio.h>
 
 namespace ferry::server::detail::ws {
@@ -81,7 +80,7 @@ Outbox::Pushed Outbox::push(std::shared_ptr<const std::string> frame, bool contr
     return r;
 }
 
-Outbox::Written Outbox::write_to(int fd)
+Outbox::Written Outbox::write_to(Stream &stream)
 {
     if (!s_)
         return Written::drained;
@@ -95,14 +94,14 @@ Outbox::Written Outbox::write_to(int fd)
             iov[static_cast<std::size_t>(n)].iov_base = const_cast<char *>(o.frame->data() + o.offset);
             iov[static_cast<std::size_t>(n)].iov_len = o.frame->size() - o.offset;
         }
-        ssize_t w = ::writev(fd, iov.data(), n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        const Io w = stream.write(std::span<const iovec>(iov.data(), static_cast<std::size_t>(n)));
+        if (w.status == Io::wait_write)
             return Written::blocked;
-        if (w < 0)
+        if (w.status == Io::wait_read)
+            return Written::blocked_reading;
+        if (w.status != Io::done)
             return Written::failed;
-        auto left = static_cast<std::size_t>(w);
+        auto left = w.n;
         unqueue(left);
         while (left > 0) {
             Out &o = queue[head];

@@ -3,11 +3,12 @@
 // max_queue_bytes) and the server-wide budget (max_send_queue_memory); past either, the overflow policy
 // applies (drop_oldest: the oldest messages go, then the new one if still no room; close: the waiting
 // messages go and the connection is to be closed with 1008). Control frames (close, ping, pong, an SSE
-// heartbeat) always go in. Written with writev on the non-blocking socket; a frame is never cut. It holds no
-// memory while empty (an idle connection's cost: bench/idle_memory.py). It decides; its connection logs and
-// acts (ws/connection_write.cpp).
+// heartbeat) always go in. Written to the connection's Stream in batches (writev); a frame is never cut. It
+// holds no memory while empty (an idle connection's cost: bench/idle_memory.py). It decides; its connection
+// logs and acts (ws/connection_write.cpp).
 #pragma once
 
+#include "transport/stream.hpp"
 #include "ws/budget.hpp"
 
 #include <cstddef>
@@ -43,12 +44,13 @@ public:
     Pushed push(std::shared_ptr<const std::string> frame, bool control);
 
     enum class Written {
-        drained, // nothing waits any more (the memory is given back)
-        blocked, // the socket takes no more now: wait until it is writable
-        failed,  // the client is gone: nothing queued can reach it
+        drained,         // nothing waits any more (the memory is given back)
+        blocked,         // the stream takes no more now: wait until it is writable
+        blocked_reading, // the stream must read first (a TLS stream's handshake): wait until it is readable
+        failed,          // the client is gone: nothing queued can reach it
     };
-    // Writes what waits to `fd` until the socket takes no more.
-    Written write_to(int fd);
+    // Writes what waits to `stream` until it takes no more.
+    Written write_to(Stream &stream);
 
     std::size_t pending() const { return s_ ? s_->queue.size() - s_->head : 0; } // frames waiting
     std::size_t bytes() const { return s_ ? s_->bytes : 0; }

@@ -232,7 +232,7 @@ struct Server {
     awaitable<void> accept()
     {
         for (;;) {
-            auto [ec, sock] = co_await acceptor.async_accept(nothrow);
+            auto [ec, sock] = co_await acceptor.async_accept(io, nothrow);
             if (ec)
                 co_return;
             asio::co_spawn(io, http_session(state, std::move(sock)), asio::detached);

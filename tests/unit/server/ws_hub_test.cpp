@@ -44,9 +44,9 @@ struct Fixture {
         client.connect(acceptor.local_endpoint());
         tcp::socket server = acceptor.accept();
         peers.push_back(std::move(client));
-        ws::WsSocket s(io);
+        StreamSocket s(io);
         s.assign(tcp::v4(), server.release());
-        return ws::WsConn::make(loop, std::move(s), id, "127.0.0.1");
+        return ws::WsConn::make(loop, Stream(std::move(s)), id, "127.0.0.1");
     }
 };
 

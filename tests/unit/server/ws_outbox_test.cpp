@@ -1,6 +1,6 @@
-// A connection's send queue (ws/outbox.hpp) on its own, over a socketpair: written and drained (the memory
-// and the budget given back), drop_oldest and close at the connection's limits and at the server-wide
-// budget, control frames always taken, a half-written frame never cut, a gone peer reported.
+// A connection's send queue (ws/outbox.hpp) on its own, writing to a Stream over a socketpair: written and
+// drained (the memory and the budget given back), drop_oldest and close at the connection's limits and at the
+// server-wide budget, control frames always taken, a half-written frame never cut, a gone peer reported.
 #include "ws/outbox.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 
 using namespace ferry::server::detail::ws;
 using ferry::conf::Overflow;
+using ferry::server::detail::Stream;
 
 namespace {
 
@@ -24,22 +25,22 @@ std::shared_ptr<const std::string> frame(char c, std::size_t n = 100)
     return std::make_shared<const std::string>(n, c);
 }
 
-// A non-blocking socketpair: `ours` is written, `theirs` read.
+// A socketpair: `ours` is the Stream written (as a connection's), `theirs` the descriptor read.
 struct Pair {
-    int ours = -1, theirs = -1;
-    Pair()
+    ferry::asio::io_context io;
+    int fds[2] = {-1, -1};
+    bool made = ::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0;
+    int theirs = fds[1];
+    Stream ours{adopt(io, fds[0])};
+
+    static ferry::server::detail::StreamSocket adopt(ferry::asio::io_context &io, int fd)
     {
-        int fds[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0) {
-            ours = fds[0];
-            theirs = fds[1];
-            ::fcntl(ours, F_SETFL, ::fcntl(ours, F_GETFL) | O_NONBLOCK);
-        }
+        ferry::server::detail::StreamSocket s(io);
+        s.assign(ferry::server::detail::tcp::v4(), fd);
+        return s;
     }
     ~Pair()
     {
-        if (ours >= 0)
-            ::close(ours);
         if (theirs >= 0)
             ::close(theirs);
     }
@@ -147,7 +148,7 @@ TEST(Outbox, AHalfWrittenFrameIsNeverCut)
     Box b(2, Overflow::drop_oldest);
     Pair p;
     int small = 4096;
-    ::setsockopt(p.ours, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    ::setsockopt(p.ours.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
     b.box.push(frame('a', 1 << 20), false); // far more than the socket takes
     ASSERT_EQ(b.box.write_to(p.ours), Outbox::Written::blocked);
     b.box.push(frame('b'), false);
