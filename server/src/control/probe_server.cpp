@@ -4,14 +4,12 @@
 #include "ferry/base/log.hpp"
 #include "http/response.hpp"
 #include "listener.hpp"
+#include "transport/stream.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 
 namespace ferry::server::detail {
-
-using tcp = asio::ip::tcp;
 
 struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     Impl(asio::io_context &io_, conf::Address a, std::string k, std::string c, ControlListener which,
@@ -31,18 +29,38 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     std::chrono::milliseconds first_byte_timeout;
     ConnSlots slots;
 
-    std::string peer_of(const tcp::socket &sock) const
+    std::string peer_of(const StreamSocket &sock) const
     {
         error_code ec;
         auto ep = sock.remote_endpoint(ec);
         return ec ? component + " client" : ep.address().to_string() + ":" + std::to_string(ep.port());
     }
 
-    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<tcp::socket> sockp,
+    // Writes all of `out` to the client's stream; false if it is gone (or closed by the deadline).
+    static awaitable<bool> write_all(Stream &stream, const std::string &out)
+    {
+        std::size_t done = 0;
+        while (done < out.size()) {
+            iovec v{const_cast<char *>(out.data() + done), out.size() - done};
+            const Io r = stream.write(std::span<const iovec>(&v, 1));
+            if (r.status == Io::done) {
+                done += r.n;
+                continue;
+            }
+            if (!r.blocked())
+                co_return false;
+            auto [ec] = co_await stream.async_wait(r.status, nothrow);
+            if (ec)
+                co_return false;
+        }
+        co_return true;
+    }
+
+    // One request through the client's Stream (transport/stream.hpp: the same byte path as every client's).
+    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<Stream> sockp, std::string peer,
                                  std::shared_ptr<ConnSlots::Lease> lease)
     {
-        tcp::socket &sock = *sockp;
-        const std::string peer = self->peer_of(sock);
+        Stream &sock = *sockp;
         // A first byte within first_byte_timeout, then the whole request within request_timeout.
         auto fired = std::make_shared<bool>(false);
         asio::steady_timer deadline(self->io);
@@ -51,8 +69,7 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
             deadline.async_wait([sockp, fired](const error_code &ec) {
                 if (!ec) {
                     *fired = true;
-                    error_code ignored;
-                    sockp->close(ignored);
+                    sockp->close();
                 }
             });
         };
@@ -66,7 +83,7 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
             auto ev = parser.next();
             if (ev == HttpParser::Event::need_more) {
                 std::span<char> room = parser.prepare();
-                auto [ec, n] = co_await sock.async_read_some(asio::buffer(room.data(), room.size()), nothrow);
+                auto [ec, n] = co_await sock.async_read_some(room);
                 if (ec) {
                     if (*fired && !lease->slot().spoke)
                         self->slots.first_byte_timeout(peer);
@@ -87,9 +104,8 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
                 append_error(out, parser.error_status(), parser.error_message(), false, false);
             else
                 co_await self->answer(out, parser.request());
-            co_await asio::async_write(sock, asio::buffer(out), nothrow);
-            error_code ignored;
-            sock.shutdown(tcp::socket::shutdown_send, ignored);
+            if (co_await write_all(sock, out))
+                sock.shutdown_send();
             break;
         }
         deadline.cancel();
@@ -99,7 +115,7 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     static awaitable<void> accept(std::shared_ptr<Impl> self)
     {
         while (!self->stopped) {
-            auto [ec, sock] = co_await self->acceptor.async_accept(nothrow);
+            auto [ec, sock] = co_await self->acceptor.async_accept(self->io, nothrow);
             if (ec) {
                 if (self->stopped || ec == asio::error::operation_aborted)
                     co_return;
@@ -108,18 +124,16 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
                 co_await t.async_wait(nothrow);
                 continue;
             }
-            const std::string peer = self->peer_of(sock);
-            auto sockp = std::make_shared<tcp::socket>(std::move(sock));
-            std::weak_ptr<tcp::socket> weak = sockp;
+            std::string peer = self->peer_of(sock);
+            auto sockp = std::make_shared<Stream>(std::move(sock));
+            std::weak_ptr<Stream> weak = sockp;
             std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
-                if (auto s = weak.lock()) {
-                    error_code ignored;
-                    s->close(ignored);
-                }
+                if (auto s = weak.lock())
+                    s->close();
             });
             if (!lease)
                 continue; // every slot busy answering: counted and logged; `sockp` closes
-            asio::co_spawn(self->io, serve(self, std::move(sockp), std::move(lease)),
+            asio::co_spawn(self->io, serve(self, std::move(sockp), std::move(peer), std::move(lease)),
                            log_exceptions{self->component.c_str()});
         }
         co_return;

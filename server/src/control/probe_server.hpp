@@ -1,9 +1,9 @@
 // A small HTTP listener for probes and scrapers (internal to server/): the status endpoints and /metrics.
-// One request per connection, parsed by the server's own HTTP parser, answered by a coroutine, then the
-// connection closes. A client that sends no byte within first_byte_timeout, or does not finish its request
-// within 5 s of its first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a
-// new one (control/conn_slots.hpp).
-// Runs on the loop it is given (loops[0]).
+// One request per connection, read and written through the client Stream every connection uses (the one
+// place TLS comes in), parsed by the server's own HTTP parser, answered by a coroutine, then the connection
+// closes. A client that sends no byte within first_byte_timeout, or does not finish its request within 5 s
+// of its first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a new one
+// (control/conn_slots.hpp). Runs on the loop it is given (loops[0]).
 #pragma once
 
 #include "control/conn_slots.hpp"
