@@ -1,14 +1,11 @@
 #include "ferry/pool/descriptors.hpp"
 
-#include <atomic>
 #include <cerrno>
 #include <fstream>
 #include <sys/resource.h>
 
 namespace ferry::pool {
 namespace {
-
-std::atomic<std::uint64_t> worker_soft{0};
 
 std::uint64_t nr_open()
 {
@@ -39,13 +36,7 @@ DescriptorLimit raise_descriptor_limit()
         return out;
     }
     out.soft = target;
-    worker_soft.store(rl.rlim_cur, std::memory_order_relaxed);
     return out;
-}
-
-std::uint64_t worker_descriptor_limit()
-{
-    return worker_soft.load(std::memory_order_relaxed);
 }
 
 } // namespace ferry::pool

@@ -1,7 +1,5 @@
 #include "launch.hpp"
 
-#include "ferry/pool/descriptors.hpp"
-
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -34,8 +32,8 @@ struct Spawn {
     // Every CPU the server may use, once its loops are pinned (CpuPins::spawn_affinity()): the child must not
     // inherit the launching loop's CPUs. nullptr: it inherits them (they are all of them).
     const cpu_set_t *affinity;
-    // The soft RLIMIT_NOFILE the server started with, when it raised its own (worker_descriptor_limit());
-    // rlim_cur 0: the child keeps the server's.
+    // The soft RLIMIT_NOFILE the server started with, when it raised its own (Inherit::nofile); rlim_cur 0:
+    // the child keeps the server's.
     rlimit64 nofile; // prlimit64(2) takes 64-bit fields on every architecture
 };
 
@@ -120,7 +118,7 @@ CloneFn real_clone()
 // page, so each later write by any loop faults: bench/launch.cpp measured fork+exec holding the launching
 // loop 2.2 ms at 8 MiB of RSS, 21 ms at 256 MiB and 52 ms at 1 GiB, against 0.4-0.6 ms for this launch).
 Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
-                  const std::vector<std::string> &env, const int (&fds)[4], const cpu_set_t *affinity)
+                  const std::vector<std::string> &env, const int (&fds)[4], const Inherit &inherit)
 {
     std::vector<char *> argv;
     argv.reserve(args.size() + 2);
@@ -133,11 +131,11 @@ Result<int> spawn(const std::string &exe, const std::vector<std::string> &args,
     for (const auto &e : env)
         envp.push_back(const_cast<char *>(e.c_str()));
     envp.push_back(nullptr);
-    Spawn s{exe.c_str(), argv.data(), envp.data(), {fds[0], fds[1], fds[2], fds[3]},
-            ::getpid(),  0,           affinity,    {}};
-    if (std::uint64_t soft = worker_descriptor_limit(); soft != 0) {
+    Spawn s{exe.c_str(), argv.data(), envp.data(),      {fds[0], fds[1], fds[2], fds[3]},
+            ::getpid(),  0,           inherit.affinity, {}};
+    if (inherit.nofile != 0) {
         ::getrlimit64(RLIMIT_NOFILE, &s.nofile);
-        s.nofile.rlim_cur = static_cast<rlim64_t>(soft);
+        s.nofile.rlim_cur = static_cast<rlim64_t>(inherit.nofile);
     }
 
     void *stack = ::mmap(nullptr, child_stack_size, PROT_READ | PROT_WRITE,
@@ -213,7 +211,7 @@ std::vector<std::string> build_environment(const std::vector<std::string> &extra
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                    const std::vector<std::string> &env, boost::asio::writable_pipe &in,
                    boost::asio::readable_pipe &out, boost::asio::readable_pipe &err, int extra_fd,
-                   const cpu_set_t *affinity)
+                   const Inherit &inherit)
 {
     int p[3][2]; // stdin, stdout, stderr: {read end, write end}
     for (int i = 0; i < 3; ++i)
@@ -223,7 +221,7 @@ Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                 ::close(p[j][0]), ::close(p[j][1]);
             return fail("cannot start " + exe + ": cannot create its pipes: " + why);
         }
-    auto pid = spawn(exe, args, env, {p[0][0], p[1][1], p[2][1], extra_fd}, affinity);
+    auto pid = spawn(exe, args, env, {p[0][0], p[1][1], p[2][1], extra_fd}, inherit);
     ::close(p[0][0]);
     ::close(p[1][1]);
     ::close(p[2][1]);
@@ -243,9 +241,9 @@ Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
 
 Result<int> launch(const std::string &exe, const std::vector<std::string> &args,
                    const std::vector<std::string> &env, int in_fd, int out_fd, int err_fd,
-                   const cpu_set_t *affinity)
+                   const Inherit &inherit)
 {
-    return spawn(exe, args, env, {in_fd, out_fd, err_fd, -1}, affinity);
+    return spawn(exe, args, env, {in_fd, out_fd, err_fd, -1}, inherit);
 }
 
 } // namespace ferry::pool::detail

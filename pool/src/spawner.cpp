@@ -139,7 +139,7 @@ Result<WorkerPtr> Spawner::launch()
 {
     auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload);
     auto pid = detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err,
-                              -1, host_.cpus().spawn_affinity());
+                              -1, inherit());
     if (!pid)
         return pid.error();
     w->pid = *pid;
@@ -148,7 +148,7 @@ Result<WorkerPtr> Spawner::launch()
 
 Result<int> Spawner::launch_on(int in_fd, int out_fd, int err_fd) const
 {
-    return detail::launch(exe_, args_, env_, in_fd, out_fd, err_fd, host_.cpus().spawn_affinity());
+    return detail::launch(exe_, args_, env_, in_fd, out_fd, err_fd, inherit());
 }
 
 bool detail::is_php_cli(const std::string &exe)
@@ -180,7 +180,7 @@ Result<WorkerPtr> Spawner::launch_template(bool php_level)
     w->control_fd = sv[0];
     ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
     auto pid = detail::launch(exe_, args, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err,
-                              sv[1], host_.cpus().spawn_affinity());
+                              sv[1], inherit());
     ::close(sv[1]);
     if (!pid)
         return pid.error();

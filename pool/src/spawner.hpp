@@ -3,9 +3,12 @@
 // says why a worker failed to boot. The pool decides how many workers to start and when.
 #pragma once
 
+#include "affinity.hpp"
 #include "event.hpp"
 #include "ferry/base/result.hpp"
+#include "ferry/pool/host.hpp"
 #include "ferry/pool/pool.hpp"
+#include "launch.hpp"
 #include "worker.hpp"
 
 #include <atomic>
@@ -97,6 +100,12 @@ public:
     bool boot_line_repeated(std::string_view line) { return report_.line_repeated(line); }
 
 private:
+    // What a child takes from the process rather than from the launching thread (the Host's).
+    detail::Inherit inherit() const
+    {
+        return {host_.cpus().spawn_affinity(), host_.worker_descriptor_limit()};
+    }
+
     asio::io_context &io_;
     const Options &opt_;
     const Host &host_;

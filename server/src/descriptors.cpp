@@ -55,7 +55,7 @@ std::uint64_t descriptor_exhaustions(FdUser where)
     return refused[static_cast<std::size_t>(where)].load(std::memory_order_relaxed);
 }
 
-std::uint64_t prepare_descriptor_limit()
+pool::DescriptorLimit prepare_descriptor_limit()
 {
     const pool::DescriptorLimit l = pool::raise_descriptor_limit();
     if (l.error != 0)
@@ -68,7 +68,7 @@ std::uint64_t prepare_descriptor_limit()
                               ")");
     else
         log::info("core", "descriptors: soft limit " + std::to_string(l.soft) + " (the hard limit)");
-    return l.soft;
+    return l;
 }
 
 std::size_t static_cache_capacity(std::uint64_t soft_limit, unsigned loops, unsigned configured)

@@ -2,6 +2,8 @@
 // burst, from any loop (accept, the static file cache). See also ferry/pool/descriptors.hpp for the limit.
 #pragma once
 
+#include "ferry/pool/descriptors.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -19,8 +21,8 @@ constexpr std::uint64_t descriptor_log_interval_ms = 10'000;
 std::uint64_t descriptor_exhaustions(FdUser where);
 
 // At start: raises the soft RLIMIT_NOFILE to the hard one (ferry::pool::raise_descriptor_limit) and logs the
-// figure ("descriptors: soft limit raised from 128 to 4096"). Gives the soft limit in force.
-std::uint64_t prepare_descriptor_limit();
+// figure ("descriptors: soft limit raised from 128 to 4096"). Gives the limits before and now.
+pool::DescriptorLimit prepare_descriptor_limit();
 
 // How many files one loop's static file cache may keep open: http.static.max_open_files, but with all the
 // loops together at most a quarter of the descriptor limit (the rest is for connections and workers' pipes);

@@ -284,7 +284,8 @@ int run(const conf::Config &cfg)
         return 1;
     }
     detail::configure_allocator();
-    const std::uint64_t fd_limit = detail::prepare_descriptor_limit(); // before any worker starts
+    const pool::DescriptorLimit fds = detail::prepare_descriptor_limit(); // before any worker starts
+    const std::uint64_t fd_limit = fds.soft;
     const unsigned n_loops = std::max(1u, cfg.http.io_threads);
     std::vector<std::unique_ptr<detail::Loop>> loops;
     std::vector<asio::io_context *> contexts;
@@ -295,6 +296,7 @@ int run(const conf::Config &cfg)
 
     // What the process has once (its children, its CPUs, its temporary directory), shared by both pools.
     const auto host = std::make_shared<pool::Host>();
+    host->set_worker_descriptor_limit(pool::worker_limit(fds));
     pool::Options popt;
     popt.command = cfg.server.command;
     for (const auto &[k, v] : cfg.server.env)

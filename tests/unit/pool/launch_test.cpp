@@ -311,3 +311,34 @@ TEST(Launch, AnExecFailureIsAnErrorNamingTheCommandAndLeaksNoDescriptor)
     ::unlink(name);
     EXPECT_EQ(open_fd_count(), fds_before);
 }
+
+// The descriptor limit the Host gives (Inherit::nofile) is the child's soft RLIMIT_NOFILE; its hard limit
+// stays the server's. 0 leaves the server's.
+TEST(Launch, TheChildStartsWithTheSoftDescriptorLimitItIsGiven)
+{
+    rlimit own{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &own), 0);
+    ASSERT_GE(own.rlim_max, 200u);
+    auto limits_of = [](std::uint64_t nofile) {
+        boost::asio::io_context io;
+        boost::asio::writable_pipe in(io);
+        boost::asio::readable_pipe out(io), err(io);
+        auto pid = launch("/bin/cat", std::vector<std::string>{"/proc/self/limits"}, build_environment({}),
+                          in, out, err, -1, Inherit{nullptr, nofile});
+        EXPECT_TRUE(pid) << pid.error().message;
+        if (!pid)
+            return std::string();
+        std::string text = read_until(out.native_handle(), "Max realtime timeout");
+        int status = 0;
+        ::waitpid(*pid, &status, 0);
+        auto at = text.find("Max open files");
+        return at == std::string::npos ? text : text.substr(at, text.find('\n', at) - at);
+    };
+    const std::string hard = own.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(own.rlim_max);
+    std::string given = limits_of(200);
+    EXPECT_NE(given.find(" 200 "), std::string::npos) << given;
+    EXPECT_NE(given.find(" " + hard + " "), std::string::npos) << given;
+    std::string kept = limits_of(0);
+    const std::string soft = own.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(own.rlim_cur);
+    EXPECT_NE(kept.find(" " + soft + " "), std::string::npos) << kept;
+}

@@ -16,10 +16,15 @@ struct DescriptorLimit {
 };
 
 // Raises the soft RLIMIT_NOFILE to the hard one (at most /proc/sys/fs/nr_open when the hard one is
-// unlimited) and remembers the one before for workers. Call once, before any worker starts.
+// unlimited). Call once, before any worker starts, and give the Host what workers start with
+// (Host::set_worker_descriptor_limit(worker_limit())).
 DescriptorLimit raise_descriptor_limit();
 
-// The soft RLIMIT_NOFILE workers are started with (0: they inherit the server's).
-std::uint64_t worker_descriptor_limit();
+// The soft limit workers are to start with after `l`: the one before, when it was raised; 0 (they inherit
+// the server's) when nothing changed.
+inline std::uint64_t worker_limit(const DescriptorLimit &l)
+{
+    return l.soft > l.before ? l.before : 0;
+}
 
 } // namespace ferry::pool
