@@ -17,12 +17,12 @@ namespace {
 // After a failed accept (EMFILE and friends): back off instead of spinning, 100 ms as Go's net/http does; the
 // pending connections wait in the listen backlog meanwhile. Logged once per burst. False when the acceptor
 // closed.
-awaitable<bool> accept_failed(tcp::acceptor &acceptor, const error_code &ec)
+awaitable<bool> accept_failed(tcp::acceptor &acceptor, const error_code &ec, DescriptorRefusals &refusals)
 {
     if (ec == asio::error::operation_aborted || !acceptor.is_open())
         co_return false;
     if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
-        descriptors_exhausted(FdUser::accept, ec.value());
+        refusals.exhausted(FdUser::accept, ec.value());
     } else {
         thread_local steady::time_point last_logged{};
         if (const auto now = steady::now(); now - last_logged >= std::chrono::seconds(10)) {
@@ -110,7 +110,7 @@ awaitable<void> accept_handoff(Runtime *rt)
                     adopt(lr, protocol, std::move(accepted));
                 });
         }
-        if (ec && !co_await accept_failed(rt->acceptor, ec))
+        if (ec && !co_await accept_failed(rt->acceptor, ec, rt->loops[0]->state.counters.descriptors))
             co_return;
     }
 }
@@ -121,7 +121,7 @@ awaitable<void> accept_own(LoopRuntime *lr)
     for (;;) {
         auto [ec, sock] = co_await lr->acceptor->async_accept(lr->io, nothrow);
         if (ec) {
-            if (!co_await accept_failed(*lr->acceptor, ec))
+            if (!co_await accept_failed(*lr->acceptor, ec, lr->state.counters.descriptors))
                 co_return;
             continue;
         }

@@ -15,12 +15,6 @@
 namespace ferry::server::detail {
 namespace {
 
-constexpr auto users = static_cast<std::size_t>(FdUser::count_);
-std::atomic<std::uint64_t> refused[users];
-std::atomic<std::uint64_t> refused_total{0};
-std::atomic<std::uint64_t> logged_total{0};        // refused_total at the last log line
-std::atomic<std::int64_t> last_log_ms{-1'000'000}; // steady clock, ms
-
 const char *user_name(FdUser u)
 {
     return u == FdUser::accept ? "accepting connections" : "opening static files";
@@ -28,18 +22,18 @@ const char *user_name(FdUser u)
 
 } // namespace
 
-void descriptors_exhausted(FdUser where, int error)
+void DescriptorRefusals::exhausted(FdUser where, int error)
 {
-    refused[static_cast<std::size_t>(where)].fetch_add(1, std::memory_order_relaxed);
-    const std::uint64_t total = refused_total.fetch_add(1, std::memory_order_relaxed) + 1;
+    refused_[static_cast<std::size_t>(where)].fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t total = total_.fetch_add(1, std::memory_order_relaxed) + 1;
     const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::steady_clock::now().time_since_epoch())
                                  .count();
-    std::int64_t last = last_log_ms.load(std::memory_order_relaxed);
+    std::int64_t last = last_log_ms_.load(std::memory_order_relaxed);
     if (now - last < static_cast<std::int64_t>(descriptor_log_interval_ms) ||
-        !last_log_ms.compare_exchange_strong(last, now, std::memory_order_relaxed))
+        !last_log_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed))
         return; // within the burst already logged, or another thread logs it
-    const std::uint64_t before = logged_total.exchange(total, std::memory_order_relaxed);
+    const std::uint64_t before = logged_total_.exchange(total, std::memory_order_relaxed);
     const long open = open_descriptors();
     log::warn("core", std::string("out of descriptors (") + std::strerror(error) + ") while " +
                           user_name(where) + ": " + std::to_string(total - before) +
@@ -48,11 +42,6 @@ void descriptors_exhausted(FdUser where, int error)
                           std::to_string(descriptor_soft_limit()) +
                           " (static files answer 503 and accepting pauses 100 ms until some close; next "
                           "line in 10 s at the earliest)");
-}
-
-std::uint64_t descriptor_exhaustions(FdUser where)
-{
-    return refused[static_cast<std::size_t>(where)].load(std::memory_order_relaxed);
 }
 
 pool::DescriptorLimit prepare_descriptor_limit()

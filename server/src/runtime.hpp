@@ -30,9 +30,10 @@ class MetricsServer;
 // with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
 struct LoopRuntime {
     LoopRuntime(Loop &io_, unsigned index, const conf::Config &c, pool::Pool &p, Budget &b,
-                std::unique_ptr<StaticHandler> static_files, pool::Pool *ws_pool, ws::Publisher *publisher,
-                ws::WsBudgets *ws_budgets)
-        : io(io_), state(io_, c, b, router), files(std::move(static_files)), php(state, p), ticker(io_)
+                ServerCounters &counters, std::unique_ptr<StaticHandler> static_files, pool::Pool *ws_pool,
+                ws::Publisher *publisher, ws::WsBudgets *ws_budgets)
+        : io(io_), state(io_, c, b, router, counters), files(std::move(static_files)), php(state, p),
+          ticker(io_)
     {
         state.loop = index;
         if (ws_pool) {

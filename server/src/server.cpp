@@ -304,11 +304,15 @@ int run(const conf::Config &cfg)
     apply_pool_config(popt, cfg.http.pool);
     Budget budget(cfg.http.max_body_memory);
     Budget head_budget(cfg.http.max_head_memory); // http.limits.max_head_memory (0: not used)
+    // What the server counts beyond any one loop (control/counters.hpp), and the budgets /metrics shows.
+    detail::ServerCounters counters;
+    counters.limits.body_budget = &budget;
+    counters.limits.head_budget = cfg.http.max_head_memory > 0 ? &head_budget : nullptr;
     popt.budget = &budget;
     popt.pins_loops = true; // the front end's loops go beside the HTTP workers (when pinned)
     // The control plane binds rpc.listen before the workers start: they get its address (RR_RPC).
     Runtime *runtime = nullptr;
-    detail::Control control(*loops[0], cfg, [&runtime] {
+    detail::Control control(*loops[0], cfg, counters.control, [&runtime] {
         if (runtime && !runtime->stop_requested) {
             log::info("core", "stop asked over RPC: finishing requests in flight");
             runtime->stop_requested = true;
@@ -397,18 +401,8 @@ int run(const conf::Config &cfg)
     }
     if (stale.files > 0)
         log::warn("core", "uploads: " + detail::describe(stale) + " (in \"" + temp_dir + "\")");
-    // What /metrics shows of the budgets (control/limit_metrics.hpp), for as long as they live.
-    detail::register_body_budget(&budget);
-    detail::register_head_budget(cfg.http.max_head_memory > 0 ? &head_budget : nullptr);
-    detail::register_uploads(temp_dir, uploads_dir.prefix());
-    struct Unregister {
-        ~Unregister()
-        {
-            detail::register_body_budget(nullptr);
-            detail::register_head_budget(nullptr);
-            detail::register_uploads({}, {});
-        }
-    } unregister;
+    counters.limits.uploads_dir = temp_dir; // ferry_upload_files counts this server's files there
+    counters.limits.uploads_prefix = uploads_dir.prefix();
     std::vector<std::unique_ptr<LoopRuntime>> loop_rts;
     const std::size_t files_per_loop =
         mime ? detail::static_cache_capacity(fd_limit, n_loops, cfg.http.static_files.max_open_files) : 0;
@@ -416,8 +410,8 @@ int run(const conf::Config &cfg)
         std::unique_ptr<detail::StaticHandler> files;
         if (mime)
             files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime,
-                                                            files_per_loop);
-        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, std::move(files),
+                                                            files_per_loop, &counters.descriptors);
+        auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, counters, std::move(files),
                                                 ws_pool.get(), &ws_publisher, &ws_budgets);
         if (lr->ws)
             ws_broadcast.add_loop(
@@ -438,7 +432,7 @@ int run(const conf::Config &cfg)
     rt.control = &control;
     std::optional<detail::StatusServer> status;
     if (cfg.status.enabled) {
-        status.emplace(*loops[0], cfg.status);
+        status.emplace(*loops[0], cfg.status, counters.control);
         if (auto bound = status->bind(); !bound) {
             log::error("core", bound.error().message);
             return 1;
@@ -447,7 +441,7 @@ int run(const conf::Config &cfg)
     }
     std::optional<detail::MetricsServer> metrics;
     if (cfg.metrics.enabled) {
-        metrics.emplace(*loops[0], cfg.metrics);
+        metrics.emplace(*loops[0], cfg.metrics, counters);
         if (auto bound = metrics->bind(); !bound) {
             log::error("core", bound.error().message);
             return 1;

@@ -1,6 +1,7 @@
 // What one event loop's sessions and handlers share (internal to server/); touched by its loop's thread only.
 #pragma once
 
+#include "control/counters.hpp"
 #include "control/metrics.hpp"
 #include "ferry/base/budget.hpp"
 #include "ferry/base/io.hpp"
@@ -18,8 +19,8 @@ namespace ferry::server::detail {
 class Router;
 
 struct SharedState {
-    SharedState(asio::io_context &io_, const conf::Config &c, Budget &b, const Router &r)
-        : io(io_), config(c), budget(b), router(r)
+    SharedState(asio::io_context &io_, const conf::Config &c, Budget &b, const Router &r, ServerCounters &n)
+        : io(io_), config(c), budget(b), router(r), counters(n)
     {
     }
 
@@ -29,6 +30,7 @@ struct SharedState {
     Budget &budget;                // request and response bodies in memory, all connections together
     Budget *head_budget = nullptr; // receive buffers past 8 KiB, all connections (nullptr: no limit)
     const Router &router;          // which handler serves a request
+    ServerCounters &counters;      // server-wide: limits' refusals, descriptor refusals (/metrics)
     std::string temp_dir;          // where request bodies too large for memory go
     std::string upload_prefix = "ferry-upload-"; // upload file names there (UploadsDir::prefix)
     Limits limits;

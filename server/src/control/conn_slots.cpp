@@ -6,10 +6,6 @@ namespace ferry::server::detail {
 
 namespace {
 
-// Written on loops[0] only (load + store, no read-modify-write), read by /metrics there too; atomics keep a
-// scrape from another thread (a test) defined.
-std::atomic<std::uint64_t> closed_counts[control_listeners][close_reasons];
-
 constexpr auto log_every = std::chrono::seconds(10);
 
 } // namespace
@@ -40,12 +36,12 @@ const char *reason_name(CloseReason r)
     return "?";
 }
 
-ControlClosed control_closed()
+ControlClosed ControlCounters::snapshot() const
 {
     ControlClosed out;
     for (unsigned l = 0; l < control_listeners; ++l)
         for (unsigned r = 0; r < close_reasons; ++r)
-            out.n[l][r] = closed_counts[l][r].load(std::memory_order_relaxed);
+            out.n[l][r] = n_[l][r].load(std::memory_order_relaxed);
     return out;
 }
 
@@ -58,15 +54,14 @@ ConnSlots::Lease::~Lease()
     owner_->slots_.erase(it_);
 }
 
-ConnSlots::ConnSlots(ControlListener which, unsigned max, std::string component)
-    : which_(which), max_(max), component_(std::move(component))
+ConnSlots::ConnSlots(ControlCounters &counters, ControlListener which, unsigned max, std::string component)
+    : counters_(counters), which_(which), max_(max), component_(std::move(component))
 {
 }
 
 void ConnSlots::note(CloseReason r, const std::string &what)
 {
-    auto &c = closed_counts[static_cast<unsigned>(which_)][static_cast<unsigned>(r)];
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    counters_.count(which_, r);
     const auto i = static_cast<unsigned>(r);
     const auto now = Clock::now();
     if (now - last_log_[i] < log_every) {

@@ -28,11 +28,24 @@ inline constexpr unsigned control_listeners = 3, close_reasons = 3;
 const char *listener_name(ControlListener l);
 const char *reason_name(CloseReason r);
 
-// Process-wide counters (a plain snapshot for format_metrics).
+// A plain snapshot for format_metrics.
 struct ControlClosed {
     std::uint64_t n[control_listeners][close_reasons] = {};
 };
-ControlClosed control_closed();
+// The control listeners' closes, server-wide (ServerCounters). Written on loops[0] only (load + store, no
+// read-modify-write), read by /metrics there too; atomics keep a scrape from another thread (a test) defined.
+class ControlCounters {
+public:
+    void count(ControlListener l, CloseReason r)
+    {
+        auto &c = n_[static_cast<unsigned>(l)][static_cast<unsigned>(r)];
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    ControlClosed snapshot() const;
+
+private:
+    std::atomic<std::uint64_t> n_[control_listeners][close_reasons] = {};
+};
 
 class ConnSlots {
 public:
@@ -66,7 +79,8 @@ public:
         std::list<Slot>::iterator it_;
     };
 
-    ConnSlots(ControlListener which, unsigned max, std::string component);
+    // `counters`: where its closes are counted (outlives it).
+    ConnSlots(ControlCounters &counters, ControlListener which, unsigned max, std::string component);
     ConnSlots(const ConnSlots &) = delete;
     ConnSlots &operator=(const ConnSlots &) = delete;
 
@@ -79,6 +93,7 @@ public:
 
 private:
     void note(CloseReason r, const std::string &what);
+    ControlCounters &counters_;
     ControlListener which_;
     unsigned max_;
     std::string component_;

@@ -26,12 +26,13 @@ std::string describe_changes(const std::vector<std::string> &files)
 } // namespace
 
 struct Control::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, const conf::Config &c, std::function<void()> s)
-        : io(io_), cfg(c), stop_server(std::move(s)), hup(io_)
+    Impl(asio::io_context &io_, const conf::Config &c, ControlCounters &n, std::function<void()> s)
+        : io(io_), cfg(c), counters(n), stop_server(std::move(s)), hup(io_)
     {
     }
     asio::io_context &io;
     const conf::Config &cfg;
+    ControlCounters &counters;
     std::function<void()> stop_server;
     std::function<std::optional<Result<std::string>>(std::string_view, std::string_view)> extension;
     const Pools *pools = nullptr; // set by start()
@@ -89,8 +90,9 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-Control::Control(asio::io_context &io, const conf::Config &cfg, std::function<void()> stop)
-    : impl_(std::make_shared<Impl>(io, cfg, std::move(stop)))
+Control::Control(asio::io_context &io, const conf::Config &cfg, ControlCounters &counters,
+                 std::function<void()> stop)
+    : impl_(std::make_shared<Impl>(io, cfg, counters, std::move(stop)))
 {
     // SIGHUP is taken from the start: before the workers are ready it resets nothing, but must not end the
     // server (its default action).
@@ -134,7 +136,8 @@ Result<void> Control::bind()
             }(std::move(why));
         return self->reset(std::move(why), std::move(plugin));
     };
-    c.rpc = std::make_unique<RpcServer>(c.io, c.cfg.rpc, std::move(target), rpc_payload_limit(c.cfg));
+    c.rpc =
+        std::make_unique<RpcServer>(c.io, c.cfg.rpc, std::move(target), c.counters, rpc_payload_limit(c.cfg));
     return c.rpc->bind();
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "control/conn_slots.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
@@ -22,7 +23,9 @@ namespace ferry::server::detail {
 class Control {
 public:
     // `stop()` asks for a graceful stop (as SIGTERM does).
-    Control(asio::io_context &io, const conf::Config &cfg, std::function<void()> stop);
+    // `counters`: where the RPC listener's closes are counted (outlives it).
+    Control(asio::io_context &io, const conf::Config &cfg, ControlCounters &counters,
+            std::function<void()> stop);
     ~Control();
     Control(const Control &) = delete;
     Control &operator=(const Control &) = delete;

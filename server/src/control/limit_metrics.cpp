@@ -7,25 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <dirent.h>
-#include <mutex>
 
 namespace ferry::server::detail {
 
-namespace {
-std::atomic<const Budget *> body_budget{nullptr}, head_budget{nullptr};
-std::mutex uploads_mutex;
-std::string uploads_dir, uploads_prefix; // under uploads_mutex
-std::array<std::atomic<std::uint64_t>, static_cast<unsigned>(LimitEvent::count_)> events{};
-
 // This server's upload files now: a scan of the directory at the scrape (rare), never on the request path.
-std::uint64_t upload_files()
+std::uint64_t LimitCounters::upload_files() const
 {
-    std::string dir, prefix;
-    {
-        std::lock_guard lock(uploads_mutex);
-        dir = uploads_dir;
-        prefix = uploads_prefix;
-    }
+    const std::string &dir = uploads_dir, &prefix = uploads_prefix;
     if (dir.empty())
         return 0;
     DIR *d = ::opendir(dir.c_str());
@@ -41,33 +29,10 @@ std::uint64_t upload_files()
     ::closedir(d);
     return n;
 }
-} // namespace
 
-void register_body_budget(const Budget *budget)
+void LimitCounters::format(std::string &out) const
 {
-    body_budget.store(budget);
-}
-
-void register_head_budget(const Budget *budget)
-{
-    head_budget.store(budget);
-}
-
-void register_uploads(const std::string &dir, const std::string &prefix)
-{
-    std::lock_guard lock(uploads_mutex);
-    uploads_dir = dir;
-    uploads_prefix = prefix;
-}
-
-void count_limit(LimitEvent e)
-{
-    events[static_cast<unsigned>(e)].fetch_add(1, std::memory_order_relaxed);
-}
-
-void format_limit_metrics(std::string &out)
-{
-    const Budget *b = body_budget.load();
+    const Budget *b = body_budget;
     family(out, "ferry_body_memory_bytes", "gauge",
            "Request and response body memory held now, all connections (http.limits.max_body_memory).");
     sample(out, "ferry_body_memory_bytes", "", b ? static_cast<double>(b->used()) : 0.0);
@@ -82,7 +47,7 @@ void format_limit_metrics(std::string &out)
            b ? static_cast<double>(b->denied(Budget::Take::over_share)) : 0.0);
     sample(out, "ferry_body_memory_denied_total", "rule=\"spent\"",
            b ? static_cast<double>(b->denied(Budget::Take::spent)) : 0.0);
-    const Budget *h = head_budget.load();
+    const Budget *h = head_budget;
     family(out, "ferry_head_memory_bytes", "gauge",
            "Receive buffers past each connection's first 8 KiB (large heads, pipelined requests) now, all "
            "connections (http.limits.max_head_memory).");
@@ -97,11 +62,11 @@ void format_limit_metrics(std::string &out)
            "over 64 KiB or 1000 lines: 502), slow_body (a body slower than http.limits.min_body_rate: 408), "
            "head_memory (a receive buffer http.limits.max_head_memory could not grow: 503).");
     sample(out, "ferry_limit_refusals_total", "limit=\"response_head\"",
-           static_cast<double>(events[static_cast<unsigned>(LimitEvent::response_head)].load()));
+           static_cast<double>(events(LimitEvent::response_head)));
     sample(out, "ferry_limit_refusals_total", "limit=\"slow_body\"",
-           static_cast<double>(events[static_cast<unsigned>(LimitEvent::slow_body)].load()));
+           static_cast<double>(events(LimitEvent::slow_body)));
     sample(out, "ferry_limit_refusals_total", "limit=\"head_memory\"",
-           static_cast<double>(events[static_cast<unsigned>(LimitEvent::head_memory)].load()));
+           static_cast<double>(events(LimitEvent::head_memory)));
 }
 
 } // namespace ferry::server::detail

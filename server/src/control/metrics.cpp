@@ -191,7 +191,7 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
     return out;
 }
 
-void format_descriptor_metrics(std::string &out)
+void format_descriptor_metrics(std::string &out, const DescriptorRefusals &refusals)
 {
     family(out, "ferry_open_descriptors", "gauge", "File descriptors the server process has open now.");
     sample(out, "ferry_open_descriptors", "", static_cast<double>(open_descriptors()));
@@ -201,17 +201,20 @@ void format_descriptor_metrics(std::string &out)
            "accept(2) and static file opens refused for want of a descriptor (EMFILE, ENFILE): accepting "
            "paused 100 ms, static files answered 503.");
     sample(out, "ferry_descriptor_exhaustion_total", "where=\"accept\"",
-           static_cast<double>(descriptor_exhaustions(FdUser::accept)));
+           static_cast<double>(refusals.count(FdUser::accept)));
     sample(out, "ferry_descriptor_exhaustion_total", "where=\"static\"",
-           static_cast<double>(descriptor_exhaustions(FdUser::static_files)));
+           static_cast<double>(refusals.count(FdUser::static_files)));
 }
 
 struct MetricsServer::Impl {
-    Impl(asio::io_context &io, const conf::MetricsConfig &c)
-        : probe(io, c.address, "metrics.address", "metrics", ControlListener::metrics, c.first_byte_timeout)
+    Impl(asio::io_context &io, const conf::MetricsConfig &c, ServerCounters &n)
+        : probe(io, c.address, "metrics.address", "metrics", ControlListener::metrics, c.first_byte_timeout,
+                n.control),
+          counters(n)
     {
     }
     ProbeServer probe;
+    const ServerCounters &counters;
     std::vector<const HttpStats *> loops;
     const Pools *by_name = nullptr;
     const ws::WsBudgets *ws_budgets = nullptr;
@@ -248,10 +251,10 @@ struct MetricsServer::Impl {
         WsBudgetReport budgets;
         if (ws_budgets)
             budgets = read_ws_budgets(*ws_budgets);
-        std::string body =
-            format_metrics(totals, pools, uptime, control_closed(), ws_budgets ? &budgets : nullptr);
-        format_descriptor_metrics(body);
-        format_limit_metrics(body);
+        std::string body = format_metrics(totals, pools, uptime, counters.control.snapshot(),
+                                          ws_budgets ? &budgets : nullptr);
+        format_descriptor_metrics(body, counters.descriptors);
+        counters.limits.format(body);
         h.content_length = body.size();
         h.keep_alive = false;
         append_head(out, h);
@@ -260,8 +263,8 @@ struct MetricsServer::Impl {
     }
 };
 
-MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg)
-    : impl_(std::make_shared<Impl>(io, cfg))
+MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters)
+    : impl_(std::make_shared<Impl>(io, cfg, counters))
 {
 }
 

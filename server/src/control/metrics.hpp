@@ -7,6 +7,7 @@
 #pragma once
 
 #include "control/conn_slots.hpp"
+#include "control/counters.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
@@ -82,11 +83,12 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
                            const WsBudgetReport *ws = nullptr);
 
 // The process's descriptors: open now, the limit, and the refusals for want of one (descriptors.hpp).
-void format_descriptor_metrics(std::string &out);
+void format_descriptor_metrics(std::string &out, const DescriptorRefusals &refusals);
 
 class MetricsServer {
 public:
-    MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg);
+    // `counters`: the server-wide counters it shows, and where its listener's closes are counted.
+    MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters);
     ~MetricsServer();
     MetricsServer(const MetricsServer &) = delete;
     MetricsServer &operator=(const MetricsServer &) = delete;

@@ -13,9 +13,9 @@ namespace ferry::server::detail {
 
 struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     Impl(asio::io_context &io_, conf::Address a, std::string k, std::string c, ControlListener which,
-         std::chrono::milliseconds first_byte)
+         std::chrono::milliseconds first_byte, ControlCounters &counters)
         : io(io_), addr(std::move(a)), key(std::move(k)), component(std::move(c)), acceptor(io_),
-          first_byte_timeout(first_byte), slots(which, max_connections, component)
+          first_byte_timeout(first_byte), slots(counters, which, max_connections, component)
     {
     }
     static constexpr unsigned max_connections = 64;                  // probes and scrapers do not need more
@@ -141,9 +141,10 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
 };
 
 ProbeServer::ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component,
-                         ControlListener which, std::chrono::milliseconds first_byte_timeout)
+                         ControlListener which, std::chrono::milliseconds first_byte_timeout,
+                         ControlCounters &counters)
     : impl_(std::make_shared<Impl>(io, std::move(address), std::move(key), std::move(component), which,
-                                   first_byte_timeout))
+                                   first_byte_timeout, counters))
 {
 }
 

@@ -24,9 +24,11 @@ public:
     // Appends the whole response to `out`.
     using Answer = std::function<awaitable<void>(std::string &out, const Request &req)>;
 
-    // `key` names the address in errors ("status.address"); `component` is the log's.
+    // `key` names the address in errors ("status.address"); `component` is the log's; closes are counted in
+    // `counters` (outlives it).
     ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component,
-                ControlListener which, std::chrono::milliseconds first_byte_timeout);
+                ControlListener which, std::chrono::milliseconds first_byte_timeout,
+                ControlCounters &counters);
     ~ProbeServer();
     ProbeServer(const ProbeServer &) = delete;
     ProbeServer &operator=(const ProbeServer &) = delete;

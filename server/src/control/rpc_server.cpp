@@ -176,8 +176,10 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
 }
 
 struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, const conf::RpcConfig &c, RpcTarget t, std::size_t max)
-        : io(io_), cfg(c), target(std::move(t)), tcp_acceptor(io_), unix_acceptor(io_), max_payload(max)
+    Impl(asio::io_context &io_, const conf::RpcConfig &c, RpcTarget t, ControlCounters &counters,
+         std::size_t max)
+        : io(io_), cfg(c), target(std::move(t)), tcp_acceptor(io_), unix_acceptor(io_), max_payload(max),
+          slots(counters, ControlListener::rpc, max_connections, "rpc")
     {
     }
     asio::io_context &io;
@@ -187,7 +189,7 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     unix_socket::acceptor unix_acceptor;
     std::string address, unix_path;
     std::size_t max_payload;
-    ConnSlots slots{ControlListener::rpc, max_connections, "rpc"};
+    ConnSlots slots;
     bool stopped = false;
 
     // ---- one connection -----------------------------------------------------------------------
@@ -409,8 +411,8 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
 };
 
 RpcServer::RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target,
-                     std::size_t max_payload)
-    : impl_(std::make_shared<Impl>(io, config, std::move(target), max_payload))
+                     ControlCounters &counters, std::size_t max_payload)
+    : impl_(std::make_shared<Impl>(io, config, std::move(target), counters, max_payload))
 {
 }
 

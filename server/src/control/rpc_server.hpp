@@ -8,6 +8,7 @@
 // needs rpc.allow_remote (and is warned about).
 #pragma once
 
+#include "control/conn_slots.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
@@ -43,8 +44,9 @@ awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view meth
 
 class RpcServer {
 public:
+    // `counters`: where its listener's closes are counted (outlives it).
     RpcServer(asio::io_context &io, const conf::RpcConfig &config, RpcTarget target,
-              std::size_t max_payload = 1 << 20);
+              ControlCounters &counters, std::size_t max_payload = 1 << 20);
     ~RpcServer();
     RpcServer(const RpcServer &) = delete;
     RpcServer &operator=(const RpcServer &) = delete;

@@ -32,9 +32,9 @@ std::vector<std::string> plugins_of(std::string_view target)
 } // namespace
 
 struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io, const conf::StatusConfig &c)
-        : cfg(c),
-          probe(io, c.address, "status.address", "status", ControlListener::status, c.first_byte_timeout)
+    Impl(asio::io_context &io, const conf::StatusConfig &c, ControlCounters &counters)
+        : cfg(c), probe(io, c.address, "status.address", "status", ControlListener::status,
+                        c.first_byte_timeout, counters)
     {
     }
     conf::StatusConfig cfg;
@@ -93,8 +93,8 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-StatusServer::StatusServer(asio::io_context &io, const conf::StatusConfig &cfg)
-    : impl_(std::make_shared<Impl>(io, cfg))
+StatusServer::StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters)
+    : impl_(std::make_shared<Impl>(io, cfg, counters))
 {
 }
 

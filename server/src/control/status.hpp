@@ -4,6 +4,7 @@
 // it every pool counts. One request per connection, parsed by the server's own HTTP parser.
 #pragma once
 
+#include "control/conn_slots.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
@@ -17,7 +18,8 @@ namespace ferry::server::detail {
 
 class StatusServer {
 public:
-    StatusServer(asio::io_context &io, const conf::StatusConfig &cfg);
+    // `counters`: where its listener's closes are counted (outlives it).
+    StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters);
     ~StatusServer();
     StatusServer(const StatusServer &) = delete;
     StatusServer &operator=(const StatusServer &) = delete;

@@ -212,8 +212,8 @@ public:
         } else if (path) {      // the file is sent after the worker is free
             reply_.finish();
             const int status = final_status(reply_.response.status, reply_.worker_pid);
-            const After sent =
-                co_await send_named_file(ex, reply_.response, status, *path, reply_.worker_pid, keep_alive);
+            const After sent = co_await send_named_file(ex, reply_.response, status, *path, reply_.worker_pid,
+                                                        keep_alive, st_.counters.descriptors);
             keep_alive = keep_alive && sent == After::keep_alive;
         } else if (reply_.outcome == pool::Outcome::ok && !reply_.more() && !reply_.holds_worker()) {
             // The common case, written here rather than in a helper coroutine: one coroutine frame less per
@@ -255,7 +255,7 @@ private:
         }
         const Failure f = failure_for(res.outcome, st_.config.http.internal_error_code);
         if (res.outcome == pool::Outcome::bad_response)
-            count_limit(LimitEvent::response_head);
+            st_.counters.limits.count(LimitEvent::response_head);
         // The cause (boot errors, PHP's stderr, pids) is for the log, not for the client; a crash was logged
         // by the pool, an ERROR frame's text by the worker.
         if (res.outcome != pool::Outcome::worker_error && res.outcome != pool::Outcome::worker_crashed)

@@ -53,7 +53,8 @@ std::optional<std::string> take_sendfile(relay::ResponseContext &rc)
 }
 
 awaitable<After> send_named_file(Exchange &ex, const relay::ResponseContext &rc, int status,
-                                 const std::string &path, int worker_pid, bool keep_alive)
+                                 const std::string &path, int worker_pid, bool keep_alive,
+                                 DescriptorRefusals &refusals)
 {
     const bool head_request = ex.request.method == "HEAD";
     const std::string who = "worker " + std::to_string(worker_pid) + ": X-Sendfile \"" + path + "\"";
@@ -74,7 +75,7 @@ awaitable<After> send_named_file(Exchange &ex, const relay::ResponseContext &rc,
     if (file.fd < 0) {
         const int e = errno;
         if (e == EMFILE || e == ENFILE) {
-            descriptors_exhausted(FdUser::static_files, e);
+            refusals.exhausted(FdUser::static_files, e);
             refuse(503, "cannot be opened: no descriptor left");
         } else if (e == ENOENT || e == ENOTDIR) {
             refuse(404, "does not exist");

@@ -5,6 +5,7 @@
 // header Symfony's BinaryFileResponse and others look for); a client's own X-Sendfile-Type never reaches PHP.
 #pragma once
 
+#include "descriptors.hpp"
 #include "handler.hpp"
 
 #include "ferry/relay/context.hpp"
@@ -19,8 +20,9 @@ std::optional<std::string> take_sendfile(relay::ResponseContext &rc);
 
 // Answers ex.request with the file at `path` for the worker's response `rc` (its status and other headers
 // go with it): 404 when there is no such file, 403 when it is not a regular file or not readable, 503 when
-// no descriptor is left, each with a log line naming the worker and the path.
+// no descriptor is left (counted in `refusals`), each with a log line naming the worker and the path.
 awaitable<After> send_named_file(Exchange &ex, const relay::ResponseContext &rc, int status,
-                                 const std::string &path, int worker_pid, bool keep_alive);
+                                 const std::string &path, int worker_pid, bool keep_alive,
+                                 DescriptorRefusals &refusals);
 
 } // namespace ferry::server::detail

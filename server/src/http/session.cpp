@@ -140,7 +140,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
             if (rec) {
                 if (conn.timed_out && !parser.idle()) {
                     if (slow_body) {
-                        count_limit(LimitEvent::slow_body);
+                        st.counters.limits.count(LimitEvent::slow_body);
                         log::info("http", tr.remote() +
                                               ": request body slower than http.limits.min_body_rate (" +
                                               std::to_string(http.min_body_rate) + " bytes/s, " +
@@ -183,7 +183,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
         if (ev == HttpParser::Event::error) {
             log_parse_error(tr.remote(), parser);
             if (parser.buffer_refused())
-                count_limit(LimitEvent::head_memory);
+                st.counters.limits.count(LimitEvent::head_memory);
             if (st.observe)
                 st.http_stats.record_refused(parser.error_status());
             // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be

@@ -116,12 +116,12 @@ StaticFile::~StaticFile()
 }
 
 FileCache::FileCache(int root_fd, const conf::StaticConfig &config, const MimeTypes &mime,
-                     std::size_t max_entries)
+                     std::size_t max_entries, DescriptorRefusals *refusals)
     : root_fd_(root_fd), root_path_(fd_path(root_fd)),
       max_entries_(std::max<std::size_t>(1, max_entries == 0
                                                 ? config.max_open_files
                                                 : std::min<std::size_t>(max_entries, config.max_open_files))),
-      config_(config), mime_(mime)
+      config_(config), mime_(mime), refusals_(refusals)
 {
 }
 
@@ -209,8 +209,8 @@ FoundFile FileCache::open_or_shed(const std::string &rel, const FoundFile *cache
     const int error = errno;
     if (shed(keep) > 0)
         out = open(rel, cached);
-    if (out.kind == FoundFile::Kind::exhausted)
-        descriptors_exhausted(FdUser::static_files, error);
+    if (out.kind == FoundFile::Kind::exhausted && refusals_)
+        refusals_->exhausted(FdUser::static_files, error);
     return out;
 }
 

@@ -6,6 +6,7 @@
 // calls; and when the process runs out of descriptors, the unused ones are given up first.
 #pragma once
 
+#include "descriptors.hpp"
 #include "ferry/conf/config.hpp"
 #include "mime.hpp"
 
@@ -64,9 +65,10 @@ public:
 
     // `root_fd`: the static directory (O_PATH), owned by the caller and open as long as this cache.
     // `max_entries`: at most this many entries (so open descriptors), http.static.max_open_files or less
-    // when the descriptor limit is low (server.cpp sizes it).
+    // when the descriptor limit is low (server.cpp sizes it). `refusals`: where an open refused for want of a
+    // descriptor is counted and logged (null: nowhere).
     FileCache(int root_fd, const conf::StaticConfig &config, const MimeTypes &mime,
-              std::size_t max_entries = 0);
+              std::size_t max_entries = 0, DescriptorRefusals *refusals = nullptr);
 
     // `rel` as StaticPath::rel gives it ("" = the root). The reference is valid until the next find().
     const FoundFile &find(const std::string &rel, clock::time_point now);
@@ -97,6 +99,7 @@ private:
     std::size_t max_entries_;
     const conf::StaticConfig &config_;
     const MimeTypes &mime_;
+    DescriptorRefusals *refusals_;
     std::unordered_map<std::string, Entry> map_;
     std::list<const std::string *> lru_; // keys of map_, most recently used first
     FoundFile uncached_;                 // the result for a path too long to keep

@@ -123,10 +123,10 @@ int open_static_root(const std::string &dir)
 }
 
 StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
-                             std::size_t max_open)
+                             std::size_t max_open, DescriptorRefusals *refusals)
     : config_(config), forbidden_status_(config.on_forbidden == conf::StaticFallback::status),
       missing_status_(config.on_missing == conf::StaticFallback::status),
-      cache_(root_fd, config, mime, max_open)
+      cache_(root_fd, config, mime, max_open, refusals)
 {
     if (!config.cache_control.empty())
         add_header(extra_, "Cache-Control", config.cache_control);

@@ -21,8 +21,9 @@ class StaticHandler final : public Handler {
 public:
     // `root_fd`: http.static.dir opened with O_PATH | O_DIRECTORY, owned by the caller. `max_open`: the file
     // cache's bound (0: http.static.max_open_files), which the server lowers under a low descriptor limit.
+    // `refusals`: FileCache's.
     StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
-                  std::size_t max_open = 0);
+                  std::size_t max_open = 0, DescriptorRefusals *refusals = nullptr);
     std::string_view name() const override { return "static"; }
     // Decides, and keeps the decision for take_decision(): the session asks body_sink() of the chosen
     // handler right after accepts(), with no suspension between, so a served file is looked up once.

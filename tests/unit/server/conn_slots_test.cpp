@@ -11,16 +11,18 @@ using namespace ferry::server::detail;
 
 namespace {
 
+ControlCounters counters; // the server's (ServerCounters::control)
+
 std::uint64_t closed(ControlListener l, CloseReason r)
 {
-    return control_closed().n[static_cast<unsigned>(l)][static_cast<unsigned>(r)];
+    return counters.snapshot().n[static_cast<unsigned>(l)][static_cast<unsigned>(r)];
 }
 
 } // namespace
 
 TEST(ConnSlots, TheOldestIdleMakesRoomSilentOnesFirst)
 {
-    ConnSlots slots(ControlListener::metrics, 3, "test");
+    ConnSlots slots(counters, ControlListener::metrics, 3, "test");
     std::vector<int> closes;
     auto close_of = [&closes](int i) { return [&closes, i] { closes.push_back(i); }; };
     auto a = slots.admit("a", close_of(0));
@@ -49,7 +51,7 @@ TEST(ConnSlots, TheOldestIdleMakesRoomSilentOnesFirst)
 
 TEST(ConnSlots, EveryoneBusyRefusesTheNewOne)
 {
-    ConnSlots slots(ControlListener::rpc, 2, "test");
+    ConnSlots slots(counters, ControlListener::rpc, 2, "test");
     auto a = slots.admit("a", [] {});
     auto b = slots.admit("b", [] {});
     a->busy(true);

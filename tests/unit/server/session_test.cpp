@@ -213,7 +213,8 @@ struct Server {
     Budget budget{1 << 20};
     Router router;
     Loop io;
-    SharedState state{io, config, budget, router};
+    ServerCounters counters;
+    SharedState state{io, config, budget, router, counters};
     tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::address_v4::loopback(), 0)};
 
     void run(const std::function<void(unsigned short)> &client)

@@ -30,7 +30,8 @@ struct Fixture {
     ferry::conf::Config cfg;
     ferry::Budget budget{1 << 20};
     Router router;
-    SharedState st{io, cfg, budget, router};
+    ServerCounters counters;
+    SharedState st{io, cfg, budget, router, counters};
     ferry::pool::Pool pool{std::make_shared<ferry::pool::Host>(), io, ferry::pool::Options{}};
     NoPublisher publisher;
     ws::WsBudgets budgets{cfg.websockets};
