@@ -211,7 +211,8 @@ bool WsConn::handle(const Parsed &r)
             d->exclude = id_;
             d->frame = make_frame(r.type, r.payload);
             if (sse_enabled())
-                prepare_sse(*d, r.payload, r.type == Opcode::binary);
+                prepare_sse(*d, r.payload, r.type == Opcode::binary,
+                            r.type == Opcode::binary ? 0 : loop_.publisher.next_event_id());
             loop_.publisher.publish(std::move(d));
             return true;
         }

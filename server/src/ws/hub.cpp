@@ -9,7 +9,6 @@
 namespace ferry::server::detail::ws {
 
 namespace {
-std::atomic<std::uint64_t> last_event_id{0};
 constexpr std::size_t history_topics_max = 4096;        // topics with a history, at most
 constexpr std::size_t history_topics_bytes_factor = 64; // all topics' history: 64 topics' worth of bytes
 } // namespace
@@ -41,11 +40,11 @@ std::string encode_sse_chunk(std::uint64_t id, std::string_view payload)
     return out;
 }
 
-void prepare_sse(Delivery &d, std::string_view payload, bool binary, bool with_id)
+void prepare_sse(Delivery &d, std::string_view payload, bool binary, std::uint64_t event_id)
 {
     if (binary)
         return; // an event stream carries text only: SSE subscribers do not get binary messages
-    d.event_id = with_id ? last_event_id.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+    d.event_id = event_id;
     d.sse = std::make_shared<const std::string>(encode_sse_chunk(d.event_id, payload));
 }
 

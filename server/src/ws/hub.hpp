@@ -8,6 +8,7 @@
 
 #include "loops/broadcast.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,9 +36,9 @@ struct Delivery {
 };
 using SharedDelivery = std::shared_ptr<const Delivery>;
 
-// Gives a text message its event id and SSE form (once, for every receiver). `with_id`: publishes, which
-// are kept in the topics' history; a send has no id.
-void prepare_sse(Delivery &d, std::string_view payload, bool binary, bool with_id = true);
+// Gives a text message its event id and SSE form (once, for every receiver). `event_id`: a publish's, from
+// Publisher::next_event_id() (kept in the topics' history); 0 for a send, which has none.
+void prepare_sse(Delivery &d, std::string_view payload, bool binary, std::uint64_t event_id);
 // One SSE event as an HTTP chunk ("id: N\ndata: line\n...\n\n"); id 0: none.
 std::string encode_sse_chunk(std::uint64_t id, std::string_view payload);
 
@@ -46,6 +47,12 @@ public:
     virtual ~Publisher() = default;
     // From any loop's thread: delivered to every loop (this one included), in the order published here.
     virtual void publish(SharedDelivery d) = 0;
+    // The id of the next SSE event published (Last-Event-ID resumes from it): one sequence for every loop
+    // this publisher reaches. From any thread.
+    std::uint64_t next_event_id() { return last_event_id_.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+private:
+    std::atomic<std::uint64_t> last_event_id_{0};
 };
 
 // One Ferry process: the cross-loop Broadcast.

@@ -32,7 +32,8 @@ Result<std::vector<std::string>> string_list(const json::object &o, const char *
 }
 
 // The message of Publish / Send as a frame (and an SSE event), encoded once for every receiver.
-Result<void> message_frame(const json::object &o, Delivery &d, bool sse, bool with_id)
+// `ids`: where a published message's SSE event id comes from (null: a message sent to connections has none).
+Result<void> message_frame(const json::object &o, Delivery &d, bool sse, Publisher *ids)
 {
     bool binary = false;
     if (const json::value *b = o.if_contains("binary"); b && b->is_bool())
@@ -66,7 +67,7 @@ Result<void> message_frame(const json::object &o, Delivery &d, bool sse, bool wi
     }
     d.frame = make_frame(binary ? Opcode::binary : Opcode::text, bytes);
     if (sse)
-        prepare_sse(d, bytes, binary, with_id);
+        prepare_sse(d, bytes, binary, ids && !binary ? ids->next_event_id() : 0);
     return {};
 }
 
@@ -103,7 +104,7 @@ std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_vi
         auto topics = string_list(o, "topics");
         if (!topics)
             return fail(topics.error().message);
-        if (auto m = message_frame(o, *d, sse, true); !m)
+        if (auto m = message_frame(o, *d, sse, &publisher); !m)
             return fail(m.error().message);
         d->kind = Delivery::Kind::publish;
         d->topics = std::move(*topics);
@@ -111,7 +112,7 @@ std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_vi
         auto to = ids(o);
         if (!to)
             return fail(to.error().message);
-        if (auto m = message_frame(o, *d, sse, false); !m)
+        if (auto m = message_frame(o, *d, sse, nullptr); !m)
             return fail(m.error().message);
         d->kind = Delivery::Kind::send;
         d->ids = std::move(*to);

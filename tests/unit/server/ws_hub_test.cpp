@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
+
 #include <boost/asio/ip/tcp.hpp>
 
 #include <map>
@@ -169,7 +172,7 @@ TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
         d.kind = ws::Delivery::Kind::publish;
         d.topics = {"t"};
         d.frame = ws::make_frame(ws::Opcode::text, payload);
-        ws::prepare_sse(d, payload, false);
+        ws::prepare_sse(d, payload, false, 100 + static_cast<std::uint64_t>(i));
         ids.push_back(d.event_id);
         hub.deliver(d);
     }
@@ -184,7 +187,7 @@ TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
     b.kind = ws::Delivery::Kind::publish;
     b.topics = {"t"};
     b.frame = ws::make_frame(ws::Opcode::binary, "x");
-    ws::prepare_sse(b, "x", true);
+    ws::prepare_sse(b, "x", true, 7);
     EXPECT_FALSE(b.sse);
     hub.deliver(b);
     EXPECT_EQ(hub.history({"t"}, 0).size(), 2u);
@@ -195,4 +198,28 @@ TEST(WsHub, SseEventsSplitLinesAndCarryTheirId)
     EXPECT_EQ(ws::encode_sse_chunk(7, "a\nb\r\nc\rd"),
               "27\r\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n\r\n");
     EXPECT_EQ(ws::encode_sse_chunk(0, ""), "8\r\ndata: \n\n\r\n");
+}
+
+// SSE event ids are the publisher's sequence (one per server, or per broker later), not the process's: two
+// publishers count apart, each from 1, and ids from one publisher used on several threads never repeat.
+TEST(WsHub, EventIdsAreThePublishersSequence)
+{
+    NoPublisher a, b;
+    EXPECT_EQ(a.next_event_id(), 1u);
+    EXPECT_EQ(a.next_event_id(), 2u);
+    EXPECT_EQ(b.next_event_id(), 1u) << "another server's publisher";
+    std::vector<std::uint64_t> seen[2];
+    std::thread t([&] {
+        for (int i = 0; i < 1000; ++i)
+            seen[1].push_back(a.next_event_id());
+    });
+    for (int i = 0; i < 1000; ++i)
+        seen[0].push_back(a.next_event_id());
+    t.join();
+    std::vector<std::uint64_t> all(seen[0]);
+    all.insert(all.end(), seen[1].begin(), seen[1].end());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "an id given twice";
+    EXPECT_EQ(all.front(), 3u);
+    EXPECT_EQ(all.back(), 2002u);
 }
