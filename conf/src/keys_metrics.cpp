@@ -11,7 +11,8 @@ const schema::Table<MetricsConfig> &metrics()
         {
             address("address", &MetricsConfig::address)
                 .warned(every_interface)
-                .described("Where `GET /metrics` is served; every interface (`:2112`) is warned."),
+                .described("Where `GET /metrics` is served; every interface (`:2112`) is warned. The same "
+                           "address as `status.address`: one listener answers both."),
             duration("first_byte_timeout", &MetricsConfig::first_byte_timeout)
                 .checked(positive_duration)
                 .described("Ferry's own: as `rpc.first_byte_timeout`."),

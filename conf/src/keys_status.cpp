@@ -13,7 +13,8 @@ const schema::Table<StatusConfig> &status()
             address("address", &StatusConfig::address)
                 .warned(every_interface)
                 .described("Where `GET /health` and `GET /ready` (`?plugin=http`) are served; every "
-                           "interface (`:2114`) is warned."),
+                           "interface (`:2114`) is warned. The same address as `metrics.address`: one "
+                           "listener answers both (its connections counted as status's)."),
             integer("unavailable_status_code", &StatusConfig::unavailable_status_code,
                     "an HTTP status code from 400 to 599", 400, 599)
                 .described("The status of a health or readiness answer that says no."),

@@ -1,5 +1,6 @@
 """status.address (RoadRunner's status plugin): /health and /ready, bare and with ?plugin=, flipping when every
-worker is busy and during a stop; unavailable_status_code; bad requests."""
+worker is busy and during a stop; unavailable_status_code; bad requests; one listener shared with /metrics when
+both are on one address."""
 
 import re
 import socket
@@ -95,6 +96,52 @@ class Flips(ServerTestCase):
             srv.start(timeout=5)
         self.assertIn(f"status.address: cannot listen on {HOST}:{port}: Address already in use", srv.stderr())
         self.assertNotIn("boost", srv.stderr())
+
+
+def free_port():
+    s = socket.socket()
+    s.bind((HOST, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class SharedWithMetrics(unittest.TestCase):
+    """status.address = metrics.address: one listener answers /health, /ready and /metrics, routed by path."""
+
+    def test_one_listener_answers_both(self):
+        from harness import Server
+        port = free_port()
+        srv = Server({"status": {"address": f"{HOST}:{port}"}, "metrics": {"address": f"{HOST}:{port}"}})
+        self.addCleanup(srv.close)
+        srv.start()
+        addr = status_address(srv)
+        self.assertEqual(addr, (HOST, port))
+        self.assertIn(f"Prometheus metrics on http://{HOST}:{port}/metrics", srv.stderr())
+        self.assertEqual(get(addr, "/health"), (200, "http: 2 live worker(s)\n"))
+        self.assertEqual(get(addr, "/ready")[0], 200)
+        status, body = get(addr, "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn("ferry_pool_workers", body)
+        status, body = get(addr, "/other")
+        self.assertEqual(status, 404)
+        self.assertIn("this listener answers /health, /ready, /metrics", body)
+        self.assertEqual(get(addr, "/metrics", method="POST")[0], 405)
+        self.assertEqual(get(addr, "/ready", method="POST")[0], 405)
+
+    def test_the_shared_address_in_use_names_both_keys(self):
+        blocker = socket.socket()
+        blocker.bind((HOST, 0))
+        blocker.listen()
+        self.addCleanup(blocker.close)
+        port = blocker.getsockname()[1]
+        from harness import Server
+        srv = Server({"status": {"address": f"{HOST}:{port}"}, "metrics": {"address": f"{HOST}:{port}"}})
+        self.addCleanup(srv.close)
+        with self.assertRaises(AssertionError):
+            srv.start(timeout=5)
+        self.assertIn(f"status.address (= metrics.address): cannot listen on {HOST}:{port}: Address already in use",
+                      srv.stderr())
 
 
 class WithWebsockets(ServerTestCase):

@@ -207,13 +207,8 @@ void format_descriptor_metrics(std::string &out, const DescriptorRefusals &refus
 }
 
 struct MetricsServer::Impl {
-    Impl(asio::io_context &io, const conf::MetricsConfig &c, ServerCounters &n)
-        : probe(io, c.address, "metrics.address", "metrics", ControlListener::metrics, c.first_byte_timeout,
-                n.control),
-          counters(n)
-    {
-    }
-    ProbeServer probe;
+    Impl(const ServerCounters &n, std::shared_ptr<ProbeServer> p) : probe(std::move(p)), counters(n) {}
+    std::shared_ptr<ProbeServer> probe;
     const ServerCounters &counters;
     std::vector<const HttpStats *> loops;
     const Pools *by_name = nullptr;
@@ -263,8 +258,13 @@ struct MetricsServer::Impl {
     }
 };
 
-MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters)
-    : impl_(std::make_shared<Impl>(io, cfg, counters))
+MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters,
+                             std::shared_ptr<ProbeServer> shared)
+    : impl_(std::make_shared<Impl>(
+          counters, shared ? std::move(shared)
+                           : std::make_shared<ProbeServer>(io, cfg.address, "metrics.address", "metrics",
+                                                           ControlListener::metrics, cfg.first_byte_timeout,
+                                                           counters.control)))
 {
 }
 
@@ -272,7 +272,7 @@ MetricsServer::~MetricsServer() = default;
 
 Result<void> MetricsServer::bind()
 {
-    return impl_->probe.bind();
+    return impl_->probe->bind();
 }
 
 void MetricsServer::run(std::vector<const HttpStats *> loops, const Pools &pools,
@@ -282,18 +282,20 @@ void MetricsServer::run(std::vector<const HttpStats *> loops, const Pools &pools
     impl_->by_name = &pools;
     impl_->ws_budgets = ws_budgets;
     log::info("metrics", "Prometheus metrics on http://" + address() + "/metrics");
-    impl_->probe.run(
-        [self = impl_.get()](std::string &out, const Request &req) { return self->answer(out, req); });
+    impl_->probe->route({"/metrics"}, [self = impl_.get()](std::string &out, const Request &req) {
+        return self->answer(out, req);
+    });
+    impl_->probe->run();
 }
 
 void MetricsServer::stop()
 {
-    impl_->probe.stop();
+    impl_->probe->stop();
 }
 
 std::string MetricsServer::address() const
 {
-    return impl_->probe.address();
+    return impl_->probe->address();
 }
 
 } // namespace ferry::server::detail

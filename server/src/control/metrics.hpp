@@ -8,6 +8,7 @@
 
 #include "control/conn_slots.hpp"
 #include "control/counters.hpp"
+#include "control/probe_server.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
@@ -88,7 +89,10 @@ void format_descriptor_metrics(std::string &out, const DescriptorRefusals &refus
 class MetricsServer {
 public:
     // `counters`: the server-wide counters it shows, and where its listener's closes are counted.
-    MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters);
+    // `shared`: the listener it shares with the status endpoints (metrics.address = status.address); null:
+    // its own.
+    MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters,
+                  std::shared_ptr<ProbeServer> shared = nullptr);
     ~MetricsServer();
     MetricsServer(const MetricsServer &) = delete;
     MetricsServer &operator=(const MetricsServer &) = delete;

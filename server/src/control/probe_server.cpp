@@ -24,8 +24,12 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     conf::Address addr;
     std::string key, component;
     tcp::acceptor acceptor;
-    Answer answer;
-    bool stopped = false;
+    struct Route {
+        std::vector<std::string> paths;
+        Answer answer;
+    };
+    std::vector<Route> routes;
+    bool running = false, stopped = false;
     std::chrono::milliseconds first_byte_timeout;
     ConnSlots slots;
 
@@ -103,13 +107,34 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
             if (ev == HttpParser::Event::error)
                 append_error(out, parser.error_status(), parser.error_message(), false, false);
             else
-                co_await self->answer(out, parser.request());
+                co_await self->dispatch(out, parser.request());
             if (co_await write_all(sock, out))
                 sock.shutdown_send();
             break;
         }
         deadline.cancel();
         co_return;
+    }
+
+    // The route of the request's path; one route answers every path itself (its own 404).
+    awaitable<void> dispatch(std::string &out, const Request &req)
+    {
+        const std::string_view target = req.target;
+        const std::string_view path = target.substr(0, target.find('?'));
+        const Route *found = routes.size() == 1 ? &routes.front() : nullptr;
+        for (const Route &r : routes)
+            for (const std::string &p : r.paths)
+                if (p == path)
+                    found = &r;
+        if (!found) {
+            std::string known;
+            for (const Route &r : routes)
+                for (const std::string &p : r.paths)
+                    known += (known.empty() ? "" : ", ") + p;
+            append_error(out, 404, "this listener answers " + known, false, req.method == "HEAD");
+            co_return;
+        }
+        co_await found->answer(out, req);
     }
 
     static awaitable<void> accept(std::shared_ptr<Impl> self)
@@ -156,6 +181,8 @@ ProbeServer::~ProbeServer()
 Result<void> ProbeServer::bind()
 {
     Impl &s = *impl_;
+    if (s.acceptor.is_open())
+        return {};
     auto ep = listen_endpoint(s.io, s.addr);
     Result<void> opened = ep ? open_listener(s.acceptor, *ep) : Result<void>(ep.error());
     if (!opened)
@@ -163,9 +190,15 @@ Result<void> ProbeServer::bind()
     return {};
 }
 
-void ProbeServer::run(Answer answer)
+void ProbeServer::route(std::vector<std::string> paths, Answer answer)
 {
-    impl_->answer = std::move(answer);
+    impl_->routes.push_back(Impl::Route{std::move(paths), std::move(answer)});
+}
+
+void ProbeServer::run()
+{
+    if (std::exchange(impl_->running, true))
+        return;
     asio::co_spawn(impl_->io, Impl::accept(impl_), log_exceptions{impl_->component.c_str()});
 }
 

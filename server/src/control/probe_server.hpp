@@ -1,9 +1,10 @@
-// A small HTTP listener for probes and scrapers (internal to server/): the status endpoints and /metrics.
-// One request per connection, read and written through the client Stream every connection uses (the one
-// place TLS comes in), parsed by the server's own HTTP parser, answered by a coroutine, then the connection
-// closes. A client that sends no byte within first_byte_timeout, or does not finish its request within 5 s
-// of its first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a new one
-// (control/conn_slots.hpp). Runs on the loop it is given (loops[0]).
+// A small HTTP listener for probes and scrapers (internal to server/): the status endpoints and /metrics,
+// each on its own address or both on one (status.address = metrics.address: one listener, one router by
+// path). One request per connection, read and written through the client Stream every connection uses (the
+// one place TLS comes in), parsed by the server's own HTTP parser, answered by a coroutine, then the
+// connection closes. A client that sends no byte within first_byte_timeout, or does not finish its request
+// within 5 s of its first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a
+// new one (control/conn_slots.hpp). Runs on the loop it is given (loops[0]).
 #pragma once
 
 #include "control/conn_slots.hpp"
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ferry::server::detail {
 
@@ -33,9 +35,13 @@ public:
     ProbeServer(const ProbeServer &) = delete;
     ProbeServer &operator=(const ProbeServer &) = delete;
 
-    // Binds the address (nothing is answered before run()); the error names the key.
+    // Binds the address (nothing is answered before run()); the error names the key. Bound already: nothing.
     Result<void> bind();
-    void run(Answer answer);
+    // Answers requests for `paths` (exact, before any '?') with `answer`; before run() or on the same turn of
+    // the loop. A path no route has gets 404 naming the paths there are; with one route, its answer decides.
+    void route(std::vector<std::string> paths, Answer answer);
+    // Starts accepting (once; later calls do nothing).
+    void run();
     void stop();
     std::string address() const; // host:port as bound
 

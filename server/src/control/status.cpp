@@ -32,13 +32,9 @@ std::vector<std::string> plugins_of(std::string_view target)
 } // namespace
 
 struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io, const conf::StatusConfig &c, ControlCounters &counters)
-        : cfg(c), probe(io, c.address, "status.address", "status", ControlListener::status,
-                        c.first_byte_timeout, counters)
-    {
-    }
+    Impl(const conf::StatusConfig &c, std::shared_ptr<ProbeServer> p) : cfg(c), probe(std::move(p)) {}
     conf::StatusConfig cfg;
-    ProbeServer probe;
+    std::shared_ptr<ProbeServer> probe;
     const Pools *pools = nullptr;
     const bool *stopping = nullptr;
 
@@ -93,8 +89,13 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-StatusServer::StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters)
-    : impl_(std::make_shared<Impl>(io, cfg, counters))
+StatusServer::StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters,
+                           std::shared_ptr<ProbeServer> shared)
+    : impl_(std::make_shared<Impl>(cfg,
+                                   shared ? std::move(shared)
+                                          : std::make_shared<ProbeServer>(io, cfg.address, "status.address",
+                                                                          "status", ControlListener::status,
+                                                                          cfg.first_byte_timeout, counters)))
 {
 }
 
@@ -105,7 +106,7 @@ StatusServer::~StatusServer()
 
 Result<void> StatusServer::bind()
 {
-    return impl_->probe.bind();
+    return impl_->probe->bind();
 }
 
 void StatusServer::run(const Pools &pools, const bool *stopping)
@@ -114,18 +115,20 @@ void StatusServer::run(const Pools &pools, const bool *stopping)
     s.pools = &pools;
     s.stopping = stopping;
     log::info("status", "health checks on http://" + address() + "/health and /ready");
-    s.probe.run(
-        [self = impl_.get()](std::string &out, const Request &req) { return self->answer(out, req); });
+    s.probe->route({"/health", "/ready"}, [self = impl_.get()](std::string &out, const Request &req) {
+        return self->answer(out, req);
+    });
+    s.probe->run();
 }
 
 void StatusServer::stop()
 {
-    impl_->probe.stop();
+    impl_->probe->stop();
 }
 
 std::string StatusServer::address() const
 {
-    return impl_->probe.address();
+    return impl_->probe->address();
 }
 
 } // namespace ferry::server::detail

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "control/conn_slots.hpp"
+#include "control/probe_server.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
@@ -19,7 +20,9 @@ namespace ferry::server::detail {
 class StatusServer {
 public:
     // `counters`: where its listener's closes are counted (outlives it).
-    StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters);
+    // `shared`: the listener it shares with /metrics (status.address = metrics.address); null: its own.
+    StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters,
+                 std::shared_ptr<ProbeServer> shared = nullptr);
     ~StatusServer();
     StatusServer(const StatusServer &) = delete;
     StatusServer &operator=(const StatusServer &) = delete;
