@@ -38,6 +38,7 @@ http:
     num_workers: 2
 $extra
 YAML
+  : >"$TMP/$name.stdout" # there before the first look below (the background job opens it a moment later)
   valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.out" --instr-atstart=no \
     "$FERRY" serve -c "$TMP/$name.yaml" >"$TMP/$name.stdout" 2>"$TMP/$name.stderr" &
   pid=$!

@@ -24,6 +24,15 @@ def get(addr, target, method="GET", raw=None):
     return status, body
 
 
+def held_port(test):
+    """A port another socket listens on for the rest of `test`."""
+    blocker = socket.socket()
+    blocker.bind((HOST, 0))
+    blocker.listen()
+    test.addCleanup(blocker.close)
+    return blocker.getsockname()[1]
+
+
 class Status(ServerTestCase):
     CONFIG = {"status": {"address": f"{HOST}:0"}}
 
@@ -84,11 +93,7 @@ class Flips(ServerTestCase):
         srv.stop()
 
     def test_address_in_use_is_a_startup_error(self):
-        blocker = socket.socket()
-        blocker.bind((HOST, 0))
-        blocker.listen()
-        self.addCleanup(blocker.close)
-        port = blocker.getsockname()[1]
+        port = held_port(self)
         from harness import Server
         srv = Server({"status": {"address": f"{HOST}:{port}"}})
         self.addCleanup(srv.close)
@@ -130,11 +135,7 @@ class SharedWithMetrics(unittest.TestCase):
         self.assertEqual(get(addr, "/ready", method="POST")[0], 405)
 
     def test_the_shared_address_in_use_names_both_keys(self):
-        blocker = socket.socket()
-        blocker.bind((HOST, 0))
-        blocker.listen()
-        self.addCleanup(blocker.close)
-        port = blocker.getsockname()[1]
+        port = held_port(self)
         from harness import Server
         srv = Server({"status": {"address": f"{HOST}:{port}"}, "metrics": {"address": f"{HOST}:{port}"}})
         self.addCleanup(srv.close)

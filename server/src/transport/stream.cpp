@@ -25,6 +25,16 @@ Io from_errno()
     return r;
 }
 
+// What a write or sendfile(2) returned: the bytes it moved, or what it waits for.
+Io moved(ssize_t n)
+{
+    if (n < 0)
+        return from_errno();
+    Io r;
+    r.n = static_cast<std::size_t>(n);
+    return r;
+}
+
 } // namespace
 
 Stream::Stream(StreamSocket socket) : socket_(std::move(socket))
@@ -66,11 +76,7 @@ Io Stream::write(std::span<const iovec> bufs, bool more)
             w = ::writev(socket_.native_handle(), bufs.data(), static_cast<int>(bufs.size()));
         }
     } while (w < 0 && errno == EINTR);
-    if (w < 0)
-        return from_errno();
-    Io r;
-    r.n = static_cast<std::size_t>(w);
-    return r;
+    return moved(w);
 }
 
 Io Stream::send_file(int fd, off_t &offset, std::size_t count)
@@ -79,11 +85,7 @@ Io Stream::send_file(int fd, off_t &offset, std::size_t count)
     do {
         n = ::sendfile(socket_.native_handle(), fd, &offset, count);
     } while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return from_errno();
-    Io r;
-    r.n = static_cast<std::size_t>(n);
-    return r;
+    return moved(n);
 }
 
 void Stream::set_cork(bool on)

@@ -37,6 +37,14 @@ struct Conn {
         return s;
     }
     bool ok() const { return pair.client >= 0 && stream.is_open(); }
+    // The client resets the connection (SO_LINGER 0, then close).
+    void reset_client()
+    {
+        linger l{1, 0};
+        ::setsockopt(pair.client, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        ::close(pair.client);
+        pair.client = -1;
+    }
     std::string drain_client()
     {
         std::string got;
@@ -104,10 +112,7 @@ TEST(Stream, TheClientsFinIsEofAndItsResetIsFailed)
 
     Conn d;
     ASSERT_TRUE(d.ok());
-    linger l{1, 0};
-    ::setsockopt(d.pair.client, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-    ::close(d.pair.client);
-    d.pair.client = -1;
+    d.reset_client();
     for (int i = 0; i < 200 && (r = d.stream.read(buf)).status == Io::wait_read; ++i)
         ::usleep(5000);
     EXPECT_EQ(r.status, Io::failed);
@@ -150,10 +155,7 @@ TEST(Stream, WritesToAResetClientFail)
 {
     Conn c;
     ASSERT_TRUE(c.ok());
-    linger l{1, 0};
-    ::setsockopt(c.pair.client, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-    ::close(c.pair.client);
-    c.pair.client = -1;
+    c.reset_client();
     Io r;
     for (int i = 0; i < 200 && (r = write_str(c.stream, "late")).status == Io::done; ++i)
         ::usleep(5000);
