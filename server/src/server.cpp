@@ -430,14 +430,7 @@ int run(const conf::Config &cfg)
     if (ws_pool)
         rt.ws_budgets = &ws_budgets;
     rt.control = &control;
-    // status.address = metrics.address: one listener answers both (/health, /ready and /metrics). Port 0 is
-    // "any free port" for each, not one address.
-    std::shared_ptr<detail::ProbeServer> probes;
-    if (cfg.status.enabled && cfg.metrics.enabled && cfg.status.address == cfg.metrics.address &&
-        cfg.status.address.port != 0)
-        probes = std::make_shared<detail::ProbeServer>(
-            *loops[0], cfg.status.address, "status.address (= metrics.address)", "status",
-            detail::ControlListener::status, cfg.status.first_byte_timeout, counters.control);
+    auto probes = detail::shared_probe_listener(*loops[0], cfg, counters.control); // null: one each
     std::optional<detail::StatusServer> status;
     if (cfg.status.enabled) {
         status.emplace(*loops[0], cfg.status, counters.control, probes);

@@ -134,6 +134,24 @@ class SharedWithMetrics(unittest.TestCase):
         self.assertEqual(get(addr, "/metrics", method="POST")[0], 405)
         self.assertEqual(get(addr, "/ready", method="POST")[0], 405)
 
+    def test_differing_first_byte_timeouts_say_which_applies(self):
+        from harness import Server
+        port = free_port()
+        srv = Server({"status": {"address": f"{HOST}:{port}", "first_byte_timeout": "1s"},
+                      "metrics": {"address": f"{HOST}:{port}", "first_byte_timeout": "3s"}})
+        self.addCleanup(srv.close)
+        srv.start()
+        self.assertIn("status.first_byte_timeout (1000 ms) and metrics.first_byte_timeout (3000 ms) differ, but "
+                      "status.address = metrics.address is one listener: 3000 ms applies to both", srv.stderr())
+        # the longer one: a silent connection is still open after 1.5 s, closed by 3 s (and a bit)
+        s = socket.create_connection((HOST, port), timeout=10)
+        self.addCleanup(s.close)
+        s.settimeout(1.5)
+        with self.assertRaises(socket.timeout):
+            s.recv(1)
+        s.settimeout(5)
+        self.assertEqual(s.recv(1), b"")
+
     def test_the_shared_address_in_use_names_both_keys(self):
         port = held_port(self)
         from harness import Server

@@ -9,6 +9,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
+
 namespace ferry::server::detail {
 
 struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
@@ -207,6 +209,24 @@ void ProbeServer::stop()
     impl_->stopped = true;
     error_code ignored;
     impl_->acceptor.close(ignored);
+}
+
+std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,
+                                                   ControlCounters &counters)
+{
+    const auto &s = cfg.status;
+    const auto &m = cfg.metrics;
+    if (!s.enabled || !m.enabled || !(s.address == m.address) || s.address.port == 0)
+        return nullptr;
+    const auto first_byte = std::max(s.first_byte_timeout, m.first_byte_timeout);
+    if (s.first_byte_timeout != m.first_byte_timeout)
+        log::warn("status", "status.first_byte_timeout (" + std::to_string(s.first_byte_timeout.count()) +
+                                " ms) and metrics.first_byte_timeout (" +
+                                std::to_string(m.first_byte_timeout.count()) +
+                                " ms) differ, but status.address = metrics.address is one listener: " +
+                                std::to_string(first_byte.count()) + " ms applies to both");
+    return std::make_shared<ProbeServer>(io, s.address, "status.address (= metrics.address)", "status",
+                                         ControlListener::status, first_byte, counters);
 }
 
 std::string ProbeServer::address() const

@@ -51,4 +51,10 @@ private:
     std::shared_ptr<Impl> impl_;
 };
 
+// The one listener status and metrics share when status.address = metrics.address (port 0 is "any free port"
+// for each, not one address); null otherwise. Their first_byte_timeouts differing, the longer applies and a
+// warning names both keys.
+std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,
+                                                   ControlCounters &counters);
+
 } // namespace ferry::server::detail

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 
 namespace ferry::server::detail {
 
@@ -43,6 +44,7 @@ Stream Transport::take_stream()
 awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs, bool more)
 {
     std::array<iovec, 4> iov;
+    assert(bufs.size() <= iov.size()); // "at most 4" (transport.hpp): more would be dropped
     const std::size_t n = std::min(bufs.size(), iov.size());
     for (std::size_t i = 0; i < n; ++i) {
         iov[i].iov_base = const_cast<void *>(bufs[i].data());

@@ -211,8 +211,7 @@ bool WsConn::handle(const Parsed &r)
             d->exclude = id_;
             d->frame = make_frame(r.type, r.payload);
             if (sse_enabled())
-                prepare_sse(*d, r.payload, r.type == Opcode::binary,
-                            r.type == Opcode::binary ? 0 : loop_.publisher.next_event_id());
+                prepare_sse(*d, r.payload, r.type == Opcode::binary, &loop_.publisher);
             loop_.publisher.publish(std::move(d));
             return true;
         }

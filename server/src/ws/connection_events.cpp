@@ -92,7 +92,7 @@ void WsConn::apply(const std::vector<Action> &actions)
             d->kind = Delivery::Kind::send;
             d->frame = make_frame(op, a.payload);
             if (sse_enabled())
-                prepare_sse(*d, a.payload, a.binary, 0);
+                prepare_sse(*d, a.payload, a.binary, nullptr);
             for (const auto &t : a.targets) {
                 std::uint64_t target = t == "self" ? id_ : parse_id(t);
                 if (target == id_)
@@ -113,7 +113,7 @@ void WsConn::apply(const std::vector<Action> &actions)
             d->exclude = a.exclude_self ? id_ : 0;
             d->frame = make_frame(op, a.payload);
             if (sse_enabled())
-                prepare_sse(*d, a.payload, a.binary, a.binary ? 0 : loop_.publisher.next_event_id());
+                prepare_sse(*d, a.payload, a.binary, &loop_.publisher);
             loop_.publisher.publish(std::move(d));
             break;
         }

@@ -40,11 +40,11 @@ std::string encode_sse_chunk(std::uint64_t id, std::string_view payload)
     return out;
 }
 
-void prepare_sse(Delivery &d, std::string_view payload, bool binary, std::uint64_t event_id)
+void prepare_sse(Delivery &d, std::string_view payload, bool binary, Publisher *ids)
 {
     if (binary)
         return; // an event stream carries text only: SSE subscribers do not get binary messages
-    d.event_id = event_id;
+    d.event_id = ids ? ids->next_event_id() : 0;
     d.sse = std::make_shared<const std::string>(encode_sse_chunk(d.event_id, payload));
 }
 

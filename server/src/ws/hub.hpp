@@ -36,9 +36,11 @@ struct Delivery {
 };
 using SharedDelivery = std::shared_ptr<const Delivery>;
 
-// Gives a text message its event id and SSE form (once, for every receiver). `event_id`: a publish's, from
-// Publisher::next_event_id() (kept in the topics' history); 0 for a send, which has none.
-void prepare_sse(Delivery &d, std::string_view payload, bool binary, std::uint64_t event_id);
+class Publisher;
+// Gives a text message its SSE form (once, for every receiver) and, with `ids`, its event id from
+// `ids->next_event_id()` (a publish: kept in the topics' history); null for a send, which has none. A binary
+// message has no SSE form and takes no id.
+void prepare_sse(Delivery &d, std::string_view payload, bool binary, Publisher *ids);
 // One SSE event as an HTTP chunk ("id: N\ndata: line\n...\n\n"); id 0: none.
 std::string encode_sse_chunk(std::uint64_t id, std::string_view payload);
 

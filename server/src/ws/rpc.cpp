@@ -67,7 +67,7 @@ Result<void> message_frame(const json::object &o, Delivery &d, bool sse, Publish
     }
     d.frame = make_frame(binary ? Opcode::binary : Opcode::text, bytes);
     if (sse)
-        prepare_sse(d, bytes, binary, ids && !binary ? ids->next_event_id() : 0);
+        prepare_sse(d, bytes, binary, ids);
     return {};
 }
 

@@ -166,13 +166,14 @@ TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
     const std::string payload(100, 'p');
     const std::size_t event_size = ws::encode_sse_chunk(1, payload).size();
     hub.keep_history(3, 2 * event_size + event_size / 2); // room for 2 events by bytes, 3 by count
+    NoPublisher ids_from;                                 // the event ids' sequence
     std::vector<std::uint64_t> ids;
     for (int i = 0; i < 5; ++i) {
         ws::Delivery d;
         d.kind = ws::Delivery::Kind::publish;
         d.topics = {"t"};
         d.frame = ws::make_frame(ws::Opcode::text, payload);
-        ws::prepare_sse(d, payload, false, 100 + static_cast<std::uint64_t>(i));
+        ws::prepare_sse(d, payload, false, &ids_from);
         ids.push_back(d.event_id);
         hub.deliver(d);
     }
@@ -187,8 +188,10 @@ TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
     b.kind = ws::Delivery::Kind::publish;
     b.topics = {"t"};
     b.frame = ws::make_frame(ws::Opcode::binary, "x");
-    ws::prepare_sse(b, "x", true, 7);
+    ws::prepare_sse(b, "x", true, &ids_from);
     EXPECT_FALSE(b.sse);
+    EXPECT_EQ(b.event_id, 0u);
+    EXPECT_EQ(ids_from.next_event_id(), ids.back() + 1) << "a binary message takes no id";
     hub.deliver(b);
     EXPECT_EQ(hub.history({"t"}, 0).size(), 2u);
 }
