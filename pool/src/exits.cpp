@@ -41,14 +41,23 @@ void Pool::Impl::exited(int pid, int status, unsigned owner)
 
 void Pool::Impl::kill_all(const std::string &why)
 {
-    host->processes().for_each(*this, [&why](int pid) {
-        log::warn("pool", "worker " + std::to_string(pid) + ": " + why + ", killing it");
-        if (::kill(-pid, SIGKILL) != 0)
-            ::kill(pid, SIGKILL);
-    });
-    shards[0]->raise_stop();
-    for (std::size_t i = 1; i < shards.size(); ++i)
-        asio::post(shards[i]->io, [s = shards[i]] { s->raise_stop(); });
+    // Each shard on its own loop stops first (no replacement is started, no request waits on), then kills its
+    // processes: a worker killed before its shard knew would be replaced.
+    const auto kill_part = [this, why](unsigned part) {
+        host->processes().for_each(*this, part, [&why](int pid) {
+            log::warn("pool", "worker " + std::to_string(pid) + ": " + why + ", killing it");
+            if (::kill(-pid, SIGKILL) != 0)
+                ::kill(pid, SIGKILL);
+        });
+    };
+    shards[0]->stop_now(why);
+    kill_part(template_owner);
+    kill_part(0);
+    for (unsigned i = 1; i < shards.size(); ++i)
+        asio::post(shards[i]->io, [s = shards[i], kill_part, i, why] {
+            s->stop_now(why);
+            kill_part(i);
+        });
 }
 
 } // namespace ferry::pool

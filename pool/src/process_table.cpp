@@ -47,6 +47,14 @@ void ProcessTable::for_each(const ExitListener &owner, const std::function<void(
             f(pid);
 }
 
+void ProcessTable::for_each(const ExitListener &owner, unsigned part, const std::function<void(int)> &f)
+{
+    std::lock_guard lock(mu_);
+    for (const auto &[pid, o] : owners_)
+        if (o.listener == &owner && o.part == part)
+            f(pid);
+}
+
 void ProcessTable::reaped(int pid, int status, std::chrono::steady_clock::time_point now)
 {
     Owner owner;

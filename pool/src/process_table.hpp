@@ -40,6 +40,8 @@ public:
     // Calls `f(pid)` for each of `owner`'s pids, under the lock (a pid cannot be reaped and reused
     // meanwhile).
     void for_each(const ExitListener &owner, const std::function<void(int pid)> &f);
+    // The same for the pids `owner` recorded with `part`.
+    void for_each(const ExitListener &owner, unsigned part, const std::function<void(int pid)> &f);
 
     // A reaper reaped `pid`: its owner is told (outside the lock), or, when nobody has claimed it yet, the
     // exit is kept for claim() (at most max_unclaimed, for at most unclaimed_for: what a dead worker left

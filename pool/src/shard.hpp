@@ -287,9 +287,12 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // request is done; whatever still runs at the deadline is killed, with a log line each.
     awaitable<Result<void>> shutdown(clock::time_point deadline);
 
-    void raise_stop()
+    // The server stops now (its workers are being killed): no replacement, and the requests waiting for a
+    // worker fail with `why`.
+    void stop_now(const std::string &why)
     {
         stopping.raise();
+        allocator.fail_waiters("server is stopping now (" + why + ")");
         changed_now();
     }
 };

@@ -25,6 +25,7 @@ namespace ferry::server::detail {
 class Control;
 class StatusServer;
 class MetricsServer;
+class LoopThreads;
 
 // One event loop's part of the server: its thread's io_context, connections, handlers, timeouts ticker and,
 // with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
@@ -85,6 +86,7 @@ struct Runtime {
     Control *control = nullptr;       // resets (reload, SIGHUP, RPC), ferry.Stop
     StatusServer *status = nullptr;   // status.address: /health, /ready
     MetricsServer *metrics = nullptr; // metrics.address: /metrics
+    LoopThreads *threads = nullptr;   // the loops' threads: finish() once the server is done
     int exit_code = 0;
     unsigned next_loop = 0;
 

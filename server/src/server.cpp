@@ -15,6 +15,7 @@
 #include "handlers/request_body.hpp"
 #include "handlers/websocket.hpp"
 #include "loop.hpp"
+#include "loop_threads.hpp"
 #include "memory.hpp"
 #include "runtime.hpp"
 #include "shared_state.hpp"
@@ -33,10 +34,8 @@
 #include <cstring>
 #include <numeric>
 #include <optional>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <system_error>
-#include <thread>
 #include <unistd.h>
 #include <utility>
 
@@ -115,23 +114,30 @@ awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
     co_return lr->state.sessions;
 }
 
-// On each loop, once the workers are stopped: closes what is left.
-awaitable<unsigned> close_loop(LoopRuntime *lr)
+// On each loop: closes every connection (at the end of a stop, or at once at a second signal).
+void close_connections(LoopRuntime *lr)
 {
     for (Conn *c : lr->state.connections.list)
         c->stream->close();
     if (lr->ws)
         lr->ws->close_all();
+}
+
+// On each loop, once the workers are stopped: closes what is left, ends the ticker and waits for the
+// sessions to end.
+awaitable<unsigned> close_loop(LoopRuntime *lr)
+{
+    close_connections(lr);
     lr->stopping = true;
     lr->ticker.cancel();
     co_await sessions_ended(lr, steady::now() + std::chrono::seconds(1));
     co_return lr->state.sessions;
 }
 
-void stop_loops(Runtime *rt)
+// The server is done: each loop returns once every task on it has ended (LoopThreads).
+void finish_loops(Runtime *rt)
 {
-    for (auto &l : rt->loops)
-        l->io.stop(); // run() returns; the handlers left are destroyed before the state they use
+    rt->threads->finish(std::chrono::seconds(3));
 }
 
 // Signals are watched from the start: a SIGTERM while workers boot (up to allocate_timeout) stops too.
@@ -152,9 +158,12 @@ awaitable<void> watch_signals(Runtime *rt)
         co_return;
     log::warn("core", "second signal: stopping now");
     rt->exit_code = 1;
+    // What the stop waits for ends now: the workers are killed (their requests fail), every connection is
+    // closed; the stop then goes on as a graceful one would, and takes no time.
     for (const auto &e : rt->pools.all())
         e.pool->kill_all("second signal");
-    stop_loops(rt); // the connections close with their loops' state
+    for (auto &l : rt->loops)
+        asio::post(l->io, [lr = l.get()] { close_connections(lr); });
 }
 
 awaitable<void> lifecycle(Runtime *rt)
@@ -169,7 +178,7 @@ awaitable<void> lifecycle(Runtime *rt)
             rt->exit_code = 1;
             co_await rt->ws_pool->shutdown();
             co_await rt->pool.shutdown();
-            stop_loops(rt);
+            finish_loops(rt);
             co_return;
         }
     }
@@ -179,7 +188,7 @@ awaitable<void> lifecycle(Runtime *rt)
         co_await rt->pool.shutdown();
         rt->signals.cancel(ignored);
         log::info("core", "stopped");
-        stop_loops(rt);
+        finish_loops(rt);
         co_return;
     }
     if (!started && rt->pool.serving_workers() == 0) {
@@ -188,7 +197,7 @@ awaitable<void> lifecycle(Runtime *rt)
         if (rt->ws_pool)
             co_await rt->ws_pool->shutdown();
         co_await rt->pool.shutdown();
-        stop_loops(rt);
+        finish_loops(rt);
         co_return;
     }
     const bool handoff = rt->acceptor.is_open();
@@ -247,7 +256,7 @@ awaitable<void> lifecycle(Runtime *rt)
                                [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
     rt->signals.cancel(ignored);
     log::info("core", "stopped");
-    stop_loops(rt);
+    finish_loops(rt);
 }
 
 // A pool section (http.pool, websockets.pool) as the pool's options.
@@ -458,32 +467,25 @@ int run(const conf::Config &cfg)
     }
 
     // Loops 1..n run on their own threads from now on (idle until the workers are ready); loop 0 on this one.
-    std::vector<std::thread> threads;
-    for (unsigned i = 1; i < n_loops; ++i)
-        threads.emplace_back([&l = *loops[i], i] {
-            // "ferry-loop-N" in top -H, ps -L and /proc/PID/task/TID/comm.
-            ::pthread_setname_np(::pthread_self(), ("ferry-loop-" + std::to_string(i)).substr(0, 15).c_str());
-            auto work = asio::make_work_guard(l);
-            l.run();
-        });
-    asio::co_spawn(*loops[0], lifecycle(&rt), log_exceptions{"lifecycle"});
-    loops[0]->run();
-    for (unsigned i = 1; i < n_loops; ++i)
-        loops[i]->stop(); // already, unless the lifecycle ended by an exception
-    for (auto &t : threads)
-        t.join();
-    // While rt and pool, which their frames refer to, still exist: the pending handlers, then the requests
-    // suspended on a worker (Asio posts the destruction of their frames), then those. A frame destroyed on
-    // one loop can post the destruction of another loop's frames (a request running on another loop's
-    // worker): a round per loop more reaches every chain.
+    // Each returns once every task on it has ended: the owners cancel and join what they started.
+    std::vector<detail::Loop *> loop_ptrs;
     for (auto &l : loops)
-        l->destroy_handlers();
-    pool.abandon();
-    if (ws_pool)
-        ws_pool->abandon();
-    for (unsigned round = 0; round <= n_loops; ++round)
-        for (auto &l : loops)
-            l->destroy_handlers();
+        loop_ptrs.push_back(l.get());
+    detail::LoopThreads threads(std::move(loop_ptrs));
+    rt.threads = &threads;
+    threads.start();
+    asio::co_spawn(*loops[0], lifecycle(&rt), log_exceptions{"lifecycle"});
+    if (threads.run() > 0) {
+        // A task that did not end (logged): what is left is destroyed while rt and pool, which the frames
+        // refer to, still exist; a frame destroyed on one loop can post another loop's, a round per loop
+        // more reaches every chain, and the workers' channels let their waiters go.
+        pool.abandon();
+        if (ws_pool)
+            ws_pool->abandon();
+        for (unsigned round = 0; round <= n_loops; ++round)
+            for (auto &l : loops)
+                l->destroy_handlers();
+    }
     return rt.exit_code;
 }
 

@@ -182,6 +182,12 @@ def run_ferry(*args, timeout=15):
                           stdin=subprocess.DEVNULL)
 
 
+def assert_loops_ended(stderr):
+    """A stop is cancel and join: every task on every loop ended by itself (LoopThreads warns otherwise)."""
+    if "still had work" in stderr:
+        raise AssertionError(f"a task outlived the stop (an event loop was stopped with work in it):\n{stderr}")
+
+
 class Server:
     """One ferry process. `config` is merged over a default echo.php config."""
 
@@ -276,6 +282,7 @@ class Server:
             raise AssertionError(f"ferry exited with {rc}, expected {expect_code}; stderr:\n{self.stderr()}")
         if not left:
             raise AssertionError(f"PHP workers still running after ferry exited: {leftovers}")
+        assert_loops_ended(self.stderr())
         return rc
 
     def kill(self):

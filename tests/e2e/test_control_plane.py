@@ -119,6 +119,35 @@ class IdleSockets(ServerTestCase):
         self.assertEqual(c.call("informer.List", True), (True, ["http", "websockets"]))
 
 
+class StopWithConnectionsHeld(ServerTestCase):
+    """A stop is cancel and join: connections held open on every listener (RPC idle and mid-frame, status,
+    metrics, a keep-alive HTTP connection, a WebSocket) are closed by their owners, and the server exits at
+    once without an event loop left holding a task (the harness's stop() asserts no "still had work")."""
+
+    def test_sigterm_closes_what_every_listener_holds(self):
+        srv = self.start_server(CONFIG, script="ws.php")
+        rpc = addr_of(listening(srv, r"rpc: listening on (tcp://127\.0\.0\.1:\d+)")[len("tcp://"):])
+        status = addr_of(listening(srv, r"status: health checks on http://(\S+)/health"))
+        held = [socket.create_connection(a, timeout=10) for a in (rpc, rpc, status, metrics_address(srv))]
+        held[1].sendall(b"\x13")  # a Goridge frame's first byte, the rest never comes
+        keep_alive = srv.socket(10)
+        keep_alive.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertTrue(keep_alive.recv(65536).startswith(b"HTTP/1.1 200"))
+        ws = RawWs(srv, "/ws?topics=news")
+        self.assertIn(" 101 ", ws.handshake())
+        held.append(keep_alive)
+        for s in held:
+            self.addCleanup(s.close)
+        self.addCleanup(ws.close)
+        time.sleep(0.2)  # accepted by the server
+        t0 = time.monotonic()
+        srv.stop(timeout=10)  # asserts exit code 0, no worker left, every loop's tasks ended
+        self.assertLess(time.monotonic() - t0, 3.0, srv.stderr())
+        for s in held:
+            s.settimeout(5)
+            self.assertEqual(s.recv(65536)[:0], b"")  # closed (EOF, or what was left before it)
+
+
 class LargeRpcFrames(ServerTestCase):
     """The RPC frame limit follows websockets.max_message_size (4 MiB here: 8 MiB + 64 KiB)."""
     SCRIPT = "ws.php"

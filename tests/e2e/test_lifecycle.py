@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import (http_get, BIN, HOST, Reader, Server, ServerTestCase, pids_with_marker,
+from harness import (assert_loops_ended, http_get, BIN, HOST, Reader, Server, ServerTestCase, pids_with_marker,
                      read_listening_line, wait_until)
 
 
@@ -116,11 +116,12 @@ class ShutdownTest(unittest.TestCase):
         time.sleep(0.2)
         srv.proc.send_signal(signal.SIGTERM)
         code = srv.proc.wait(10)
-        self.assertLess(time.monotonic() - t0, 2.0)
+        self.assertLess(time.monotonic() - t0, 2.0, srv.stderr())
         self.assertEqual(code, 1, srv.stderr())
         self.assertIn("second signal: stopping now", srv.stderr())
         self.assertIn("second signal, killing it", srv.stderr())
         self.assertNotIn("AddressSanitizer", srv.stderr())
+        assert_loops_ended(srv.stderr())
         for t in threads:
             t.join(5)
         self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0), pids_with_marker(srv.marker))

@@ -2,6 +2,8 @@
 
 #include "ferry/base/log.hpp"
 
+#include <utility>
+
 namespace ferry::server::detail {
 
 namespace {
@@ -108,6 +110,18 @@ std::unique_ptr<ConnSlots::Lease> ConnSlots::admit(const std::string &peer, std:
     slots_.push_back(Slot{std::move(close), Clock::now()});
     ++live_;
     return std::make_unique<Lease>(this, std::prev(slots_.end()));
+}
+
+void ConnSlots::close_all()
+{
+    for (auto &s : slots_) {
+        if (s.closing)
+            continue;
+        s.closing = true;
+        --live_;
+        if (auto close = std::exchange(s.close, nullptr))
+            close();
+    }
 }
 
 void ConnSlots::first_byte_timeout(const std::string &peer)

@@ -90,6 +90,9 @@ public:
     // The session saw no byte within first_byte_timeout (it closes the socket itself).
     void first_byte_timeout(const std::string &peer);
     unsigned live() const { return live_; }
+    // The listener stops: every connection it holds is closed (busy ones too); their sessions end and
+    // release their slots. Not counted as a close.
+    void close_all();
 
 private:
     void note(CloseReason r, const std::string &what);

@@ -209,6 +209,7 @@ void ProbeServer::stop()
     impl_->stopped = true;
     error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->slots.close_all();
 }
 
 std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,

@@ -455,6 +455,7 @@ void RpcServer::stop()
     error_code ignored;
     impl_->tcp_acceptor.close(ignored);
     impl_->unix_acceptor.close(ignored);
+    impl_->slots.close_all();
     if (!impl_->unix_path.empty())
         ::unlink(impl_->unix_path.c_str());
 }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <vector>
 
@@ -81,6 +83,24 @@ TEST(ProcessTable, AnOwnerGoingAwayForgetsOnlyItsPids)
     t.forget(3);
     t.reaped(3, 0);
     EXPECT_TRUE(b.seen.empty());
+}
+
+TEST(ProcessTable, APartsPidsAloneForTheShardThatStopsThem)
+{
+    // A second signal: each shard, on its own loop, kills its own processes once it has stopped.
+    ProcessTable t;
+    Owner a, b;
+    t.claim(1, a, 0);
+    t.claim(2, a, 1);
+    t.claim(3, a, 1);
+    t.claim(4, b, 1);
+    std::vector<int> part1;
+    t.for_each(a, 1, [&part1](int pid) { part1.push_back(pid); });
+    std::sort(part1.begin(), part1.end());
+    EXPECT_EQ(part1, (std::vector<int>{2, 3}));
+    int n = 0;
+    t.for_each(a, 7, [&n](int) { ++n; });
+    EXPECT_EQ(n, 0);
 }
 
 TEST(ProcessTable, ExitsNobodyClaimsAreBounded)

@@ -62,3 +62,28 @@ TEST(ConnSlots, EveryoneBusyRefusesTheNewOne)
     b.reset();
     EXPECT_TRUE(slots.admit("d", [] {})) << "a slot freed";
 }
+
+TEST(ConnSlots, AStopClosesEveryConnectionOnceBusyOnesToo)
+{
+    ConnSlots slots(counters, ControlListener::status, 4, "test");
+    std::vector<int> closes;
+    auto a = slots.admit("a", [&closes] { closes.push_back(0); });
+    auto b = slots.admit("b", [&closes] { closes.push_back(1); });
+    auto c = slots.admit("c", [&closes] { closes.push_back(2); });
+    b->busy(true);
+    a.reset(); // a's session ended before the stop: its close is not called
+    const auto before = counters.snapshot();
+    slots.close_all();
+    EXPECT_EQ(closes, (std::vector<int>{1, 2}));
+    EXPECT_EQ(slots.live(), 0u);
+    slots.close_all(); // a second stop (status and metrics sharing the listener) closes nothing twice
+    EXPECT_EQ(closes, (std::vector<int>{1, 2}));
+    const auto after = counters.snapshot();
+    for (unsigned r = 0; r < close_reasons; ++r)
+        EXPECT_EQ(after.n[static_cast<unsigned>(ControlListener::status)][r],
+                  before.n[static_cast<unsigned>(ControlListener::status)][r])
+            << "a stop is not a close to count";
+    b.reset();
+    c.reset();
+    EXPECT_EQ(slots.live(), 0u);
+}

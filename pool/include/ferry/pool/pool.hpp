@@ -254,8 +254,9 @@ public:
     // The workers of every loop, read on their own loops; `memory`: with each one's RSS (a /proc read per
     // worker, which /ready does not need). On loops[0].
     awaitable<std::vector<WorkerInfo>> snapshot(bool memory = false);
-    // After the event loop stopped for good: destroys the requests still suspended on a worker (each holds
-    // its worker, which holds it). Call while what their frames refer to still exists.
+    // After an event loop was stopped with tasks left in it (the server's fallback, which warns: a stop
+    // normally ends every request first): destroys the requests still suspended on a worker (each holds its
+    // worker, which holds it). Call while what their frames refer to still exists.
     void abandon();
 
     // The worker list and the totals below read every loop's state: call them from loops[0] when it is the
