@@ -72,7 +72,7 @@ bool Allocator::offer_foreign(const WorkerPtr &w)
 WorkerPtr Allocator::take_idle()
 {
     while (!idle_.empty()) {
-        auto it = std::find_if(idle_.rbegin(), idle_.rend(), [](const WorkerPtr &c) { return !c->retire; });
+        auto it = std::find_if(idle_.rbegin(), idle_.rend(), [](const WorkerPtr &c) { return !c->going(); });
         auto pick = it != idle_.rend() ? std::prev(it.base()) : std::prev(idle_.end());
         WorkerPtr w = std::move(*pick);
         idle_.erase(pick);

@@ -195,7 +195,7 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
         // code, not our SIGKILL) and what it printed; then make sure it is gone.
         if (w->state() != State::dead)
             w->to(State::stopping);
-        w->cause = Cause::boot_failure;
+        w->blame(Cause::boot_failure);
         co_await wait_exit(w, std::chrono::milliseconds(200));
         self->kill_broken(w, Cause::boot_failure);
         co_await wait_exit(w, std::chrono::milliseconds(500));
@@ -220,14 +220,13 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
     self->boot_time.observe(
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
     if (!current) { // a reset began while it booted: it may have loaded the old code
-        w->retire = true;
-        if (w->cause == Cause::none)
-            w->cause = Cause::reset; // its exit is the reset's (it was counted as worker_stop)
+        // its exit is the reset's (it was counted as worker_stop)
+        w->mark(w->cause() == Cause::none ? Cause::reset : w->cause());
     }
     log::info("pool",
               w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") + " context)");
     w->to(State::ready); // counted as serving before retire_one() asks maintain() for more
-    if (!w->retire)
+    if (!w->going())
         self->retire_one(); // a fresh worker replaces one that waits for it (never itself)
     self->make_available(w);
     self->shed_surplus();
@@ -262,9 +261,8 @@ bool Shard::hold_replacements()
 {
     unsigned kept = 0;
     for (auto &[pid, w] : workers)
-        if (w->retire && !w->stop_on_release && !w->replaced &&
-            (w->state() == State::ready || w->state() == State::working)) {
-            w->retire = false;
+        if (w->recycle() == Recycle::marked && (w->state() == State::ready || w->state() == State::working)) {
+            w->recycle_to(Recycle::serving);
             ++kept;
         }
     if (kept == 0 && older_than(generation) == 0)

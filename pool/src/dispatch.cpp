@@ -164,8 +164,7 @@ Shard::Step Shard::settled(const WorkerPtr &w, AfterReply after)
         return Step::done;
     case AfterReply::stop_retry:
         recycled_total.fetch_add(1, std::memory_order_relaxed);
-        if (w->cause == Cause::none)
-            w->cause = Cause::worker_stop;
+        w->blame_if_none(Cause::worker_stop);
         start_stop(w);
         return Step::retry;
     case AfterReply::kill_retry:

@@ -35,7 +35,7 @@ void Shard::pin(const WorkerPtr &w)
     auto &table = group.host->cpus();
     for (auto &[pid, o] : workers)
         if (o->cpu >= 0 && o != w &&
-            (o->retire || o->state() == State::stopping || o->state() == State::dead))
+            (o->going() || o->state() == State::stopping || o->state() == State::dead))
             table.release(pid);
     if (auto cpu = table.pin(w->pid, cpus)) {
         w->cpu = *cpu;

@@ -118,8 +118,7 @@ awaitable<std::vector<WorkerInfo>> Pool::Impl::snapshot(bool memory)
             std::vector<WorkerInfo> out;
             for (const auto &[pid, w] : s->workers)
                 out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs, w->created, s->index,
-                                         w->retire || w->stop_on_release, w->cause,
-                                         with_rss ? read_rss(pid) : 0, w->cpu});
+                                         w->going(), w->cause(), with_rss ? read_rss(pid) : 0, w->cpu});
             co_return out;
         }(shards[i].get(), memory);
     });

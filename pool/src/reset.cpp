@@ -30,10 +30,9 @@ awaitable<Shard::ResetEnd> Shard::reset(std::uint64_t gen)
     ResetReport report;
     for (auto &[pid, w] : workers)
         if (w->gen < gen && (w->state() == State::ready || w->state() == State::working)) {
-            if (w->replaced) // its max_jobs replacement is there already, with code as old as its own
-                w->stop_on_release = true;
-            w->retire = true;
-            w->cause = Cause::reset;
+            if (w->recycle() == Recycle::replaced) // its max_jobs replacement is there, with code as old
+                w->recycle_to(Recycle::on_release);
+            w->mark(Cause::reset);
             ++report.replaced;
         }
     maintain();

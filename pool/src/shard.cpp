@@ -51,7 +51,7 @@ unsigned Shard::serving(bool with_retiring) const
 {
     unsigned n = 0;
     for (const auto &[pid, w] : workers)
-        if ((w->state() == State::ready || w->state() == State::working) && (with_retiring || !w->retire))
+        if ((w->state() == State::ready || w->state() == State::working) && (with_retiring || !w->going()))
             ++n;
     return n;
 }
@@ -90,12 +90,12 @@ void Shard::make_available(const WorkerPtr &w)
 {
     if (w->state() == State::dead || w->state() == State::stopping || w->exited)
         return; // on its way out: it must not take a request after its stop frame
-    if (w->stop_on_release || stopping.raised()) {
+    if (w->recycle() == Recycle::on_release || stopping.raised()) {
         start_stop(w);
         return;
     }
     // Its early replacement is ready: it serves on only while requests wait for a worker.
-    if (w->replaced && allocator.waiting() == 0 && (!multi() || !waiting_elsewhere())) {
+    if (w->recycle() == Recycle::replaced && allocator.waiting() == 0 && (!multi() || !waiting_elsewhere())) {
         start_stop(w);
         return;
     }
@@ -119,7 +119,7 @@ void Shard::make_available(const WorkerPtr &w)
 bool Shard::park(const WorkerPtr &w)
 {
     if (on_demand) {
-        w->cause = Cause::debug;
+        w->blame(Cause::debug);
         start_stop(w);
         return false;
     }
@@ -134,11 +134,11 @@ void Shard::release(const WorkerPtr &w)
     case Supervisor::AfterJob::keep:
         // Past max_jobs by half (it is stopped at twice): a replacement still booting at idle priority
         // gets normal priority, so that no request comes to wait for it.
-        if (w->retire && w->max_jobs != 0 && w->jobs == w->max_jobs + w->max_jobs / 2)
+        if (w->going() && w->max_jobs != 0 && w->jobs == w->max_jobs + w->max_jobs / 2)
             raise_idle_boots("a worker it replaces is 50 % past max_jobs");
         break;
     case Supervisor::AfterJob::retire:
-        if (w->cause == Cause::max_jobs)
+        if (w->cause() == Cause::max_jobs)
             recycled_total.fetch_add(1, std::memory_order_relaxed);
         maintain(); // its replacement boots while it keeps serving
         break;
@@ -153,8 +153,7 @@ void Shard::retire_one()
 {
     WorkerPtr idle, busy;
     for (auto &[pid, w] : workers) {
-        if (!w->retire || w->stop_on_release || w->replaced || w->state() == State::stopping ||
-            w->state() == State::dead)
+        if (w->recycle() != Recycle::marked || w->state() == State::stopping || w->state() == State::dead)
             continue;
         WorkerPtr &pick = w->state() == State::ready ? idle : busy;
         if (!pick || w->gen < pick->gen)
@@ -172,11 +171,11 @@ void Shard::replaced(const WorkerPtr &w)
         start_stop(w);
         return;
     }
-    if (w->cause == Cause::max_jobs && w->max_jobs != 0 && w->jobs < w->max_jobs) {
-        w->replaced = true;
+    if (w->cause() == Cause::max_jobs && w->max_jobs != 0 && w->jobs < w->max_jobs) {
+        w->recycle_to(Recycle::replaced);
         return;
     }
-    w->stop_on_release = true;
+    w->recycle_to(Recycle::on_release);
     if (w->gen < generation)
         w->reset_deadline = clock::now() + opt.reset_timeout;
 }
@@ -187,8 +186,7 @@ void Shard::shed_surplus()
         return;
     std::vector<WorkerPtr> surplus;
     for (auto &[pid, w] : workers)
-        if (w->retire && !w->stop_on_release && !w->replaced &&
-            (w->state() == State::ready || w->state() == State::working))
+        if (w->recycle() == Recycle::marked && (w->state() == State::ready || w->state() == State::working))
             surplus.push_back(w);
     for (auto &w : surplus)
         replaced(w);
@@ -201,7 +199,7 @@ void Shard::start_stop(const WorkerPtr &w)
         return;
     allocator.remove(w);
     w->to(State::stopping);
-    if (w->retire && w->cause != Cause::reset && !stopping.raised() && idle_recycling())
+    if (w->going() && w->cause() != Cause::reset && !stopping.raised() && idle_recycling())
         detail::set_idle(w->pid); // a replaced worker's exit (shutdown functions, freeing its memory)
     auto deadline = std::min(clock::now() + opt.destroy_timeout, stop_deadline);
     asio::co_spawn(io, stop_worker(w, deadline, std::shared_ptr<const Flag>(shared_from_this(), &stopping)),
@@ -212,8 +210,8 @@ void Shard::start_stop(const WorkerPtr &w)
 
 void Shard::kill_broken(const WorkerPtr &w, Cause why)
 {
-    if (w->cause == Cause::none || replacing(w->cause))
-        w->cause = why;
+    if (w->cause() == Cause::none || replacing(w->cause()))
+        w->blame(why);
     w->exec.clear();
     allocator.remove(w);
     if (w->state() != State::dead)
@@ -243,22 +241,21 @@ void Shard::on_exit(int pid, int status)
     // Exited before its handshake: a boot failure, which the handshake's failure reports with its output,
     // or the stop's SIGTERM to a booting worker; never unexpected.
     const bool booting = w->state() == State::spawning;
-    if (booting && w->cause == Cause::none)
-        w->cause = stopping.raised() ? Cause::shutdown : Cause::boot_failure;
-    if (w->cause == Cause::none)
-        w->cause = expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash;
+    if (booting)
+        w->blame_if_none(stopping.raised() ? Cause::shutdown : Cause::boot_failure);
+    w->blame_if_none(expected ? (stopping.raised() ? Cause::shutdown : Cause::worker_stop) : Cause::crash);
     // Marked for replacement (a limit reached, its replacement started early) but still serving when it
     // died by itself: a crash all the same.
-    if (!expected && replacing(w->cause))
-        w->cause = Cause::crash;
+    if (!expected && replacing(w->cause()))
+        w->blame(Cause::crash);
     // Killed for breaking off mid-request, it had in fact died by itself (its stdout closed): a crash.
-    if (w->cause == Cause::error && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
-        w->cause = Cause::crash;
+    if (w->cause() == Cause::error && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
+        w->blame(Cause::crash);
     if (!w->is_template)
-        bump(exits_total[static_cast<unsigned>(w->cause)]);
+        bump(exits_total[static_cast<unsigned>(w->cause())]);
     std::string what = w->tag() + " " + describe_status(status);
     if ((expected && WIFEXITED(status) && WEXITSTATUS(status) == 0) || booting ||
-        w->cause == Cause::boot_failure)
+        w->cause() == Cause::boot_failure)
         log::debug("pool", what);
     else if (expected)
         log::info("pool", what);
@@ -302,7 +299,7 @@ void Shard::start_on_demand()
         if (w->state() == State::ready)
             idle.push_back(w);
     for (auto &w : idle) {
-        w->cause = Cause::debug;
+        w->blame(Cause::debug);
         start_stop(w);
     }
 }
@@ -320,7 +317,7 @@ awaitable<Result<void>> Shard::shutdown(clock::time_point deadline)
         if (w->state() == State::ready)
             start_stop(w);
         else if (w->state() == State::working)
-            w->stop_on_release = true;
+            w->recycle_to(Recycle::on_release);
         else if (w->state() == State::spawning)
             w->signal(SIGTERM);
     }

@@ -66,7 +66,7 @@ Supervisor::AfterJob Supervisor::job_done(Worker &w)
     ++w.jobs;
     w.idle_since = coarse_now_;
     if (opt_.debug) {
-        w.cause = Cause::debug;
+        w.blame(Cause::debug);
         return AfterJob::stop;
     }
     if (paused_)
@@ -75,29 +75,26 @@ Supervisor::AfterJob Supervisor::job_done(Worker &w)
     if (over && w.rss >= 2 * w.memory_limit) {
         // Far past its limit while its replacement boots or waits its turn (max_recycling): memory cannot
         // wait, it stops now and requests wait for another worker.
-        if (w.cause == Cause::none)
-            w.cause = Cause::memory;
+        w.blame_if_none(Cause::memory);
         log::warn("pool",
                   w.tag() + " uses " + megabytes(w.rss) + ", twice its max_worker_memory: stopping it now");
         return AfterJob::stop;
     }
-    if (w.retire) {
+    if (w.going()) {
         // Its replacement is ready (started early): it stops at its limit. Still booting: it serves on, up to
         // twice max_jobs.
-        if (w.max_jobs != 0 && w.jobs >= (w.replaced ? w.max_jobs : 2 * w.max_jobs))
+        if (w.max_jobs != 0 && w.jobs >= (w.recycle() == Recycle::replaced ? w.max_jobs : 2 * w.max_jobs))
             return AfterJob::stop;
         return AfterJob::keep;
     }
     if (w.max_jobs != 0 && w.jobs >= w.max_jobs) {
         // "No throughput dip" over strictness: the replacement boots while this one keeps serving.
-        w.retire = true;
-        w.cause = Cause::max_jobs;
+        w.mark(Cause::max_jobs);
         log::debug("pool", w.tag() + " reached max_jobs (" + std::to_string(w.jobs) + "), recycling");
         return AfterJob::retire;
     }
     if (w.max_jobs != 0 && w.jobs >= w.rate_check_jobs && starts_early(w)) {
-        w.retire = true;
-        w.cause = Cause::max_jobs;
+        w.mark(Cause::max_jobs);
         return AfterJob::retire;
     }
     if (over && recycling() < std::max(1u, opt_.max_recycling)) {
@@ -168,15 +165,14 @@ unsigned Supervisor::recycling() const
 {
     unsigned n = 0;
     for (const auto &[pid, w] : workers_)
-        if (w->retire && serving(*w))
+        if (w->going() && serving(*w))
             ++n;
     return n;
 }
 
 void Supervisor::mark(Worker &w, Cause c, const std::string &why)
 {
-    w.retire = true;
-    w.cause = c;
+    w.mark(c);
     log::info("pool", w.tag() + " " + why + ": replacing it (" + cause_name(c) + ")");
 }
 
@@ -193,7 +189,7 @@ void Supervisor::watch(clock::time_point now)
     std::vector<Due> due;
     for (auto &[pid, wp] : workers_) {
         Worker &w = *wp;
-        if (!serving(w) || w.retire || w.stop_on_release)
+        if (!serving(w) || w.going())
             continue;
         if (now >= w.ttl_end) {
             due.push_back({&w, Cause::ttl, "lived its ttl (" + std::to_string(opt_.ttl.count()) + " ms)"});
@@ -251,7 +247,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
     for (auto &[pid, w] : workers_) {
         if (w->state() != State::working || !w->exec.ctx)
             continue;
-        if (w->stop_on_release && now >= w->reset_deadline && !w->reset_killed) {
+        if (w->recycle() == Recycle::on_release && now >= w->reset_deadline && !w->reset_killed) {
             reset_expired.push_back(w);
             continue;
         }
@@ -280,7 +276,7 @@ void Supervisor::tick(std::chrono::milliseconds period)
     }
     // The exchange fails now (its client gets the answer for `cause`); the pool kills the worker after.
     auto fail = [](const WorkerPtr &w, Cause cause, const std::string &why) {
-        w->cause = cause;
+        w->blame(cause);
         w->exec.clear();
         w->channel->expire(why);
     };

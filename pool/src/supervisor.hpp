@@ -1,7 +1,7 @@
 // Supervising workers (internal to pool/): max_jobs recycling, the soft limits (ttl, idle_ttl,
 // max_worker_memory) and exec_ttl, on one coarse ticker per loop; debug's one request per worker.
 //
-// Soft limits: a worker past one is marked (retire, with its cause) and its replacement boots while it
+// Soft limits: a worker past one is marked (Recycle::marked, with its cause) and its replacement boots while it
 // serves on; when the replacement is ready the pool retires it, at once when idle, after its request when
 // busy (Shard::retire_one). Thresholds are jittered per worker (max_jobs up to 25 % more; ttl and memory up
 // to 10 % less, never past what is configured; spread evenly over that range, see ready()) and at most
@@ -13,7 +13,7 @@
 // max_jobs without a gap: a worker's replacement starts before its limit, when the requests it serves during
 // twice the measured boot time would take it there (its rate is read from the clock a few times per life:
 // at a quarter of max_jobs, then halfway to the start point each time). A replacement ready before the limit
-// leaves the old worker serving only requests that wait for a worker, up to max_jobs (Worker::replaced); one
+// leaves the old worker serving only requests that wait for a worker, up to max_jobs (Recycle::replaced); one
 // ready late still finds it serving, up to twice max_jobs.
 #pragma once
 

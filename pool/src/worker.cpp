@@ -38,6 +38,28 @@ bool Worker::refuse(State next) const
     return false;
 }
 
+const char *recycle_name(Recycle r)
+{
+    switch (r) {
+    case Recycle::serving:
+        return "serving";
+    case Recycle::marked:
+        return "marked";
+    case Recycle::replaced:
+        return "replaced";
+    case Recycle::on_release:
+        return "on_release";
+    }
+    return "?";
+}
+
+bool Worker::refuse(Recycle next) const
+{
+    log::error("pool", tag() + ": no recycling move from " + recycle_name(recycle_) + " to " +
+                           recycle_name(next) + " (ignored)");
+    return false;
+}
+
 const char *cause_name(Cause c)
 {
     static constexpr const char *names[] = {

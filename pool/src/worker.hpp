@@ -41,7 +41,37 @@ constexpr bool allowed_move(State from, State to)
     return false;
 }
 
+// Where a worker is in its replacement, moved by the supervisor's limits, a rolling reset and the shard when
+// a replacement is ready: serving → marked → replaced → on_release, only forward, except that a marked
+// worker serves on unmarked when new workers cannot boot (Shard::hold_replacements), and a stop while it
+// works puts any worker on_release. Not its life (State): a marked or replaced worker still takes requests.
+enum class Recycle : unsigned char {
+    serving,   // nothing decided
+    marked,    // a limit reached or a reset: its replacement is wanted; it serves on until that is ready
+    replaced,  // its max_jobs replacement, started ahead of the limit, is ready: it takes only requests that
+               // wait for a worker, and stops at max_jobs or when nobody waits
+    on_release // it stops when its current request is done
+};
+
+constexpr bool allowed_recycle(Recycle from, Recycle to)
+{
+    if (from == to)
+        return true;
+    switch (from) {
+    case Recycle::serving:
+        return to == Recycle::marked || to == Recycle::on_release;
+    case Recycle::marked:
+        return true; // unmarked (hold_replacements), replaced, on_release
+    case Recycle::replaced:
+        return to == Recycle::on_release;
+    case Recycle::on_release:
+        return false;
+    }
+    return false;
+}
+
 const char *state_name(State s);
+const char *recycle_name(Recycle r);
 // "exited with code 3", "killed by signal 9 (SIGKILL)".
 std::string describe_status(int wait_status);
 
@@ -64,6 +94,34 @@ struct Worker {
         state_ = next;
         return true;
     }
+    // Its replacement (Recycle). going(): marked or later, no longer counted as a worker that stays.
+    Recycle recycle() const { return recycle_; }
+    bool going() const { return recycle_ != Recycle::serving; }
+    // Moves it to `next` when the table has that move (allowed_recycle); else nothing changes, false, and an
+    // error line names the worker and the move.
+    bool recycle_to(Recycle next)
+    {
+        if (!allowed_recycle(recycle_, next))
+            return refuse(next);
+        recycle_ = next;
+        return true;
+    }
+    // Its replacement is wanted for `why` (a limit, a reset): a serving worker is marked, one further on
+    // stays where it is; the cause is `why` either way.
+    void mark(Cause why)
+    {
+        if (recycle_ == Recycle::serving)
+            recycle_ = Recycle::marked;
+        cause_ = why;
+    }
+    // Why it is being replaced or was killed (counted when it exits); none while nothing was decided.
+    Cause cause() const { return cause_; }
+    void blame(Cause c) { cause_ = c; }
+    void blame_if_none(Cause c)
+    {
+        if (cause_ == Cause::none)
+            cause_ = c;
+    }
     std::shared_ptr<relay::Channel> channel; // stdin and stdout: frames only
     asio::readable_pipe err;                 // the worker's log
     relay::Codec codec = relay::Codec::json;
@@ -73,12 +131,7 @@ struct Worker {
 
     // Jobs and recycling (the supervisor's).
     std::uint64_t jobs = 0;
-    std::uint64_t max_jobs = 0;   // with jitter; 0 = unlimited
-    bool retire = false;          // recycle as soon as a replacement is ready
-    bool stop_on_release = false; // stop when the current request is done
-    // Its max_jobs replacement, started ahead of the limit, is ready: it takes only requests that wait for a
-    // worker, and stops at max_jobs or when nobody waits.
-    bool replaced = false;
+    std::uint64_t max_jobs = 0; // with jitter; 0 = unlimited
     // Starting that replacement early: the next job count at which the request rate is measured, and the
     // job count and time of the last measurement (Supervisor::starts_early).
     std::uint64_t rate_check_jobs = ~0ull;
@@ -90,8 +143,6 @@ struct Worker {
     std::uint64_t gen = 0;
     std::chrono::steady_clock::time_point reset_deadline = std::chrono::steady_clock::time_point::max();
     bool reset_killed = false;
-    // Why it is being replaced or was killed (counted when it exits); none while nothing was decided.
-    Cause cause = Cause::none;
     // Soft limits (the supervisor's), jittered per worker: when its ttl ends, its memory limit, when its
     // last request ended (idle_ttl); memory is also sampled after requests, when `memory_check_jobs` is
     // reached (set from the growth between the last two readings).
@@ -157,7 +208,10 @@ struct Worker {
 
 private:
     bool refuse(State next) const; // logs the move the table does not have; false
+    bool refuse(Recycle next) const;
     State state_ = State::spawning;
+    Recycle recycle_ = Recycle::serving;
+    Cause cause_ = Cause::none;
 };
 
 using WorkerPtr = std::shared_ptr<Worker>;

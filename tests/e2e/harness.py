@@ -182,10 +182,14 @@ def run_ferry(*args, timeout=15):
                           stdin=subprocess.DEVNULL)
 
 
-def assert_loops_ended(stderr):
-    """A stop is cancel and join: every task on every loop ended by itself (LoopThreads warns otherwise)."""
+def assert_clean_stop(stderr):
+    """A stop is cancel and join: every task on every loop ended by itself (LoopThreads warns otherwise); and
+    no worker was asked for a move its tables do not have (Worker::to, Worker::recycle_to: a pool bug)."""
     if "still had work" in stderr:
         raise AssertionError(f"a task outlived the stop (an event loop was stopped with work in it):\n{stderr}")
+    for bug in (": no move from ", ": no recycling move from "):
+        if bug in stderr:
+            raise AssertionError(f"a worker was asked for a move its table does not have:\n{stderr}")
 
 
 class Server:
@@ -282,7 +286,7 @@ class Server:
             raise AssertionError(f"ferry exited with {rc}, expected {expect_code}; stderr:\n{self.stderr()}")
         if not left:
             raise AssertionError(f"PHP workers still running after ferry exited: {leftovers}")
-        assert_loops_ended(self.stderr())
+        assert_clean_stop(self.stderr())
         return rc
 
     def kill(self):

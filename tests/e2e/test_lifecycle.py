@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import (assert_loops_ended, http_get, BIN, HOST, Reader, Server, ServerTestCase, pids_with_marker,
+from harness import (assert_clean_stop, http_get, BIN, HOST, Reader, Server, ServerTestCase, pids_with_marker,
                      read_listening_line, wait_until)
 
 
@@ -121,7 +121,7 @@ class ShutdownTest(unittest.TestCase):
         self.assertIn("second signal: stopping now", srv.stderr())
         self.assertIn("second signal, killing it", srv.stderr())
         self.assertNotIn("AddressSanitizer", srv.stderr())
-        assert_loops_ended(srv.stderr())
+        assert_clean_stop(srv.stderr())
         for t in threads:
             t.join(5)
         self.assertTrue(wait_until(lambda: not pids_with_marker(srv.marker), 3.0), pids_with_marker(srv.marker))

@@ -67,7 +67,7 @@ TEST(Allocator, IdleWorkersMostRecentlyUsedFirstRetiringOnesLast)
     EXPECT_FALSE(f.alloc.offer(c));
     EXPECT_EQ(a->state(), State::ready);
     EXPECT_EQ(f.alloc.idle(), 3u);
-    c->retire = true; // past max_jobs: only when no other is idle
+    c->mark(Cause::max_jobs); // past max_jobs: only when no other is idle
     EXPECT_EQ(f.alloc.take_idle(), b);
     EXPECT_EQ(b->state(), State::working);
     EXPECT_EQ(f.alloc.take_idle(), a);

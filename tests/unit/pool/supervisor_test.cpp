@@ -81,7 +81,7 @@ TEST(Supervisor, MaxJobsRetiresThenStopsAtTwiceTheLimit)
     for (std::uint64_t i = 1; i < limit; ++i)
         EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
     EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::retire);
-    EXPECT_EQ(w->cause, Cause::max_jobs);
+    EXPECT_EQ(w->cause(), Cause::max_jobs);
     // It serves on while its replacement boots, up to twice its limit.
     keeps_then_stops_at(f, *w, 2 * limit);
 }
@@ -101,7 +101,7 @@ TEST(Supervisor, MaxJobsReplacementStartsEarlyWhenABootOutlastsTheJobsLeft)
     for (std::uint64_t i = 1; i < first_check; ++i)
         ASSERT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep) << i;
     EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::retire);
-    EXPECT_EQ(w->cause, Cause::max_jobs);
+    EXPECT_EQ(w->cause(), Cause::max_jobs);
     EXPECT_EQ(w->jobs, first_check);
     // Its replacement still booting, it serves on past its limit, up to twice max_jobs.
     keeps_then_stops_at(f, *w, 2 * w->max_jobs);
@@ -117,7 +117,7 @@ TEST(Supervisor, AReplacedWorkerStopsAtItsMaxJobs)
     f.sup.ready(*w);
     while (f.sup.job_done(*w) != Supervisor::AfterJob::retire)
         ASSERT_LT(w->jobs, w->max_jobs);
-    w->replaced = true; // the pool: its replacement is ready
+    w->recycle_to(Recycle::replaced); // the pool: its replacement is ready
     keeps_then_stops_at(f, *w, w->max_jobs);
 }
 
@@ -157,7 +157,7 @@ TEST(Supervisor, WhileBootsFailNothingIsRetired)
     f.paused = true;
     for (int i = 0; i < 5; ++i)
         EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::keep);
-    EXPECT_FALSE(w->retire);
+    EXPECT_FALSE(w->going());
 }
 
 TEST(Supervisor, DebugStopsEveryWorkerAfterOneRequest)
@@ -168,7 +168,7 @@ TEST(Supervisor, DebugStopsEveryWorkerAfterOneRequest)
     auto w = f.add(1);
     f.sup.ready(*w);
     EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
-    EXPECT_EQ(w->cause, Cause::debug);
+    EXPECT_EQ(w->cause(), Cause::debug);
 }
 
 TEST(Supervisor, MemoryOverTheLimitRetiresAndTwiceTheLimitStops)
@@ -184,7 +184,7 @@ TEST(Supervisor, MemoryOverTheLimitRetiresAndTwiceTheLimitStops)
     f.sup.ready(*w);
     ASSERT_EQ(w->memory_check_jobs, 1u) << "read after the first request";
     EXPECT_EQ(f.sup.job_done(*w), Supervisor::AfterJob::stop);
-    EXPECT_EQ(w->cause, Cause::memory);
+    EXPECT_EQ(w->cause(), Cause::memory);
     EXPECT_GE(w->rss, rss / 2);
 
     Options o2;
@@ -193,8 +193,8 @@ TEST(Supervisor, MemoryOverTheLimitRetiresAndTwiceTheLimitStops)
     auto v = g.add(::getpid());
     g.sup.ready(*v);
     EXPECT_EQ(g.sup.job_done(*v), Supervisor::AfterJob::retire);
-    EXPECT_EQ(v->cause, Cause::memory);
-    EXPECT_TRUE(v->retire);
+    EXPECT_EQ(v->cause(), Cause::memory);
+    EXPECT_TRUE(v->going());
 }
 
 TEST(Supervisor, AWorkerThatDoesNotGrowIsReadOnTheTickOnly)

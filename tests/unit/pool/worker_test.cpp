@@ -39,3 +39,39 @@ TEST(WorkerState, MovesOnlyAlongTheTable)
     EXPECT_FALSE(w.to(State::ready));
     EXPECT_EQ(w.state(), State::dead);
 }
+
+TEST(WorkerRecycle, MovesOnlyForwardButAMarkedOneMayServeOn)
+{
+    EXPECT_TRUE(allowed_recycle(Recycle::serving, Recycle::marked));      // a limit, a reset
+    EXPECT_TRUE(allowed_recycle(Recycle::serving, Recycle::on_release));  // a stop while it works
+    EXPECT_TRUE(allowed_recycle(Recycle::marked, Recycle::replaced));     // its early replacement is ready
+    EXPECT_TRUE(allowed_recycle(Recycle::marked, Recycle::on_release));   // its replacement is ready
+    EXPECT_TRUE(allowed_recycle(Recycle::marked, Recycle::serving));      // replacements cannot boot
+    EXPECT_TRUE(allowed_recycle(Recycle::replaced, Recycle::on_release)); // a reset while it serves on
+    EXPECT_FALSE(allowed_recycle(Recycle::serving, Recycle::replaced));   // replaced without being marked
+    EXPECT_FALSE(allowed_recycle(Recycle::replaced, Recycle::serving));
+    EXPECT_FALSE(allowed_recycle(Recycle::replaced, Recycle::marked));
+    EXPECT_FALSE(allowed_recycle(Recycle::on_release, Recycle::serving));
+    EXPECT_FALSE(allowed_recycle(Recycle::on_release, Recycle::marked));
+    EXPECT_STREQ(recycle_name(Recycle::on_release), "on_release");
+
+    boost::asio::io_context io;
+    Worker w(io, 1024);
+    EXPECT_FALSE(w.going());
+    EXPECT_FALSE(w.recycle_to(Recycle::replaced)); // refused: nothing changes
+    EXPECT_EQ(w.recycle(), Recycle::serving);
+    w.mark(Cause::max_jobs);
+    EXPECT_EQ(w.recycle(), Recycle::marked);
+    EXPECT_EQ(w.cause(), Cause::max_jobs);
+    EXPECT_TRUE(w.going());
+    EXPECT_TRUE(w.recycle_to(Recycle::replaced));
+    // A reset marks it again: the cause is the reset's, the phase stays (it is further on).
+    w.mark(Cause::reset);
+    EXPECT_EQ(w.recycle(), Recycle::replaced);
+    EXPECT_EQ(w.cause(), Cause::reset);
+    EXPECT_TRUE(w.recycle_to(Recycle::on_release));
+    EXPECT_FALSE(w.recycle_to(Recycle::serving));
+    EXPECT_EQ(w.recycle(), Recycle::on_release);
+    w.blame_if_none(Cause::crash); // decided already: kept
+    EXPECT_EQ(w.cause(), Cause::reset);
+}
