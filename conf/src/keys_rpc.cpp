@@ -40,7 +40,8 @@ const schema::Table<RpcConfig> &rpc()
             string("listen", &RpcConfig::listen, "\"tcp://127.0.0.1:6001\" or \"unix:///path\"")
                 .checked(rpc_address)
                 .described("Where the control socket listens: `tcp://host:port` or `unix:///path` (mode "
-                           "0600); `none` or empty: no listener."),
+                           "0600); `none` or empty: no listener. On `status.address` or `metrics.address` "
+                           "(as written there): one admin port, RPC calls told apart by their first byte."),
             boolean("allow_remote", &RpcConfig::allow_remote)
                 .described("Ferry's own: allow `listen` on an address other than loopback (warned)."),
             duration("first_byte_timeout", &RpcConfig::first_byte_timeout)

@@ -458,6 +458,8 @@ int run(const conf::Config &cfg)
         }
         rt.metrics = &*metrics;
     }
+    if (auto rides = detail::rpc_rides(cfg); !rides.empty()) // rpc.listen on status' or metrics' address
+        control.ride(rides == "status.address" ? status->listener() : metrics->listener());
     runtime = &rt;
 
     if (auto listening = detail::listen(rt, cfg); !listening) {

@@ -163,6 +163,91 @@ class SharedWithMetrics(unittest.TestCase):
                       srv.stderr())
 
 
+class RpcOnTheAdminListener(unittest.TestCase):
+    """rpc.listen on status.address (or metrics.address): one admin port. The listener hands RPC the
+    connections that open with a Goridge frame; HTTP probes, the CLI and a worker's Rpc client all use it."""
+
+    def start_server(self, config, script="ws.php"):
+        from harness import Server
+        srv = Server(config, script=script)
+        self.addCleanup(srv.close)
+        self.addCleanup(srv.kill)
+        return srv.start()
+
+    def test_status_metrics_and_rpc_on_one_port(self):
+        import subprocess
+        from harness import BIN
+        from clients import Rpc
+        port = free_port()
+        srv = self.start_server({"status": {"address": f"{HOST}:{port}"}, "metrics": {"address": f"{HOST}:{port}"},
+                                 "rpc": {"listen": f"tcp://{HOST}:{port}"},
+                                 "websockets": {"path": "/ws", "pool": {"num_workers": 1}}})
+        self.assertIn(f"rpc: listening on tcp://{HOST}:{port} (through status.address)", srv.stderr())
+        addr = (HOST, port)
+        self.assertEqual(get(addr, "/health")[0], 200)
+        self.assertIn("ferry_pool_workers", get(addr, "/metrics")[1])
+        c = Rpc(f"tcp://{HOST}:{port}")
+        self.addCleanup(c.close)
+        self.assertEqual(c.call("informer.List", True), (True, ["http", "websockets"]))
+        self.assertEqual(c.call("informer.List", True), (True, ["http", "websockets"]))  # the same connection
+        r = subprocess.run([BIN, "workers", "-c", srv.config_path], capture_output=True, text=True, timeout=20,
+                           cwd=srv.tmp.name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("PID", r.stdout.upper(), r.stdout)
+        # a worker's own Rpc client (RR_RPC) publishes through it
+        from wsclient import RawWs
+        ws = RawWs(srv, "/ws?topics=news")
+        self.addCleanup(ws.close)
+        self.assertIn(" 101 ", ws.handshake())
+        self.assertEqual(srv.request("GET", "/publish?topic=news&msg=one-port")[::2], (200, b"published\n"))
+        self.assertEqual(ws.read_frame()[:2], (1, b"one-port"))
+        # HTTP that is not a probe path is still the status listener's 404, not RPC's
+        self.assertEqual(get(addr, "/rpc")[0], 404)
+        self.assertNotIn("not an RPC frame", srv.stderr())
+        srv.stop()
+
+    def test_a_silent_or_half_connection_is_the_listeners_to_close(self):
+        port = free_port()
+        srv = self.start_server({"status": {"address": f"{HOST}:{port}", "first_byte_timeout": "300ms"},
+                                 "rpc": {"listen": f"tcp://{HOST}:{port}"}})
+        silent = socket.create_connection((HOST, port), timeout=5)
+        self.addCleanup(silent.close)
+        t0 = time.monotonic()
+        self.assertEqual(silent.recv(10), b"")  # no first byte: closed by the status listener's timeout
+        self.assertLess(time.monotonic() - t0, 3.0)
+        self.assertTrue(wait_until(lambda: "no byte within status.first_byte_timeout" in srv.stderr(), 3.0),
+                        srv.stderr())
+        # a Goridge frame's first bytes, then garbage: RPC's own error, the listener keeps serving
+        bad = socket.create_connection((HOST, port), timeout=5)
+        self.addCleanup(bad.close)
+        bad.sendall(b"\x13" + b"\xff" * 11)
+        bad.settimeout(5)
+        self.assertEqual(bad.recv(10), b"")
+        self.assertTrue(wait_until(lambda: "not an RPC frame" in srv.stderr(), 3.0), srv.stderr())
+        self.assertEqual(get((HOST, port), "/health")[0], 200)
+        srv.stop()
+
+    def test_rpc_on_metrics_address_and_the_loopback_rule_still_holds(self):
+        from harness import Server
+        from clients import Rpc
+        port = free_port()
+        srv = self.start_server({"status": {"address": f"{HOST}:0"}, "metrics": {"address": f"{HOST}:{port}"},
+                                 "rpc": {"listen": f"tcp://{HOST}:{port}"}})
+        self.assertIn("(through metrics.address)", srv.stderr())
+        c = Rpc(f"tcp://{HOST}:{port}")
+        self.addCleanup(c.close)
+        self.assertEqual(c.call("informer.List", True)[0], True)
+        self.assertIn("ferry_pool_workers", get((HOST, port), "/metrics")[1])
+        srv.stop()
+        # on every interface, riding status: still refused without rpc.allow_remote, naming the key
+        port = free_port()
+        bad = Server({"status": {"address": f"0.0.0.0:{port}"}, "rpc": {"listen": f"tcp://0.0.0.0:{port}"}})
+        self.addCleanup(bad.close)
+        with self.assertRaises(AssertionError):
+            bad.start(timeout=5)
+        self.assertIn("rpc.listen: \"tcp://0.0.0.0:%d\" is not a loopback address" % port, bad.stderr())
+
+
 class WithWebsockets(ServerTestCase):
     SCRIPT = "ws.php"
     CONFIG = {"status": {"address": f"{HOST}:0"}, "websockets": {"path": "/ws", "pool": {"num_workers": 1}}}

@@ -2,6 +2,7 @@
 
 #include "ferry/base/log.hpp"
 #include "ferry/pool/watcher.hpp"
+#include "probe_server.hpp"
 #include "rpc_server.hpp"
 
 #include <boost/asio/signal_set.hpp>
@@ -138,7 +139,18 @@ Result<void> Control::bind()
     };
     c.rpc =
         std::make_unique<RpcServer>(c.io, c.cfg.rpc, std::move(target), c.counters, rpc_payload_limit(c.cfg));
+    if (auto key = rpc_rides(c.cfg); !key.empty())
+        c.rpc->ride(std::move(key));
     return c.rpc->bind();
+}
+
+void Control::ride(ProbeServer &l)
+{
+    std::weak_ptr<Impl> weak = impl_;
+    l.hand_over(opens_rpc_frame, [weak](StreamSocket sock, std::string peer) {
+        if (auto self = weak.lock(); self && self->rpc)
+            self->rpc->adopt(std::move(sock), std::move(peer));
+    });
 }
 
 std::string Control::rpc_address() const

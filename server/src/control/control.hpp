@@ -20,6 +20,8 @@
 
 namespace ferry::server::detail {
 
+class ProbeServer;
+
 class Control {
 public:
     // `stop()` asks for a graceful stop (as SIGTERM does).
@@ -38,6 +40,8 @@ public:
     Result<void> bind();
     // rpc.listen as bound ("tcp://127.0.0.1:6001"), "" without a listener.
     std::string rpc_address() const;
+    // rpc.listen is on the admin listener `l` (rpc_rides): `l` hands RPC its connections. Before start().
+    void ride(ProbeServer &l);
     // Once the workers are ready: the watcher, SIGHUP and the RPC listener start acting on `pool`.
     Result<void> start(const Pools &pools);
     // At a stop: no more resets are started.

@@ -270,6 +270,11 @@ MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cf
 
 MetricsServer::~MetricsServer() = default;
 
+ProbeServer &MetricsServer::listener()
+{
+    return *impl_->probe;
+}
+
 Result<void> MetricsServer::bind()
 {
     return impl_->probe->bind();

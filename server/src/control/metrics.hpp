@@ -103,6 +103,7 @@ public:
     void run(std::vector<const HttpStats *> loops, const Pools &pools,
              const ws::WsBudgets *ws_budgets = nullptr);
     void stop();
+    ProbeServer &listener(); // its listener (shared with status, and RPC, when they are on its address)
     std::string address() const;
 
     struct Impl;

@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <sys/socket.h>
 
 namespace ferry::server::detail {
 
@@ -31,6 +32,8 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
         Answer answer;
     };
     std::vector<Route> routes;
+    Claim theirs; // hand_over
+    Take take;
     bool running = false, stopped = false;
     std::chrono::milliseconds first_byte_timeout;
     ConnSlots slots;
@@ -80,6 +83,21 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
             });
         };
         arm();
+        if (self->theirs) { // another protocol on this port: its first byte says which, read by nobody yet
+            auto [ec] = co_await sock.async_wait(Io::wait_read, nothrow);
+            unsigned char first = 0;
+            if (ec || ::recv(sock.native_handle(), &first, 1, MSG_PEEK) != 1) {
+                if (*fired)
+                    self->slots.first_byte_timeout(peer);
+                deadline.cancel();
+                co_return;
+            }
+            if (self->theirs(first)) {
+                deadline.cancel();
+                self->take(sock.take_socket(), std::move(peer)); // its slot is released here
+                co_return;
+            }
+        }
         Limits limits;
         limits.max_header_size = 8 * 1024;
         limits.max_body_size = 0;
@@ -197,6 +215,12 @@ void ProbeServer::route(std::vector<std::string> paths, Answer answer)
     impl_->routes.push_back(Impl::Route{std::move(paths), std::move(answer)});
 }
 
+void ProbeServer::hand_over(Claim theirs, Take take)
+{
+    impl_->theirs = std::move(theirs);
+    impl_->take = std::move(take);
+}
+
 void ProbeServer::run()
 {
     if (std::exchange(impl_->running, true))
@@ -210,6 +234,18 @@ void ProbeServer::stop()
     error_code ignored;
     impl_->acceptor.close(ignored);
     impl_->slots.close_all();
+}
+
+std::string rpc_rides(const conf::Config &cfg)
+{
+    const auto on = [&cfg](bool enabled, const conf::Address &a) {
+        return enabled && a.port != 0 && cfg.rpc.listen == "tcp://" + a.to_string();
+    };
+    if (on(cfg.status.enabled, cfg.status.address))
+        return "status.address";
+    if (on(cfg.metrics.enabled, cfg.metrics.address))
+        return "metrics.address";
+    return "";
 }
 
 std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,

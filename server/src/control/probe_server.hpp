@@ -1,10 +1,11 @@
 // A small HTTP listener for probes and scrapers (internal to server/): the status endpoints and /metrics,
 // each on its own address or both on one (status.address = metrics.address: one listener, one router by
-// path). One request per connection, read and written through the client Stream every connection uses (the
-// one place TLS comes in), parsed by the server's own HTTP parser, answered by a coroutine, then the
-// connection closes. A client that sends no byte within first_byte_timeout, or does not finish its request
-// within 5 s of its first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a
-// new one (control/conn_slots.hpp). Runs on the loop it is given (loops[0]).
+// path), and RPC too when rpc.listen is on that address (its connections handed over by their first byte).
+// One request per connection, read and written through the client Stream every connection uses (the one place
+// TLS comes in), parsed by the server's own HTTP parser, answered by a coroutine, then the connection closes.
+// A client that sends no byte within first_byte_timeout, or does not finish its request within 5 s of its
+// first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a new one
+// (control/conn_slots.hpp). Runs on the loop it is given (loops[0]).
 #pragma once
 
 #include "control/conn_slots.hpp"
@@ -12,6 +13,7 @@
 #include "ferry/base/result.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/server/http_parser.hpp"
+#include "transport/stream.hpp"
 
 #include <chrono>
 #include <functional>
@@ -40,6 +42,12 @@ public:
     // Answers requests for `paths` (exact, before any '?') with `answer`; before run() or on the same turn of
     // the loop. A path no route has gets 404 naming the paths there are; with one route, its answer decides.
     void route(std::vector<std::string> paths, Answer answer);
+    // Connections whose first byte `theirs` claims go to `take` before anything is read from them (another
+    // protocol on the same port: RPC's Goridge frames on the admin listener); the first-byte timeout applies
+    // until that byte. Before run().
+    using Claim = std::function<bool(unsigned char first)>;
+    using Take = std::function<void(StreamSocket sock, std::string peer)>;
+    void hand_over(Claim theirs, Take take);
     // Starts accepting (once; later calls do nothing).
     void run();
     void stop();
@@ -56,5 +64,16 @@ private:
 // warning names both keys.
 std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,
                                                    ControlCounters &counters);
+
+// The admin listener RPC rides: "status.address" or "metrics.address" when rpc.listen is tcp:// on that
+// address as written there (a port, not 0), and that listener is enabled; "" otherwise (RPC's own
+// listener). That listener hands RPC the connections whose first byte opens a Goridge frame (version 1, a
+// header of 3 to 5 words: 0x13..0x15; an RPC call has 0x15), never an HTTP request's (a method's capital
+// letter) nor a TLS ClientHello's (0x16).
+std::string rpc_rides(const conf::Config &cfg);
+inline bool opens_rpc_frame(unsigned char first)
+{
+    return first >= 0x13 && first <= 0x15;
+}
 
 } // namespace ferry::server::detail

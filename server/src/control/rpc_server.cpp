@@ -1,3 +1,5 @@
+// The RPC listener (rpc_server.hpp): tcp or unix accept, or connections handed over by the admin listener it
+// rides; one session per connection (frames in, calls answered in order). The methods are rpc_methods.cpp's.
 #include "rpc_server.hpp"
 
 #include "conn_slots.hpp"
@@ -8,16 +10,11 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstring>
-#include <fstream>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,155 +22,17 @@
 
 namespace ferry::server::detail {
 
-namespace json = boost::json;
 using tcp = asio::ip::tcp;
 using unix_socket = asio::local::stream_protocol;
 
 namespace {
 
-Result<std::string> ok(std::string s)
-{
-    return Result<std::string>(boost::system::in_place_value, std::move(s));
-}
-
 constexpr auto frame_timeout = std::chrono::seconds(10); // a frame that began goes on within this
 constexpr unsigned max_connections = 64;
 constexpr const char *too_large_hint =
     " (the limit follows websockets.max_message_size: twice it and 64 KiB, at least 1 MiB)";
-constexpr const char *methods_known =
-    "resetter.List, resetter.Reset, informer.List, informer.Workers, ferry.Stop";
-
-// RoadRunner's worker states (roadrunner-server/pool fsm): the numbers informer.Workers reports.
-int rr_state(const std::string &s)
-{
-    if (s == "ready")
-        return 1;
-    if (s == "working")
-        return 2;
-    if (s == "stopping")
-        return 4;
-    if (s == "stopped")
-        return 5;
-    return 0; // spawning: inactive
-}
-
-// CPU use since start (%) of a process, from /proc; 0 when it is gone. (Its RSS comes with the snapshot.)
-double cpu_percent(int pid)
-{
-    double out = 0;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line))
-        return out;
-    auto close = line.rfind(')');
-    if (close == std::string::npos)
-        return out;
-    std::istringstream rest(line.substr(close + 2));
-    std::string field;
-    std::vector<std::string> f;
-    while (rest >> field)
-        f.push_back(field);
-    if (f.size() < 20)
-        return out;
-    const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
-    const double cpu = (std::stod(f[11]) + std::stod(f[12])) / hz; // utime + stime
-    const double started = std::stod(f[19]) / hz;                  // since boot
-    std::ifstream uptime("/proc/uptime");
-    double up = 0;
-    if (uptime >> up && up > started)
-        out = std::round(cpu / (up - started) * 10000.0) / 100.0;
-    return out;
-}
-
-// The plugin name of resetter.Reset / informer.Workers: a JSON string ("http"); empty or null = http.
-Result<std::string> plugin_arg(std::string_view arg)
-{
-    if (arg.empty())
-        return ok("http");
-    error_code ec;
-    auto v = json::parse(json::string_view(arg.data(), arg.size()), ec);
-    if (ec)
-        return fail("the argument is not JSON: " + ec.message());
-    if (v.is_null())
-        return ok("http");
-    if (!v.is_string())
-        return fail("the argument must be a plugin name (a JSON string, e.g. \"http\")");
-    return ok(std::string(v.as_string()));
-}
 
 } // namespace
-
-std::size_t rpc_payload_limit(const conf::Config &cfg)
-{
-    // websockets.Publish / Send carry a message as JSON text (PHP's json_encode escapes non-ASCII as \uXXXX
-    // unless told not to) or base64: twice the message and room for the rest of the call.
-    std::size_t limit = 1 << 20;
-    if (cfg.websockets.enabled)
-        limit = std::max<std::size_t>(limit, 2 * cfg.websockets.max_message_size + 64 * 1024);
-    return std::min<std::size_t>(limit, 0xFFFFFFFFu); // a Goridge length is 32 bits
-}
-
-awaitable<Result<std::string>> rpc_call(RpcTarget &target, std::string_view method, std::string_view arg)
-{
-    if (method == "resetter.List" || method == "informer.List") {
-        json::array names;
-        if (target.pools)
-            for (const auto &e : target.pools->all())
-                names.emplace_back(e.name);
-        co_return ok(json::serialize(names));
-    }
-    if (method == "resetter.Reset" || method == "informer.Workers") {
-        auto plugin = plugin_arg(arg);
-        if (!plugin)
-            co_return plugin.error();
-        if (!target.pools)
-            co_return fail("the workers are not started yet");
-        pool::Pool *pool = target.pools->find(*plugin);
-        if (!pool)
-            co_return fail("no plugin \"" + relay::printable(*plugin, 64) +
-                           "\" (Ferry has: " + target.pools->names() + ")");
-        if (method == "resetter.Reset") {
-            auto done = co_await target.reset("RPC resetter.Reset", *plugin);
-            if (!done)
-                co_return done.error();
-            co_return ok("true");
-        }
-        auto workers = co_await pool->snapshot(true);
-        json::array list;
-        const auto now = std::chrono::system_clock::now();
-        for (const auto &w : workers) {
-            json::object o;
-            o["pid"] = w.pid;
-            o["status"] = rr_state(w.state);
-            o["numExecs"] = w.jobs;
-            o["created"] =
-                std::chrono::duration_cast<std::chrono::nanoseconds>(w.created.time_since_epoch()).count();
-            o["memoryUsage"] = w.rss;
-            o["CPUPercent"] = cpu_percent(w.pid);
-            o["command"] = target.command;
-            o["statusStr"] = w.state;
-            // Ferry's own
-            o["loop"] = w.loop;
-            o["replacing"] = w.replacing;
-            o["pinnedCpu"] = w.cpu; // -1: not pinned (http.pool.cpu_affinity)
-            o["ageSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(now - w.created).count();
-            list.push_back(std::move(o));
-        }
-        json::object out;
-        out["workers"] = std::move(list);
-        co_return ok(json::serialize(out));
-    }
-    if (method == "ferry.Stop") {
-        if (target.stop)
-            target.stop();
-        co_return ok("true");
-    }
-    if (target.extension)
-        if (auto r = target.extension(method, arg))
-            co_return std::move(*r);
-    co_return fail("unknown method \"" + relay::printable(method, 80) + "\" (known: " + methods_known +
-                   (target.extension ? ", websockets.Publish, websockets.Send, websockets.Close" : "") + ")");
-}
 
 struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     Impl(asio::io_context &io_, const conf::RpcConfig &c, RpcTarget t, ControlCounters &counters,
@@ -191,6 +50,8 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     std::size_t max_payload;
     ConnSlots slots;
     bool stopped = false;
+    bool running = false;
+    std::string rides; // the key of the admin listener it rides ("status.address"), "": its own listener
 
     // ---- one connection -----------------------------------------------------------------------
 
@@ -325,23 +186,31 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
                 if (!pe)
                     peer = ep.address().to_string() + ":" + std::to_string(ep.port());
             }
-            std::weak_ptr<Socket> weak = sock;
-            std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
-                if (auto s = weak.lock()) {
-                    error_code ignored;
-                    s->close(ignored);
-                }
-            });
-            if (!lease)
-                continue; // counted and logged; `sock` closes
-            asio::co_spawn(self->io, session<Socket>(self, sock, peer, std::move(lease)),
-                           log_exceptions{"rpc session"});
+            take(self, std::move(sock), std::move(peer));
         }
+    }
+
+    // A connection accepted here, or handed over by the admin listener RPC rides (adopt): a slot, a session.
+    template <typename Socket>
+    static void take(std::shared_ptr<Impl> self, std::shared_ptr<Socket> sock, std::string peer)
+    {
+        std::weak_ptr<Socket> weak = sock;
+        std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
+            if (auto s = weak.lock()) {
+                error_code ignored;
+                s->close(ignored);
+            }
+        });
+        if (!lease)
+            return; // counted and logged; `sock` closes
+        asio::co_spawn(self->io, session<Socket>(self, std::move(sock), std::move(peer), std::move(lease)),
+                       log_exceptions{"rpc session"});
     }
 
     // ---- binding --------------------------------------------------------------------------------
 
-    Result<void> bind_tcp(const std::string &hostport)
+    // rpc.listen's tcp://host:port as an endpoint, refused when it is not loopback without allow_remote.
+    Result<tcp::endpoint> tcp_endpoint(const std::string &hostport)
     {
         auto colon = hostport.rfind(':');
         std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
@@ -361,7 +230,20 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
             log::warn("rpc", "listening on " + cfg.listen +
                                  " (rpc.allow_remote): anyone who reaches it can reset and stop this server");
         }
-        tcp::endpoint ep(addr, static_cast<unsigned short>(std::stoul(port)));
+        return tcp::endpoint(addr, static_cast<unsigned short>(std::stoul(port)));
+    }
+
+    Result<void> bind_tcp(const std::string &hostport)
+    {
+        auto where = tcp_endpoint(hostport);
+        if (!where)
+            return where.error();
+        if (!rides.empty()) { // the admin listener there hands its RPC connections over (adopt)
+            address = cfg.listen;
+            return {};
+        }
+        const tcp::endpoint ep = *where;
+        error_code ec;
         tcp_acceptor.open(ep.protocol(), ec);
         if (!ec)
             tcp_acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -444,7 +326,32 @@ void RpcServer::run()
         asio::co_spawn(i.io,
                        Impl::accept_loop<unix_socket::acceptor, unix_socket::socket>(impl_, i.unix_acceptor),
                        log_exceptions{"rpc accept"});
-    log::info("rpc", "listening on " + i.address);
+    i.running = true;
+    log::info("rpc", "listening on " + i.address + (i.rides.empty() ? "" : " (through " + i.rides + ")"));
+}
+
+void RpcServer::ride(std::string key)
+{
+    impl_->rides = std::move(key);
+}
+
+void RpcServer::adopt(StreamSocket sock, std::string peer)
+{
+    auto &i = *impl_;
+    if (i.stopped || !i.running)
+        return; // it closes
+    error_code ec;
+    auto ep = sock.local_endpoint(ec);
+    auto fd = ec ? -1 : sock.release(ec);
+    if (ec || fd < 0)
+        return;
+    auto s = std::make_shared<tcp::socket>(i.io);
+    s->assign(ep.protocol(), fd, ec);
+    if (ec) {
+        ::close(fd);
+        return;
+    }
+    Impl::take(impl_, std::move(s), std::move(peer));
 }
 
 void RpcServer::stop()

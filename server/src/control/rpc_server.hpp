@@ -1,6 +1,8 @@
 // The RPC listener (docs/protocol.md §6; rpc.listen): RoadRunner's methods resetter.List, resetter.Reset,
 // informer.List and informer.Workers with RoadRunner's field names, plus ferry.Stop, JSON-encoded, over
-// tcp://host:port or unix://path. One coroutine per connection, calls answered in order; a frame that is not
+// tcp://host:port or unix://path, or on the admin listener of status.address / metrics.address when
+// rpc.listen names it (probe_server.hpp, rpc_rides: that listener hands over the connections that open
+// with an RPC frame). One coroutine per connection, calls answered in order; a frame that is not
 // an RPC frame is logged and its connection closed, one over the size limit (rpc_payload_limit) is answered
 // with an error naming both sizes and skipped. At most 64 connections (control/conn_slots.hpp: a silent one
 // is closed after rpc.first_byte_timeout, the oldest idle one makes room for a new caller). Whoever reaches
@@ -14,6 +16,7 @@
 #include "ferry/conf/config.hpp"
 #include "ferry/pool/pool.hpp"
 #include "pools.hpp"
+#include "transport/stream.hpp"
 
 #include <functional>
 #include <memory>
@@ -51,12 +54,18 @@ public:
     RpcServer(const RpcServer &) = delete;
     RpcServer &operator=(const RpcServer &) = delete;
 
+    // Before bind(): it rides the admin listener `key` names ("status.address", "metrics.address"), which
+    // hands it the connections that open with an RPC frame (adopt); bind() then only checks rpc.listen.
+    void ride(std::string key);
     // Binds and listens (nothing is accepted before run()); the error names rpc.listen.
     Result<void> bind();
     // The pools informer.Workers reads and resetter.Reset names (set before run()).
     void set_pools(const Pools *pools);
     // Accepts until stop().
     void run();
+    // A connection the admin listener it rides accepted, whose first byte is an RPC frame's (not read yet).
+    // Before run() or after stop(): closed.
+    void adopt(StreamSocket sock, std::string peer);
     void stop();
     // The bound address in rpc.listen's form ("tcp://127.0.0.1:6001": a port 0 resolved).
     const std::string &address() const;

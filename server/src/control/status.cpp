@@ -104,6 +104,11 @@ StatusServer::~StatusServer()
     stop();
 }
 
+ProbeServer &StatusServer::listener()
+{
+    return *impl_->probe;
+}
+
 Result<void> StatusServer::bind()
 {
     return impl_->probe->bind();

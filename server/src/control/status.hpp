@@ -32,6 +32,7 @@ public:
     // Answers until stop(), for each of `pools`; `stopping` is read when /ready is asked.
     void run(const Pools &pools, const bool *stopping);
     void stop();
+    ProbeServer &listener();     // its listener (shared with metrics, and RPC, when they are on its address)
     std::string address() const; // host:port as bound
 
     struct Impl;

@@ -86,6 +86,9 @@ public:
     // The descriptor, for questions that read nothing (pool::Client: has the client left?).
     int native_handle() { return socket_.native_handle(); }
     auto get_executor() { return socket_.get_executor(); }
+    // The socket, out of the stream (which is left closed): a listener handing a connection to another
+    // protocol's server (the admin listener's RPC connections).
+    StreamSocket take_socket() { return std::move(socket_); }
     std::string remote_address(); // "" if unknown
 
 private:

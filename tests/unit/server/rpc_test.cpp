@@ -1,3 +1,4 @@
+#include "control/probe_server.hpp"
 #include "control/rpc_frame.hpp"
 #include "control/rpc_server.hpp"
 
@@ -99,4 +100,41 @@ TEST(RpcFrame, PayloadLimitFollowsWebsocketsMaxMessageSize)
     EXPECT_EQ(rpc_payload_limit(cfg), 1u << 20) << "at least 1 MiB";
     cfg.websockets.max_message_size = std::uint64_t(1) << 40;
     EXPECT_EQ(rpc_payload_limit(cfg), 0xFFFFFFFFu) << "a Goridge length is 32 bits";
+}
+
+TEST(RpcRides, OnTheAdminListenerWhoseAddressItNames)
+{
+    ferry::conf::Config cfg;
+    cfg.status.enabled = true;
+    cfg.status.address = {"127.0.0.1", 2114};
+    cfg.metrics.enabled = true;
+    cfg.metrics.address = {"127.0.0.1", 2112};
+    cfg.rpc.listen = "tcp://127.0.0.1:6001";
+    EXPECT_EQ(rpc_rides(cfg), ""); // its own port
+    cfg.rpc.listen = "tcp://127.0.0.1:2114";
+    EXPECT_EQ(rpc_rides(cfg), "status.address");
+    cfg.rpc.listen = "tcp://127.0.0.1:2112";
+    EXPECT_EQ(rpc_rides(cfg), "metrics.address");
+    cfg.metrics.enabled = false; // nothing listens there
+    EXPECT_EQ(rpc_rides(cfg), "");
+    cfg.status.address.port = 0; // "any free port" for each: never one address
+    cfg.rpc.listen = "tcp://127.0.0.1:0";
+    EXPECT_EQ(rpc_rides(cfg), "");
+    cfg.status.address = {"::1", 2114};
+    cfg.rpc.listen = "tcp://[::1]:2114";
+    EXPECT_EQ(rpc_rides(cfg), "status.address");
+    cfg.rpc.listen = "unix:///run/ferry.sock";
+    EXPECT_EQ(rpc_rides(cfg), "");
+}
+
+TEST(RpcRides, AFramesFirstByteIsNeverAnHttpRequests)
+{
+    EXPECT_TRUE(opens_rpc_frame(encode_rpc(0, 1, "informer.List", "true")[0]));
+    for (int b : {0x13, 0x14, 0x15})
+        EXPECT_TRUE(opens_rpc_frame(static_cast<unsigned char>(b)));
+    for (const char *method :
+         {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"})
+        EXPECT_FALSE(opens_rpc_frame(static_cast<unsigned char>(method[0]))) << method;
+    EXPECT_FALSE(opens_rpc_frame('\r')); // a CRLF before the request line (tolerated by the parser)
+    EXPECT_FALSE(opens_rpc_frame(0x16)); // a TLS ClientHello's record (the admin listener over TLS later)
 }
