@@ -48,7 +48,6 @@ using detail::Runtime;
 using detail::SharedState;
 using detail::steady;
 using detail::tcp;
-using detail::WheelEntry;
 
 // One coarse timer per loop enforces its connections' deadlines (idle, header, body, write timeouts) through
 // the timer wheel: each tick looks only at the connections whose slot came due.
@@ -64,15 +63,7 @@ awaitable<void> tick(LoopRuntime *lr)
             lr->files->sweep(steady::now()); // cached files unused for a few seconds close
         if (++ticks % 4 == 0 && lr->state.loop == 0)
             detail::return_free_memory(); // malloc_trim covers every thread's arena
-        wheel.advance(steady::now(), [](WheelEntry &e) {
-            auto &c = static_cast<Conn &>(e);
-            if (c.expire) {
-                c.expire(c);
-                return;
-            }
-            c.timed_out = true;
-            c.stream->cancel();
-        });
+        lr->state.connections.expire_due(steady::now());
     }
 }
 
@@ -439,10 +430,11 @@ int run(const conf::Config &cfg)
     if (ws_pool)
         rt.ws_budgets = &ws_budgets;
     rt.control = &control;
-    auto probes = detail::shared_probe_listener(*loops[0], cfg, counters.control); // null: one each
+    auto &admin = loop_rts[0]->state; // the admin listeners' sessions are loop 0's connections
+    auto probes = detail::shared_probe_listener(admin, cfg, counters.control); // null: one each
     std::optional<detail::StatusServer> status;
     if (cfg.status.enabled) {
-        status.emplace(*loops[0], cfg.status, counters.control, probes);
+        status.emplace(admin, cfg.status, counters.control, probes);
         if (auto bound = status->bind(); !bound) {
             log::error("core", bound.error().message);
             return 1;
@@ -451,7 +443,7 @@ int run(const conf::Config &cfg)
     }
     std::optional<detail::MetricsServer> metrics;
     if (cfg.metrics.enabled) {
-        metrics.emplace(*loops[0], cfg.metrics, counters, probes);
+        metrics.emplace(admin, cfg.metrics, counters, probes);
         if (auto bound = metrics->bind(); !bound) {
             log::error("core", bound.error().message);
             return 1;

@@ -1,6 +1,7 @@
 // What one event loop's sessions and handlers share (internal to server/); touched by its loop's thread only.
 #pragma once
 
+#include "control/conn_slots.hpp"
 #include "control/counters.hpp"
 #include "control/metrics.hpp"
 #include "ferry/base/budget.hpp"
@@ -11,6 +12,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -53,7 +55,24 @@ struct SharedState {
     }
 };
 
-// Serves one client connection until it closes.
+// The listener a session serves for; the loop's SharedState keeps its connections, budgets and counters
+// either way. The HTTP listener's: http.* limits and timeouts, the loop's handlers, observed, drained at a
+// stop. An admin listener's (control/probe_server.hpp): its routes, its own limits and first-byte timeout,
+// not observed, answering on through the drain until its own stop.
+struct Site {
+    const Router *router = nullptr;
+    const Limits *limits = nullptr;
+    std::chrono::milliseconds first_byte{};  // a new connection's first byte
+    std::chrono::milliseconds idle{};        // between requests
+    std::chrono::milliseconds read_header{}; // a request's head, from its first byte
+    bool observed = true; // /metrics' counts and the access log (with SharedState::observe)
+    bool drains = true;   // a stop ends its idle connections and takes no new request
+};
+
+// Serves one client connection until it closes: for the HTTP listener, or for `site` (`lease`: the admin
+// connection's slot, told when it speaks, is busy and times out before its first byte).
 awaitable<void> http_session(SharedState &state, StreamSocket socket);
+awaitable<void> http_session(SharedState &state, StreamSocket socket, const Site &site,
+                             ConnSlots::Lease *lease);
 
 } // namespace ferry::server::detail

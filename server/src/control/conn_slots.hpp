@@ -73,6 +73,8 @@ public:
             if (!b)
                 it_->since = Clock::now();
         }
+        // No byte came within the listener's first_byte_timeout (its session closes the socket itself).
+        void first_byte_timeout(const std::string &peer) { owner_->first_byte_timeout(peer); }
 
     private:
         ConnSlots *owner_ = nullptr;

@@ -258,11 +258,11 @@ struct MetricsServer::Impl {
     }
 };
 
-MetricsServer::MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters,
+MetricsServer::MetricsServer(SharedState &loop, const conf::MetricsConfig &cfg, ServerCounters &counters,
                              std::shared_ptr<ProbeServer> shared)
     : impl_(std::make_shared<Impl>(
           counters, shared ? std::move(shared)
-                           : std::make_shared<ProbeServer>(io, cfg.address, "metrics.address", "metrics",
+                           : std::make_shared<ProbeServer>(loop, cfg.address, "metrics.address", "metrics",
                                                            ControlListener::metrics, cfg.first_byte_timeout,
                                                            counters.control)))
 {

@@ -86,12 +86,14 @@ std::string format_metrics(const HttpStats::Totals &http, const std::vector<Pool
 // The process's descriptors: open now, the limit, and the refusals for want of one (descriptors.hpp).
 void format_descriptor_metrics(std::string &out, const DescriptorRefusals &refusals);
 
+struct SharedState;
+
 class MetricsServer {
 public:
     // `counters`: the server-wide counters it shows, and where its listener's closes are counted.
     // `shared`: the listener it shares with the status endpoints (metrics.address = status.address); null:
     // its own.
-    MetricsServer(asio::io_context &io, const conf::MetricsConfig &cfg, ServerCounters &counters,
+    MetricsServer(SharedState &loop, const conf::MetricsConfig &cfg, ServerCounters &counters,
                   std::shared_ptr<ProbeServer> shared = nullptr);
     ~MetricsServer();
     MetricsServer(const MetricsServer &) = delete;

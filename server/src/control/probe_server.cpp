@@ -1,9 +1,13 @@
+// The admin listener (probe_server.hpp): accept, the slots, the RPC hand-over by first byte, the routes as
+// the handler of its HTTP sessions; rpc_rides and the listener status and metrics share.
 #include "control/probe_server.hpp"
 
 #include "control/conn_slots.hpp"
 #include "ferry/base/log.hpp"
+#include "handlers/handler.hpp"
 #include "http/response.hpp"
 #include "listener.hpp"
+#include "shared_state.hpp"
 #include "transport/stream.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -15,14 +19,19 @@
 namespace ferry::server::detail {
 
 struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
-    Impl(asio::io_context &io_, conf::Address a, std::string k, std::string c, ControlListener which,
+    Impl(SharedState &s, conf::Address a, std::string k, std::string c, ControlListener which,
          std::chrono::milliseconds first_byte, ControlCounters &counters)
-        : io(io_), addr(std::move(a)), key(std::move(k)), component(std::move(c)), acceptor(io_),
-          first_byte_timeout(first_byte), slots(counters, which, max_connections, component)
+        : st(s), io(s.io), addr(std::move(a)), key(std::move(k)), component(std::move(c)), acceptor(s.io),
+          first_byte_timeout(first_byte), slots(counters, which, max_connections, component), handler(*this)
     {
+        limits.max_header_size = 8 * 1024;
+        limits.max_body_size = 0;
+        router.add(handler);
+        site = Site{&router, &limits, first_byte, first_byte, request_timeout, false, false};
     }
     static constexpr unsigned max_connections = 64;                  // probes and scrapers do not need more
     static constexpr auto request_timeout = std::chrono::seconds(5); // from the first byte
+    SharedState &st; // loops[0]'s: the connections its sessions join (a stop closes them with the others)
     asio::io_context &io;
     conf::Address addr;
     std::string key, component;
@@ -45,95 +54,63 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
         return ec ? component + " client" : ep.address().to_string() + ":" + std::to_string(ep.port());
     }
 
-    // Writes all of `out` to the client's stream; false if it is gone (or closed by the deadline).
-    static awaitable<bool> write_all(Stream &stream, const std::string &out)
-    {
-        std::size_t done = 0;
-        while (done < out.size()) {
-            iovec v{const_cast<char *>(out.data() + done), out.size() - done};
-            const Io r = stream.write(std::span<const iovec>(&v, 1));
-            if (r.status == Io::done) {
-                done += r.n;
-                continue;
+    // The listener's one handler: every request goes to its route (handlers/handler.hpp, the seam every
+    // listener's sessions use), one request per connection.
+    struct Routes : Handler {
+        explicit Routes(Impl &i) : impl(i) {}
+        Impl &impl;
+        std::string_view name() const override { return "admin"; }
+        bool accepts(const Request &) const override { return true; }
+        struct Conn : Handler::Connection {
+            explicit Conn(Impl &i) : impl(i) {}
+            Impl &impl;
+            awaitable<After> handle(Exchange &ex) override
+            {
+                co_await impl.dispatch(ex.out, ex.request);
+                co_return After::close;
             }
-            if (!r.blocked())
-                co_return false;
-            auto [ec] = co_await stream.async_wait(r.status, nothrow);
-            if (ec)
-                co_return false;
-        }
-        co_return true;
-    }
+        };
+        std::unique_ptr<Handler::Connection> connect() override { return std::make_unique<Conn>(impl); }
+    };
 
-    // One request through the client's Stream (transport/stream.hpp: the same byte path as every client's).
-    static awaitable<void> serve(std::shared_ptr<Impl> self, std::shared_ptr<Stream> sockp, std::string peer,
+    Routes handler;
+    Router router;
+    Limits limits;
+    Site site;
+
+    // One connection: RPC's when it rides this listener and the first byte says so (read by nobody yet),
+    // else the HTTP session every listener runs (http/session.cpp), among this loop's connections. Not one of
+    // the loop's sessions a drain waits for: the listener answers on through the drain, and its stop closes
+    // what it holds (ConnSlots::close_all).
+    static awaitable<void> serve(std::shared_ptr<Impl> self, StreamSocket raw, std::string peer,
                                  std::shared_ptr<ConnSlots::Lease> lease)
     {
-        Stream &sock = *sockp;
-        // A first byte within first_byte_timeout, then the whole request within request_timeout.
-        auto fired = std::make_shared<bool>(false);
-        asio::steady_timer deadline(self->io);
-        deadline.expires_after(self->first_byte_timeout);
-        auto arm = [&deadline, sockp, fired] {
-            deadline.async_wait([sockp, fired](const error_code &ec) {
+        SharedState &st = self->st;
+        if (self->theirs) {
+            auto stream = std::make_shared<Stream>(std::move(raw));
+            auto fired = std::make_shared<bool>(false);
+            asio::steady_timer deadline(self->io, self->first_byte_timeout);
+            deadline.async_wait([stream, fired](const error_code &ec) {
                 if (!ec) {
                     *fired = true;
-                    sockp->close();
+                    stream->cancel();
                 }
             });
-        };
-        arm();
-        if (self->theirs) { // another protocol on this port: its first byte says which, read by nobody yet
-            auto [ec] = co_await sock.async_wait(Io::wait_read, nothrow);
+            auto [ec] = co_await stream->async_wait(Io::wait_read, nothrow);
             unsigned char first = 0;
-            if (ec || ::recv(sock.native_handle(), &first, 1, MSG_PEEK) != 1) {
+            const bool got = !ec && ::recv(stream->native_handle(), &first, 1, MSG_PEEK) == 1;
+            deadline.cancel();
+            if (!got) {
                 if (*fired)
-                    self->slots.first_byte_timeout(peer);
-                deadline.cancel();
-                co_return;
+                    lease->first_byte_timeout(peer);
+            } else if (self->theirs(first)) {
+                self->take(stream->take_socket(), std::move(peer)); // its slot here is released below
+            } else {
+                co_await http_session(st, stream->take_socket(), self->site, lease.get());
             }
-            if (self->theirs(first)) {
-                deadline.cancel();
-                self->take(sock.take_socket(), std::move(peer)); // its slot is released here
-                co_return;
-            }
+        } else {
+            co_await http_session(st, std::move(raw), self->site, lease.get());
         }
-        Limits limits;
-        limits.max_header_size = 8 * 1024;
-        limits.max_body_size = 0;
-        HttpParser parser(limits);
-        std::string out;
-        for (;;) {
-            auto ev = parser.next();
-            if (ev == HttpParser::Event::need_more) {
-                std::span<char> room = parser.prepare();
-                auto [ec, n] = co_await sock.async_read_some(room);
-                if (ec) {
-                    if (*fired && !lease->slot().spoke)
-                        self->slots.first_byte_timeout(peer);
-                    break;
-                }
-                if (!lease->slot().spoke) {
-                    lease->spoke();
-                    if (deadline.expires_after(request_timeout) > 0) // the old wait ends, aborted
-                        arm();
-                }
-                parser.commit(n);
-                continue;
-            }
-            if (ev == HttpParser::Event::head)
-                continue;
-            lease->busy(true);
-            if (ev == HttpParser::Event::error)
-                append_error(out, parser.error_status(), parser.error_message(), false, false);
-            else
-                co_await self->dispatch(out, parser.request());
-            if (co_await write_all(sock, out))
-                sock.shutdown_send();
-            break;
-        }
-        deadline.cancel();
-        co_return;
     }
 
     // The route of the request's path; one route answers every path itself (its own 404).
@@ -170,25 +147,23 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
                 continue;
             }
             std::string peer = self->peer_of(sock);
-            auto sockp = std::make_shared<Stream>(std::move(sock));
-            std::weak_ptr<Stream> weak = sockp;
-            std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
-                if (auto s = weak.lock())
-                    s->close();
-            });
+            // Closing it to make room (or at the stop) ends its session's wait: the session owns the socket.
+            const int fd = sock.native_handle();
+            std::shared_ptr<ConnSlots::Lease> lease =
+                self->slots.admit(peer, [fd] { ::shutdown(fd, SHUT_RDWR); });
             if (!lease)
-                continue; // every slot busy answering: counted and logged; `sockp` closes
-            asio::co_spawn(self->io, serve(self, std::move(sockp), std::move(peer), std::move(lease)),
+                continue; // every slot busy answering: counted and logged; `sock` closes
+            asio::co_spawn(self->io, serve(self, std::move(sock), std::move(peer), std::move(lease)),
                            log_exceptions{self->component.c_str()});
         }
         co_return;
     }
 };
 
-ProbeServer::ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component,
+ProbeServer::ProbeServer(SharedState &loop, conf::Address address, std::string key, std::string component,
                          ControlListener which, std::chrono::milliseconds first_byte_timeout,
                          ControlCounters &counters)
-    : impl_(std::make_shared<Impl>(io, std::move(address), std::move(key), std::move(component), which,
+    : impl_(std::make_shared<Impl>(loop, std::move(address), std::move(key), std::move(component), which,
                                    first_byte_timeout, counters))
 {
 }
@@ -248,7 +223,7 @@ std::string rpc_rides(const conf::Config &cfg)
     return "";
 }
 
-std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,
+std::shared_ptr<ProbeServer> shared_probe_listener(SharedState &loop, const conf::Config &cfg,
                                                    ControlCounters &counters)
 {
     const auto &s = cfg.status;
@@ -262,7 +237,7 @@ std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const c
                                 std::to_string(m.first_byte_timeout.count()) +
                                 " ms) differ, but status.address = metrics.address is one listener: " +
                                 std::to_string(first_byte.count()) + " ms applies to both");
-    return std::make_shared<ProbeServer>(io, s.address, "status.address (= metrics.address)", "status",
+    return std::make_shared<ProbeServer>(loop, s.address, "status.address (= metrics.address)", "status",
                                          ControlListener::status, first_byte, counters);
 }
 

@@ -1,11 +1,11 @@
-// A small HTTP listener for probes and scrapers (internal to server/): the status endpoints and /metrics,
-// each on its own address or both on one (status.address = metrics.address: one listener, one router by
-// path), and RPC too when rpc.listen is on that address (its connections handed over by their first byte).
-// One request per connection, read and written through the client Stream every connection uses (the one place
-// TLS comes in), parsed by the server's own HTTP parser, answered by a coroutine, then the connection closes.
-// A client that sends no byte within first_byte_timeout, or does not finish its request within 5 s of its
-// first byte, is dropped; at most 64 at once, the oldest idle one closed to make room for a new one
-// (control/conn_slots.hpp). Runs on the loop it is given (loops[0]).
+// The admin listener (internal to server/): the status endpoints and /metrics, each on its own address or
+// both on one (status.address = metrics.address: one listener, one router by path), and RPC too when
+// rpc.listen is on that address (its connections handed over by their first byte). Its connections run the
+// HTTP session every listener runs (http/session.cpp, through the client Stream: the one place TLS comes
+// in) with their own Site: the routes as the one handler, an 8 KiB head and no body, first_byte_timeout
+// for the first byte and 5 s for the request from there, one request per connection, not observed, and
+// answering on through a drain until the listener's own stop. At most 64 connections at once, the oldest
+// idle one closed to make room for a new one (control/conn_slots.hpp). Runs on loops[0].
 #pragma once
 
 #include "control/conn_slots.hpp"
@@ -23,14 +23,17 @@
 
 namespace ferry::server::detail {
 
+struct SharedState;
+
 class ProbeServer {
 public:
     // Appends the whole response to `out`.
     using Answer = std::function<awaitable<void>(std::string &out, const Request &req)>;
 
-    // `key` names the address in errors ("status.address"); `component` is the log's; closes are counted in
-    // `counters` (outlives it).
-    ProbeServer(asio::io_context &io, conf::Address address, std::string key, std::string component,
+    // On `loop` (loops[0]'s state: its sessions are that loop's connections, closed by a stop with the
+    // others). `key` names the address in errors ("status.address"); `component` is the log's; closes are
+    // counted in `counters` (outlives it).
+    ProbeServer(SharedState &loop, conf::Address address, std::string key, std::string component,
                 ControlListener which, std::chrono::milliseconds first_byte_timeout,
                 ControlCounters &counters);
     ~ProbeServer();
@@ -62,7 +65,7 @@ private:
 // The one listener status and metrics share when status.address = metrics.address (port 0 is "any free port"
 // for each, not one address); null otherwise. Their first_byte_timeouts differing, the longer applies and a
 // warning names both keys.
-std::shared_ptr<ProbeServer> shared_probe_listener(asio::io_context &io, const conf::Config &cfg,
+std::shared_ptr<ProbeServer> shared_probe_listener(SharedState &loop, const conf::Config &cfg,
                                                    ControlCounters &counters);
 
 // The admin listener RPC rides: "status.address" or "metrics.address" when rpc.listen is tcp:// on that

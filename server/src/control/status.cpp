@@ -89,11 +89,11 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
     }
 };
 
-StatusServer::StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters,
+StatusServer::StatusServer(SharedState &loop, const conf::StatusConfig &cfg, ControlCounters &counters,
                            std::shared_ptr<ProbeServer> shared)
     : impl_(std::make_shared<Impl>(cfg,
                                    shared ? std::move(shared)
-                                          : std::make_shared<ProbeServer>(io, cfg.address, "status.address",
+                                          : std::make_shared<ProbeServer>(loop, cfg.address, "status.address",
                                                                           "status", ControlListener::status,
                                                                           cfg.first_byte_timeout, counters)))
 {

@@ -17,11 +17,13 @@
 
 namespace ferry::server::detail {
 
+struct SharedState;
+
 class StatusServer {
 public:
     // `counters`: where its listener's closes are counted (outlives it).
     // `shared`: the listener it shares with /metrics (status.address = metrics.address); null: its own.
-    StatusServer(asio::io_context &io, const conf::StatusConfig &cfg, ControlCounters &counters,
+    StatusServer(SharedState &loop, const conf::StatusConfig &cfg, ControlCounters &counters,
                  std::shared_ptr<ProbeServer> shared = nullptr);
     ~StatusServer();
     StatusServer(const StatusServer &) = delete;

@@ -77,11 +77,22 @@ void log_parse_error(const std::string &remote, const HttpParser &parser)
 awaitable<void> http_session(SharedState &st, StreamSocket sock)
 {
     const auto &http = st.config.http;
+    const Site site{&st.router, &st.limits, http.idle_timeout, http.idle_timeout, http.read_header_timeout};
+    co_await http_session(st, std::move(sock), site, nullptr);
+}
+
+awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &site, ConnSlots::Lease *lease)
+{
+    const auto &http = st.config.http;
     Transport tr(st.connections, std::move(sock), http.write_timeout);
     Conn &conn = tr.conn();
-    HttpParser parser(st.limits);
+    HttpParser parser(*site.limits);
     parser.set_buffer_budget(st.head_budget);
-    HandlerStates handlers(st.router);
+    HandlerStates handlers(*site.router);
+    const bool observe = st.observe && site.observed;
+    const auto draining = [&st, &site] { return site.drains && st.draining; };
+    bool spoke = false;                     // a byte came
+    bool idle = true;                       // waiting for the first byte of a request
     Handler::Connection *handler = nullptr; // serves the request being read; null: none accepts it
     std::string out;
     unsigned batched = 0;
@@ -100,18 +111,19 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
             if (!co_await tr.flush(out))
                 break;
             batched = 0;
-            if (st.draining && parser.idle())
+            if (draining() && parser.idle())
                 break;
-            conn.idle = parser.idle();
+            idle = parser.idle();
+            conn.idle = idle && site.drains; // a stop closes it (an admin connection waits for its own)
             // read_header covers the whole header from its first byte (no slowloris trickle);
             // idle and read_body restart at every read; a body must also average min_body_rate once
             // read_body has passed since its first read (a trickle of a byte a second would otherwise hold
             // its memory, its temp file and its connection for as long as it likes).
             slow_body = false;
-            if (conn.idle) {
+            if (idle) {
                 header_deadline.reset();
                 body_started.reset();
-                tr.arm(http.idle_timeout);
+                tr.arm(spoke ? site.idle : site.first_byte);
                 release_idle_memory(out, parser, handlers);
             } else if (parser.in_body()) {
                 header_deadline.reset();
@@ -132,12 +144,14 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
                 tr.arm_at(deadline);
             } else {
                 if (!header_deadline)
-                    header_deadline = steady::now() + http.read_header_timeout;
+                    header_deadline = steady::now() + site.read_header;
                 tr.arm_at(*header_deadline);
             }
             auto [rec, n] = co_await tr.read_some(parser.prepare());
             tr.disarm();
             if (rec) {
+                if (conn.timed_out && !spoke && lease)
+                    lease->first_byte_timeout(tr.remote());
                 if (conn.timed_out && !parser.idle()) {
                     if (slow_body) {
                         st.counters.limits.count(LimitEvent::slow_body);
@@ -150,7 +164,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
                     }
                     conn.timed_out = false;
                     append_error(out, 408, "timed out reading the request", false, false);
-                    if (st.observe)
+                    if (observe)
                         st.http_stats.record_refused(408);
                     co_await tr.flush(out);
                 }
@@ -159,16 +173,19 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
             parser.commit(n);
             if (body_started)
                 body_read += n;
-            conn.idle = false;
+            conn.idle = idle = false;
+            if (!spoke && lease)
+                lease->spoke();
+            spoke = true;
             continue;
         }
         if (ev == HttpParser::Event::head) {
             const Request &req = parser.request();
-            if (st.observe) {
+            if (observe) {
                 started = steady::now();
                 mark = tr.sent() + out.size();
             }
-            int index = st.router.select(req);
+            int index = site.router->select(req);
             handler = index < 0 ? nullptr : handlers.get(index);
             parser.set_body_sink(handler ? handler->body_sink(req) : nullptr);
             // Only a client still waiting for the go-ahead gets it (RFC 9110 §10.1.1 lets us skip it
@@ -184,7 +201,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
             log_parse_error(tr.remote(), parser);
             if (parser.buffer_refused())
                 st.counters.limits.count(LimitEvent::head_memory);
-            if (st.observe)
+            if (observe)
                 st.http_stats.record_refused(parser.error_status());
             // A 4xx names what was wrong with the client's own request; a 5xx (a temp file that cannot be
             // written) says nothing of the server's paths: that is for the log line.
@@ -198,9 +215,11 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
         // A whole request.
         const Request &req = parser.request();
         ++st.requests;
-        bool keep_alive = req.keep_alive && !st.draining && !req.upgrade;
+        bool keep_alive = req.keep_alive && !draining() && !req.upgrade;
         After after;
         int status = 404, worker_pid = 0;
+        if (lease)
+            lease->busy(true);
         if (handler) {
             Exchange ex{req, tr, parser, out, parser.has_buffered(), keep_alive};
             after = co_await handler->handle(ex);
@@ -210,14 +229,16 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock)
             append_error(out, 404, "no handler serves this request", keep_alive, req.method == "HEAD");
             after = keep_alive ? After::keep_alive : After::close;
         }
-        if (st.observe)
+        if (lease)
+            lease->busy(false);
+        if (observe)
             observed(st, tr, req, status, worker_pid, started, tr.sent() + out.size() - mark);
         header_deadline.reset();
         body_started.reset();
         if (after == After::ended)
             co_return;
         parser.done();
-        if (after == After::close || st.draining) {
+        if (after == After::close || draining()) {
             co_await tr.flush(out);
             linger = parser.has_buffered();
             break;

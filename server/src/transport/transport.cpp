@@ -12,6 +12,19 @@
 
 namespace ferry::server::detail {
 
+void Connections::expire_due(std::chrono::steady_clock::time_point now)
+{
+    wheel.advance(now, [](WheelEntry &e) {
+        auto &c = static_cast<Conn &>(e);
+        if (c.expire) {
+            c.expire(c);
+            return;
+        }
+        c.timed_out = true;
+        c.stream->cancel();
+    });
+}
+
 Transport::Transport(Connections &conns, StreamSocket socket, conf::Duration write_timeout)
     : conns_(conns), stream_(std::move(socket)), write_timeout_(write_timeout)
 {

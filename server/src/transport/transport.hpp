@@ -31,6 +31,9 @@ struct Conn : WheelEntry {
 struct Connections {
     std::list<Conn *> list;
     TimerWheel wheel;
+    // The loop's ticker, every wheel.tick(): each connection whose deadline came is expired (its own
+    // `expire`, or timed out and its waits cancelled).
+    void expire_due(std::chrono::steady_clock::time_point now);
 };
 
 class Transport {

@@ -5,6 +5,7 @@
 #include "loop.hpp"
 #include "shared_state.hpp"
 
+#include <boost/asio/steady_timer.hpp>
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -221,6 +222,7 @@ struct Server {
     {
         auto port = acceptor.local_endpoint().port();
         asio::co_spawn(io, accept(), asio::detached);
+        asio::co_spawn(io, tick(), asio::detached);
         std::thread t([&] {
             client(port);
             asio::post(io, [this] { io.stop(); });
@@ -230,14 +232,39 @@ struct Server {
         io.destroy_handlers(); // the sessions still open, while the state they use exists
     }
 
+    // The loop's ticker (server.cpp): connections' deadlines.
+    awaitable<void> tick()
+    {
+        asio::steady_timer t(io);
+        for (;;) {
+            t.expires_after(state.connections.wheel.tick());
+            if (auto [ec] = co_await t.async_wait(nothrow); ec)
+                co_return;
+            state.connections.expire_due(std::chrono::steady_clock::now());
+        }
+    }
+
+    // Set: an admin listener's sessions (its own Site, each connection with a slot of `slots`).
+    const Site *site = nullptr;
+    ConnSlots slots{counters.control, ControlListener::status, 8, "test"};
+
     awaitable<void> accept()
     {
         for (;;) {
             auto [ec, sock] = co_await acceptor.async_accept(io, nothrow);
             if (ec)
                 co_return;
-            asio::co_spawn(io, http_session(state, std::move(sock)), asio::detached);
+            if (!site) {
+                asio::co_spawn(io, http_session(state, std::move(sock)), asio::detached);
+                continue;
+            }
+            std::shared_ptr<ConnSlots::Lease> lease = slots.admit("peer", [] {});
+            asio::co_spawn(io, admin(std::move(sock), std::move(lease)), asio::detached);
         }
+    }
+    awaitable<void> admin(StreamSocket sock, std::shared_ptr<ConnSlots::Lease> lease)
+    {
+        co_await http_session(state, std::move(sock), *site, lease.get());
     }
 };
 
@@ -374,4 +401,50 @@ TEST(Session, AStreamedResponseIsChunkedForHttp11AndClosedForHttp10)
         EXPECT_EQ(got.find("chunked"), std::string::npos) << got;
         EXPECT_EQ(body_of(got), "one two three") << got;
     });
+}
+
+TEST(Session, AnAdminSiteHasItsOwnFirstByteTimeoutIsNotObservedAndAnswersThroughADrain)
+{
+    Server s;
+    Fixed a("admin", "/");
+    Router admin_router;
+    admin_router.add(a);
+    Limits limits;
+    limits.max_body_size = 0;
+    const Site site{&admin_router,
+                    &limits,
+                    std::chrono::milliseconds(150),
+                    std::chrono::milliseconds(150),
+                    std::chrono::seconds(5),
+                    false,
+                    false};
+    s.site = &site;
+    s.state.observe = true;
+    s.state.draining = true; // the HTTP listener's sessions would take no request now
+    const auto before = s.counters.control.snapshot();
+    s.run([](unsigned short port) {
+        // Silent: closed after its first-byte timeout, not the HTTP idle timeout.
+        int fd = connect_to(port);
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_EQ(read_to_end(fd), "");
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+        ::close(fd);
+        // A request is answered by the admin handler, draining or not.
+        fd = connect_to(port);
+        send_all(fd, "GET /health HTTP/1.1\r\nHost: h\r\n\r\n");
+        std::string got = read_to_end(fd);
+        ::close(fd);
+        EXPECT_NE(got.find("admin GET /health"), std::string::npos) << got;
+    });
+    const auto after = s.counters.control.snapshot();
+    const auto fbt = static_cast<unsigned>(CloseReason::first_byte_timeout);
+    EXPECT_EQ(after.n[static_cast<unsigned>(ControlListener::status)][fbt],
+              before.n[static_cast<unsigned>(ControlListener::status)][fbt] + 1)
+        << "the silent connection's slot was told";
+    HttpStats::Totals totals;
+    s.state.http_stats.read(totals);
+    std::uint64_t answered = 0;
+    for (auto n : totals.by_class)
+        answered += n;
+    EXPECT_EQ(answered, 0u) << "an admin request is not counted as the HTTP listener's";
 }
