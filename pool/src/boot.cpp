@@ -36,9 +36,9 @@ Result<void> make_pipes(Worker &w, ForkTemplate::ChildEnds &ends)
     }
     ::fcntl(in[1], F_SETFL, ::fcntl(in[1], F_GETFL) | O_NONBLOCK); // written with write_all_fast
     error_code ec;
-    w.channel->stdin_pipe().assign(in[1], ec);
-    w.channel->stdout_pipe().assign(out[0], ec);
-    w.err.assign(err[0], ec);
+    w.channel().stdin_pipe().assign(in[1], ec);
+    w.channel().stdout_pipe().assign(out[0], ec);
+    w.err().assign(err[0], ec);
     ends = {in[0], out[1], err[1]};
     return {};
 }
@@ -70,9 +70,9 @@ awaitable<Result<WorkerPtr>> Shard::launch(bool idle)
     // waiting while the machine is busy. Its PHP start-up is what runs idle.
     if (idle)
         detail::set_idle(*pid);
-    w->pid = *pid;
-    w->home = index;
-    w->idle_boot = idle;
+    w->launched(*pid, index);
+    if (idle)
+        w->boots_idle();
     co_return w;
 }
 
@@ -102,22 +102,21 @@ awaitable<Result<WorkerPtr>> Shard::launch_worker(bool idle)
         co_return co_await launch(idle);
     }
     const Result<int> pid = forked.pid;
-    w->pid = *pid;
-    w->home = index;
+    w->launched(*pid, index);
     // Its boot (the estimate that starts max_jobs replacements early, the boot-time histogram) is the fork
     // and its handshake: not the template's own start, which the first forks wait for (~40 ms of PHP boot
     // against ~2 ms for a fork), nor another fork's turn.
-    w->started = forked.sent;
+    w->forked_at(forked.sent);
     if (auto status =
-            group.claim(w->pid, index)) // it ended before we knew it: its exit, once it is registered
-        asio::post(io, [self = shared_from_this(), p = w->pid, st = *status] { self->on_exit(p, st); });
+            group.claim(w->pid(), index)) // it ended before we knew it: its exit, once it is registered
+        asio::post(io, [self = shared_from_this(), p = w->pid(), st = *status] { self->on_exit(p, st); });
     co_return w;
 }
 
 void Shard::restore_priority(const WorkerPtr &w, const std::string &why)
 {
-    w->idle_boot = false;
-    if (!detail::set_normal(w->pid))
+    w->priority_restored();
+    if (!detail::set_normal(w->pid()))
         idle_recycling_failed(w);
     else if (!why.empty())
         log::debug("pool", w->tag() + " still booting at idle priority: raised to normal (" + why + ")");
@@ -126,7 +125,7 @@ void Shard::restore_priority(const WorkerPtr &w, const std::string &why)
 void Shard::raise_idle_boots(const std::string &why)
 {
     for (auto &[pid, b] : workers)
-        if (b->idle_boot && b->state() == State::spawning)
+        if (b->idle_boot() && b->state() == State::spawning)
             restore_priority(b, why);
 }
 
@@ -134,7 +133,7 @@ awaitable<void> Shard::limit_idle_boot(std::shared_ptr<Shard> self, std::weak_pt
 {
     co_await self->stopping.wait_until(clock::now() + self->opt.idle_boot_limit);
     WorkerPtr w = weak.lock();
-    if (w && w->idle_boot && w->state() == State::spawning && !self->stopping.raised())
+    if (w && w->idle_boot() && w->state() == State::spawning && !self->stopping.raised())
         self->restore_priority(w, std::to_string(self->opt.idle_boot_limit.count()) + " ms since its spawn");
 }
 
@@ -159,18 +158,18 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
         co_return;
     }
     WorkerPtr w = *launched;
-    if (!w->is_template && w->gen == 0)
-        w->gen = spawn_gen;
+    if (!w->is_template)
+        w->spawned_in(spawn_gen);
     self->spawned_total.fetch_add(1, std::memory_order_relaxed);
-    self->workers.emplace(w->pid, w);
-    w->channel->on_unexpected = [weak_self = std::weak_ptr<Shard>(self),
-                                 weak_w = std::weak_ptr<Worker>(w)](const std::string &what) {
+    self->workers.emplace(w->pid(), w);
+    w->channel().on_unexpected = [weak_self = std::weak_ptr<Shard>(self),
+                                  weak_w = std::weak_ptr<Worker>(w)](const std::string &what) {
         auto s = weak_self.lock();
         auto wp = weak_w.lock();
         if (s && wp)
             s->unexpected_output(wp, what);
     };
-    w->channel->watch();
+    w->channel().watch();
     asio::co_spawn(self->io,
                    forward_stderr(w,
                                   [weak = std::weak_ptr<Shard>(self)](std::string_view line) {
@@ -178,8 +177,8 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
                                       return s && s->spawner.boot_line_repeated(line);
                                   }),
                    log_exceptions{"worker stderr"});
-    log::debug("pool", w->tag() + (w->idle_boot ? " spawned (booting at idle priority)" : " spawned"));
-    if (w->idle_boot)
+    log::debug("pool", w->tag() + (w->idle_boot() ? " spawned (booting at idle priority)" : " spawned"));
+    if (w->idle_boot())
         asio::co_spawn(self->io, limit_idle_boot(self, w), asio::detached);
 
     auto booted = co_await self->spawner.handshake(w);
@@ -206,16 +205,16 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
     // max_jobs replacement that loaded the old code) arriving after the reset's boots failed must not
     // resume recycling (the old workers would stop while their replacements cannot boot) nor clear the
     // back-off.
-    const bool current = w->gen >= self->generation;
+    const bool current = w->generation() >= self->generation;
     if (current) {
         self->spawner.booted();
         self->boot_broken = false;
     }
-    if (w->idle_boot)
+    if (w->idle_boot())
         self->restore_priority(w);
     self->pin(w);
     self->supervisor.ready(*w);
-    const auto took = clock::now() - w->started;
+    const auto took = clock::now() - w->started();
     self->supervisor.booted(took);
     self->boot_time.observe(
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
@@ -223,8 +222,8 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
         // its exit is the reset's (it was counted as worker_stop)
         w->mark(w->cause() == Cause::none ? Cause::reset : w->cause());
     }
-    log::info("pool",
-              w->tag() + " ready (" + (w->codec == relay::Codec::msgpack ? "msgpack" : "json") + " context)");
+    log::info("pool", w->tag() + " ready (" + (w->codec() == relay::Codec::msgpack ? "msgpack" : "json") +
+                          " context)");
     w->to(State::ready); // counted as serving before retire_one() asks maintain() for more
     if (!w->going())
         self->retire_one(); // a fresh worker replaces one that waits for it (never itself)

@@ -79,14 +79,14 @@ awaitable<void> Shard::exec(const relay::RequestContext &ctx, BodyRef body, Repl
                 w = std::move(a.worker);
             }
         }
-        if (w && w->home != index) {
+        if (w && w->home() != index) {
             step = co_await run_on_home(w, ctx, body, client, res);
         } else if (w && !begin(w, ctx, body, client, res, frame)) {
             step = Step::skipped;
         } else if (w) { // run(), inline: no coroutine frame of its own
-            error_code wec = co_await w->channel->write(frame.parts());
+            error_code wec = co_await w->channel().write(frame.parts());
             if (!wec && body.fd >= 0)
-                wec = co_await WorkerExchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
+                wec = co_await WorkerExchange::write_file(w->channel().stdin_pipe(), body.fd, body.size);
             if (wec) {
                 step = write_failed(w, wec);
             } else {
@@ -115,16 +115,16 @@ awaitable<void> Shard::exec(const relay::RequestContext &ctx, BodyRef body, Repl
 bool Shard::begin(const WorkerPtr &w, const relay::RequestContext &ctx, BodyRef body, Client client,
                   Reply &res, RequestFrame &frame)
 {
-    if (!w->channel->claim()) {
+    if (!w->channel().claim()) {
         // It wrote more after its last reply, or while idle (seen by the idle watch, or by claim()'s read
         // of its pipe just now, before this request was written): retired, and this request goes to
         // another worker.
         kill_broken(w, Cause::error);
         return false;
     }
-    res.worker_pid = w->pid;
+    res.worker_pid = w->pid();
     exchange.prepare(*w, ctx, body, frame);
-    w->exec.begin(ctx, client.fd, supervisor.now()); // the supervisor's own tick: no clock read per request
+    w->exec().begin(ctx, client.fd, supervisor.now()); // the supervisor's own tick: no clock read per request
     return true;
 }
 
@@ -157,7 +157,7 @@ Shard::Step Shard::settled(const WorkerPtr &w, AfterReply after)
         release(w);
         return Step::done;
     case AfterReply::kill:
-        kill_broken(w, w->exited ? Cause::crash : Cause::error);
+        kill_broken(w, w->exited() ? Cause::crash : Cause::error);
         return Step::done;
     case AfterReply::kill_later: // the client gets its 504 before the worker is killed
         asio::post(io, [self = shared_from_this(), w] { self->kill_broken(w, Cause::exec_ttl); });
@@ -184,9 +184,9 @@ awaitable<Shard::Step> Shard::run(WorkerPtr w, const relay::RequestContext &ctx,
     RequestFrame frame;
     if (!begin(w, ctx, body, client, res, frame))
         co_return Step::skipped;
-    error_code wec = co_await w->channel->write(frame.parts());
+    error_code wec = co_await w->channel().write(frame.parts());
     if (!wec && body.fd >= 0)
-        wec = co_await WorkerExchange::write_file(w->channel->stdin_pipe(), body.fd, body.size);
+        wec = co_await WorkerExchange::write_file(w->channel().stdin_pipe(), body.fd, body.size);
     if (wec)
         co_return write_failed(w, wec);
     AfterReply after = co_await exchange.read(w, res);
@@ -210,7 +210,7 @@ void Shard::settle(const WorkerPtr &w, bool ended)
 {
     // The caller is done with its client: the descriptor may be closed and reused from now on, so the
     // supervisor asks it nothing more (client_gone_ttl).
-    w->exec.client = -1;
+    w->exec().forget_client();
     if (ended) {
         settled(w, exchange.finish(*w));
         return;

@@ -17,18 +17,19 @@ constexpr std::string_view stop_request_payload = R"({"stop":true})";
 void WorkerExchange::prepare(Worker &w, const relay::RequestContext &ctx, const BodyRef &body,
                              RequestFrame &out) const
 {
-    w.wbuf.clear();
-    relay::encode_request(ctx, w.codec, w.wbuf);
-    std::uint32_t ctx_len = static_cast<std::uint32_t>(w.wbuf.size());
+    std::string &wbuf = w.wbuf();
+    wbuf.clear();
+    relay::encode_request(ctx, w.codec(), wbuf);
+    std::uint32_t ctx_len = static_cast<std::uint32_t>(wbuf.size());
     if (body.form) // the parsed form is the body, in this worker's codec, after the context
-        relay::encode_form(*body.form, w.codec, w.wbuf);
-    std::size_t head_len = relay::encode_header(out.head, relay::codec_flag(w.codec), 0,
-                                                static_cast<std::uint32_t>(w.wbuf.size() + body.size),
+        relay::encode_form(*body.form, w.codec(), wbuf);
+    std::size_t head_len = relay::encode_header(out.head, relay::codec_flag(w.codec()), 0,
+                                                static_cast<std::uint32_t>(wbuf.size() + body.size),
                                                 std::span<const std::uint32_t>(&ctx_len, 1));
-    out.buffers = {asio::buffer(out.head, head_len), asio::buffer(w.wbuf),
+    out.buffers = {asio::buffer(out.head, head_len), asio::buffer(wbuf),
                    asio::buffer(body.memory.data(), body.memory.size())};
     out.count = body.fd < 0 ? 3 : 2;
-    w.channel->begin_exchange();
+    w.channel().begin_exchange();
 }
 
 awaitable<error_code> WorkerExchange::write_file(asio::writable_pipe &pipe, int fd, std::uint64_t size)
@@ -61,7 +62,7 @@ AfterReply WorkerExchange::crashed(Worker &w, Reply &res, const std::string &why
 AfterReply WorkerExchange::finish(Worker &w)
 {
     // Output written after the reply is caught by the read of claim() before the next request goes out.
-    if (auto end = w.channel->end_exchange(false); !end) {
+    if (auto end = w.channel().end_exchange(false); !end) {
         log::error("pool", w.tag() + " wrote " + end.error().message + "; retiring it");
         return AfterReply::kill;
     }
@@ -70,7 +71,7 @@ AfterReply WorkerExchange::finish(Worker &w)
 
 AfterReply WorkerExchange::take_body(Worker &w, Reply &res, std::string_view body)
 {
-    relay::Channel &ch = *w.channel;
+    relay::Channel &ch = w.channel();
     res.ended_ = true;
     if (body.size() <= opt_.copy_body_max) { // the common case: the worker is free before the client writes
         res.copy_.assign(body.data(), body.size());
@@ -89,13 +90,13 @@ AfterReply WorkerExchange::take_body(Worker &w, Reply &res, std::string_view bod
     // Over the body budget: the caller reads it from the worker's buffer, the worker held until it finishes
     // (the server puts it in a temp file first). The answer is whole: exec_ttl no longer applies.
     res.body_ = body;
-    w.exec.streaming = true;
+    w.exec().streaming_started();
     return AfterReply::hold;
 }
 
 awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
 {
-    relay::Channel &ch = *w->channel;
+    relay::Channel &ch = w->channel();
     res.body_ = {};
     res.informational_ = false;
     res.more_ = false;
@@ -119,7 +120,7 @@ awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
             if (ch.error_kind() == relay::ChannelError::timed_out) {
                 // The supervisor failed the exchange (exec_ttl: 504; a reset's reset_timeout: 503): the
                 // client gets its answer first.
-                res.outcome = w->reset_killed ? Outcome::no_worker : Outcome::timed_out;
+                res.outcome = w->killed_by_reset() ? Outcome::no_worker : Outcome::timed_out;
                 res.message = w->tag() + ": " + frame.error().message;
                 co_return AfterReply::kill_later;
             }
@@ -161,7 +162,7 @@ awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
                 log::error("pool", res.message);
                 co_return more ? AfterReply::kill : finish(*w);
             }
-            if (auto decoded = relay::decode_response(ctx, w->codec, res.response); !decoded) {
+            if (auto decoded = relay::decode_response(ctx, w->codec(), res.response); !decoded) {
                 res.outcome = Outcome::worker_error;
                 res.message = w->tag() + ": bad response context: " + decoded.error().message;
                 log::error("pool", res.message);
@@ -190,7 +191,7 @@ awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
             res.final_head_ = true;
             if (!more) // the whole response in one frame: the common case
                 co_return take_body(*w, res, body);
-            w->exec.streaming = true; // the head is out: exec_ttl no longer applies (Options::exec_ttl)
+            w->exec().streaming_started(); // the head is out: exec_ttl no longer applies (Options::exec_ttl)
         }
         // A chunk of a stream: the caller writes it, then asks for the next (PONG, if asked for, then).
         res.body_ = body;
@@ -203,7 +204,7 @@ awaitable<AfterReply> WorkerExchange::read(WorkerPtr w, Reply &res)
 
 awaitable<AfterReply> WorkerExchange::cancel_stream(WorkerPtr w)
 {
-    relay::Channel &ch = *w->channel;
+    relay::Channel &ch = w->channel();
     ch.consume_frame();
     // STOP answers a pending PING too: the worker reads exactly one frame per PING.
     static const std::string stop = relay::encode_frame(0, relay::stream::stop, {}, {});

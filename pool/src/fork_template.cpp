@@ -113,7 +113,7 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
         co_return fail("the pool is stopping");
     if (auto ready = co_await ensure(gen, out.boot_failed); !ready)
         co_return ready.error();
-    relay::Channel &ch = *proc_->channel;
+    relay::Channel &ch = proc_->channel();
     // Output the template wrote while idle must not be read as this command's answer (Channel::claim()).
     if (!ch.claim()) {
         if (proc_->state() != State::stopping) // output while idle retired it already (on_unexpected)
@@ -123,7 +123,7 @@ awaitable<Result<int>> ForkTemplate::fork_one(ChildEnds &ends, std::uint64_t gen
     // One message carries the command and the three descriptors (SCM_RIGHTS).
     ch.begin_exchange();
     out.sent = clock::now();
-    const ssize_t sent = send_with_fds(proc_->control_fd, command_, {ends.in, ends.out, ends.err});
+    const ssize_t sent = send_with_fds(proc_->control_fd(), command_, {ends.in, ends.out, ends.err});
     if (sent != static_cast<ssize_t>(command_.size())) {
         std::string why = sent < 0 ? std::strerror(errno) : "short write";
         retire("sending a fork command failed: " + why);
@@ -170,7 +170,7 @@ void ForkTemplate::renew(std::uint64_t gen)
 {
     failures_ = 0;
     retry_at_ = {};
-    if (gen > gen_ && proc_ && !proc_->exited && proc_->state() == State::ready && !busy_)
+    if (gen > gen_ && proc_ && !proc_->exited() && proc_->state() == State::ready && !busy_)
         retire(""); // idle: end it now (a fork in progress renews it itself)
 }
 
@@ -178,9 +178,9 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
 {
     if (disabled_)
         co_return fail("forking is off: the worker cannot be a fork template");
-    if (proc_ && !proc_->exited && proc_->state() == State::ready && gen_ < gen)
+    if (proc_ && !proc_->exited() && proc_->state() == State::ready && gen_ < gen)
         retire(""); // started before a reset: its code is old
-    if (proc_ && !proc_->exited && proc_->state() == State::ready)
+    if (proc_ && !proc_->exited() && proc_->state() == State::ready)
         co_return Result<void>{};
     if (clock::now() < retry_at_)
         co_return fail("the fork template failed to start; starting workers without it for now");
@@ -195,13 +195,13 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
             co_return launched.error();
         }
         WorkerPtr w = *launched;
-        if (proc_ && !proc_->exited)
+        if (proc_ && !proc_->exited())
             old_.push_back(proc_); // retired, its exit not reaped yet
         proc_ = w;
         answered_ = false;
         gen_ = gen;
-        if (auto status = track_(w->pid, true))
-            on_exit(w->pid, *status); // it ended before we recorded it
+        if (auto status = track_(w->pid(), true))
+            on_exit(w->pid(), *status); // it ended before we recorded it
         asio::co_spawn(io_, forward_stderr(w), log_exceptions{"template stderr"});
         auto booted = co_await spawner_.handshake(w, true);
         if (!booted) {
@@ -215,7 +215,7 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
             boot_failed = true;
             co_return fail(msg);
         }
-        if (!w->template_ok && !php_level_ && !w->knows_templates && spawner_.php_level_possible()) {
+        if (!w->template_ok() && !php_level_ && !w->knows_templates() && spawner_.php_level_possible()) {
             // Not Ferry's library (RoadRunner's packages, say): fork from PHP itself instead (§8.1). The
             // worker that answered serves nobody: it is killed.
             log::info("pool",
@@ -227,12 +227,12 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
             w->signal(SIGKILL);
             continue;
         }
-        if (!w->template_ok) {
-            std::string why = w->not_template;
-            if (php_level_ && !w->knows_templates)
+        if (!w->template_ok()) {
+            std::string why = w->not_template();
+            if (php_level_ && !w->knows_templates())
                 why = "the worker script answered, not prefork.php: does the command set auto_prepend_file "
                       "itself?";
-            else if (!w->knows_templates)
+            else if (!w->knows_templates())
                 why += ", and the command does not start php itself, which a PHP-level template needs";
             co_return give_up(why);
         }
@@ -243,12 +243,12 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
     failures_ = 0;
     // Output from the template while no command is pending breaks the protocol: end it (the next fork
     // starts a new one).
-    w->channel->on_unexpected =
+    w->channel().on_unexpected =
         [weak = std::weak_ptr<ForkTemplate>(shared_from_this())](const std::string &what) {
             if (auto self = weak.lock())
                 self->retire("it wrote " + what);
         };
-    w->channel->watch();
+    w->channel().watch();
     log::info("pool",
               w->tag() + (php_level_ ? " (PHP-level)" : "") + " ready: new workers are forked from it");
     co_return Result<void>{};
@@ -256,7 +256,7 @@ awaitable<Result<void>> ForkTemplate::ensure(std::uint64_t gen, bool &boot_faile
 
 Result<void> ForkTemplate::give_up(const std::string &why)
 {
-    const bool tried = proc_ && !proc_->exited && proc_->state() != State::stopping; // not the probe killed
+    const bool tried = proc_ && !proc_->exited() && proc_->state() != State::stopping; // not the probe killed
     log::warn("pool", opt_.mode + ".pool.fork: " +
                           (tried ? proc_->tag() + " cannot be a fork template" : "no fork template") + " (" +
                           why + "); each worker is started on its own instead");
@@ -275,16 +275,16 @@ void ForkTemplate::retire(const std::string &why, bool quiet)
         auto backoff = std::chrono::seconds(1) * (1u << std::min(failures_ - 1, 5u)); // 1 s .. 32 s
         retry_at_ = clock::now() + backoff;
         if (!quiet)
-            log::error("pool", "fork template" + (proc_ ? " " + std::to_string(proc_->pid) : std::string()) +
-                                   ": " + why + "; new workers start without it for " +
-                                   std::to_string(backoff.count()) + " s");
+            log::error("pool", "fork template" +
+                                   (proc_ ? " " + std::to_string(proc_->pid()) : std::string()) + ": " + why +
+                                   "; new workers start without it for " + std::to_string(backoff.count()) +
+                                   " s");
     }
-    if (!proc_ || proc_->exited)
+    if (!proc_ || proc_->exited())
         return;
     proc_->to(State::stopping);
-    if (why.empty() && proc_->control_fd >= 0) {
-        ::close(proc_->control_fd); // EOF on its socket: it exits by itself
-        proc_->control_fd = -1;
+    if (why.empty() && proc_->control_fd() >= 0) {
+        proc_->close_control(); // EOF on its socket: it exits by itself
         asio::co_spawn(io_, end_within(proc_, std::chrono::milliseconds(2000)),
                        log_exceptions{"template stop"});
         return;
@@ -295,10 +295,11 @@ void ForkTemplate::retire(const std::string &why, bool quiet)
 void ForkTemplate::on_exit(int pid, int status)
 {
     WorkerPtr w;
-    if (proc_ && proc_->pid == pid) {
+    if (proc_ && proc_->pid() == pid) {
         w = proc_;
     } else {
-        auto it = std::find_if(old_.begin(), old_.end(), [pid](const WorkerPtr &o) { return o->pid == pid; });
+        auto it =
+            std::find_if(old_.begin(), old_.end(), [pid](const WorkerPtr &o) { return o->pid() == pid; });
         if (it == old_.end())
             return;
         w = *it;
@@ -319,13 +320,10 @@ awaitable<void> ForkTemplate::stop(clock::time_point deadline)
     for (auto old = old_; auto &o : old) // retired ones end within 2 s by themselves
         co_await wait_exit(o, std::chrono::milliseconds(2500));
     WorkerPtr w = proc_;
-    if (!w || w->exited)
+    if (!w || w->exited())
         co_return;
     w->to(State::stopping);
-    if (w->control_fd >= 0) {
-        ::close(w->control_fd); // EOF on its socket: it exits
-        w->control_fd = -1;
-    }
+    w->close_control(); // EOF on its socket: it exits
     auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
                          std::chrono::milliseconds(100));
     if (co_await wait_exit(w, std::min(left, std::chrono::milliseconds(5000))))
@@ -340,7 +338,7 @@ void ForkTemplate::kill()
     for (auto &w : old_)
         w->signal(SIGKILL);
     if (proc_) {
-        proc_->channel->abandon();
+        proc_->channel().abandon();
         proc_->signal(SIGKILL);
     }
 }

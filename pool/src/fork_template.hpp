@@ -61,7 +61,7 @@ public:
     // The worker command cannot be a template, not even a PHP-level one (no ext-ffi, not run by php
     // directly…): forking is off for good.
     bool disabled() const { return disabled_.load(std::memory_order_relaxed); } // any loop may ask
-    int pid() const { return proc_ && !proc_->exited ? proc_->pid : 0; }
+    int pid() const { return proc_ && !proc_->exited() ? proc_->pid() : 0; }
 
     // The reaper saw a template (this one or a retired one) end.
     void on_exit(int pid, int status);

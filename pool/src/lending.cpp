@@ -47,11 +47,11 @@ void Shard::accept_lent(const WorkerPtr &w)
 
 void Shard::give_back(const WorkerPtr &w)
 {
-    if (w->home == index) {
+    if (w->home() == index) {
         make_available(w);
         return;
     }
-    Shard &home = shard(w->home);
+    Shard &home = shard(w->home());
     asio::post(home.io, [h = home.shared_from_this(), w] { h->make_available(w); });
 }
 
@@ -101,7 +101,7 @@ awaitable<Shard::Step> Shard::run_elsewhere(const relay::RequestContext &ctx, Bo
 awaitable<Shard::Step> Shard::run_on_home(WorkerPtr w, const relay::RequestContext &ctx, BodyRef body,
                                           Client client, Reply &res)
 {
-    Shard &home = shard(w->home);
+    Shard &home = shard(w->home());
     co_return co_await asio::co_spawn(home.io, home.run(w, ctx, body, client, res), use_awaitable);
 }
 

@@ -34,11 +34,11 @@ void Shard::pin(const WorkerPtr &w)
         return;
     auto &table = group.host->cpus();
     for (auto &[pid, o] : workers)
-        if (o->cpu >= 0 && o != w &&
+        if (o->cpu() >= 0 && o != w &&
             (o->going() || o->state() == State::stopping || o->state() == State::dead))
             table.release(pid);
-    if (auto cpu = table.pin(w->pid, cpus)) {
-        w->cpu = *cpu;
+    if (auto cpu = table.pin(w->pid(), cpus)) {
+        w->pinned_to(*cpu);
         log::debug("pool", w->tag() + " pinned to CPU " + std::to_string(*cpu) +
                                (group.shards.size() > 1 ? " (loop " + std::to_string(index) + ")" : ""));
         return;

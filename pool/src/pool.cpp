@@ -117,8 +117,8 @@ awaitable<std::vector<WorkerInfo>> Pool::Impl::snapshot(bool memory)
         return [](Shard *s, bool with_rss) -> awaitable<std::vector<WorkerInfo>> {
             std::vector<WorkerInfo> out;
             for (const auto &[pid, w] : s->workers)
-                out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs, w->created, s->index,
-                                         w->going(), w->cause(), with_rss ? read_rss(pid) : 0, w->cpu});
+                out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs(), w->created, s->index,
+                                         w->going(), w->cause(), with_rss ? read_rss(pid) : 0, w->cpu()});
             co_return out;
         }(shards[i].get(), memory);
     });
@@ -150,7 +150,7 @@ void Pool::abandon()
 {
     for (auto &s : impl_->shards)
         for (auto &[pid, w] : s->workers)
-            w->channel->abandon();
+            w->channel().abandon();
 }
 
 Pool::~Pool()
@@ -163,7 +163,7 @@ Pool::~Pool()
     for (auto &s : impl_->shards)
         for (auto &[pid, w] : s->workers) {
             w->signal(SIGKILL);
-            if (w->cpu >= 0)
+            if (w->cpu() >= 0)
                 impl_->host->cpus().release(pid);
         }
     impl_->host->cpus().unreserve(impl_->reserved_cpus);
@@ -210,7 +210,7 @@ std::vector<WorkerInfo> Pool::workers() const
     std::vector<WorkerInfo> out;
     for (auto &s : impl_->shards)
         for (const auto &[pid, w] : s->workers)
-            out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs, w->created});
+            out.push_back(WorkerInfo{pid, state_name(w->state()), w->jobs(), w->created});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.pid < b.pid; });
     return out;
 }

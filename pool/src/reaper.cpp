@@ -10,7 +10,6 @@
 namespace ferry::pool {
 
 namespace {
-constexpr std::size_t stderr_tail_max = 2048;
 constexpr std::size_t stderr_line_max = 16 * 1024; // a longer line is logged in pieces
 } // namespace
 
@@ -45,7 +44,7 @@ awaitable<void> forward_stderr(WorkerPtr w, std::function<bool(std::string_view)
 {
     std::string pending;
     char buf[4096];
-    const std::string prefix = "pid " + std::to_string(w->pid) + ": ";
+    const std::string prefix = "pid " + std::to_string(w->pid()) + ": ";
     // What PHP prints while it boots (before its handshake) is often why it fails to, or a deprecation in the
     // app's boot: a warning. Afterwards the app's own stderr: info.
     auto emit = [&](std::string_view line) {
@@ -59,13 +58,11 @@ awaitable<void> forward_stderr(WorkerPtr w, std::function<bool(std::string_view)
         }
     };
     for (;;) {
-        auto [ec, n] = co_await w->err.async_read_some(asio::buffer(buf), nothrow);
+        auto [ec, n] = co_await w->err().async_read_some(asio::buffer(buf), nothrow);
         if (ec)
             break;
         pending.append(buf, n);
-        w->stderr_tail.append(buf, n);
-        if (w->stderr_tail.size() > stderr_tail_max)
-            w->stderr_tail.erase(0, w->stderr_tail.size() - stderr_tail_max);
+        w->keep_stderr(std::string_view(buf, n));
         std::size_t start = 0;
         for (;;) {
             std::size_t nl = pending.find('\n', start);

@@ -28,7 +28,7 @@ private:
     std::function<void(int, int)> on_exit_;
 };
 
-// Logs each line the worker writes to stderr ("pid 123: ..."), keeping the last 2 KiB in w->stderr_tail for
+// Logs each line the worker writes to stderr ("pid 123: ..."), keeping the last 2 KiB in w->stderr_tail() for
 // boot error messages; returns at EOF. A line printed while it boots is a warning, at debug when
 // `repeated_at_boot` says another worker already printed it; later lines are the app's own: info.
 awaitable<void> forward_stderr(WorkerPtr w, std::function<bool(std::string_view)> repeated_at_boot = nullptr);

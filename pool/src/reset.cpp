@@ -15,7 +15,8 @@ unsigned Shard::older_than(std::uint64_t gen, bool exiting) const
 {
     unsigned n = 0;
     for (const auto &[pid, w] : workers)
-        if (w->gen < gen && (exiting || (w->state() != State::stopping && w->state() != State::dead)))
+        if (w->generation() < gen &&
+            (exiting || (w->state() != State::stopping && w->state() != State::dead)))
             ++n;
     return n;
 }
@@ -29,7 +30,7 @@ awaitable<Shard::ResetEnd> Shard::reset(std::uint64_t gen)
     const unsigned kills_before = reset_kills;
     ResetReport report;
     for (auto &[pid, w] : workers)
-        if (w->gen < gen && (w->state() == State::ready || w->state() == State::working)) {
+        if (w->generation() < gen && (w->state() == State::ready || w->state() == State::working)) {
             if (w->recycle() == Recycle::replaced) // its max_jobs replacement is there, with code as old
                 w->recycle_to(Recycle::on_release);
             w->mark(Cause::reset);

@@ -88,7 +88,7 @@ void Shard::maintain()
 
 void Shard::make_available(const WorkerPtr &w)
 {
-    if (w->state() == State::dead || w->state() == State::stopping || w->exited)
+    if (w->state() == State::dead || w->state() == State::stopping || w->exited())
         return; // on its way out: it must not take a request after its stop frame
     if (w->recycle() == Recycle::on_release || stopping.raised()) {
         start_stop(w);
@@ -123,7 +123,7 @@ bool Shard::park(const WorkerPtr &w)
         start_stop(w);
         return false;
     }
-    w->channel->watch();
+    w->channel().watch();
     return true;
 }
 
@@ -134,7 +134,7 @@ void Shard::release(const WorkerPtr &w)
     case Supervisor::AfterJob::keep:
         // Past max_jobs by half (it is stopped at twice): a replacement still booting at idle priority
         // gets normal priority, so that no request comes to wait for it.
-        if (w->going() && w->max_jobs != 0 && w->jobs == w->max_jobs + w->max_jobs / 2)
+        if (w->going() && w->max_jobs() != 0 && w->jobs() == w->max_jobs() + w->max_jobs() / 2)
             raise_idle_boots("a worker it replaces is 50 % past max_jobs");
         break;
     case Supervisor::AfterJob::retire:
@@ -156,7 +156,7 @@ void Shard::retire_one()
         if (w->recycle() != Recycle::marked || w->state() == State::stopping || w->state() == State::dead)
             continue;
         WorkerPtr &pick = w->state() == State::ready ? idle : busy;
-        if (!pick || w->gen < pick->gen)
+        if (!pick || w->generation() < pick->generation())
             pick = w;
     }
     if (idle)
@@ -171,13 +171,13 @@ void Shard::replaced(const WorkerPtr &w)
         start_stop(w);
         return;
     }
-    if (w->cause() == Cause::max_jobs && w->max_jobs != 0 && w->jobs < w->max_jobs) {
+    if (w->cause() == Cause::max_jobs && w->max_jobs() != 0 && w->jobs() < w->max_jobs()) {
         w->recycle_to(Recycle::replaced);
         return;
     }
     w->recycle_to(Recycle::on_release);
-    if (w->gen < generation)
-        w->reset_deadline = clock::now() + opt.reset_timeout;
+    if (w->generation() < generation)
+        w->must_stop_by(clock::now() + opt.reset_timeout);
 }
 
 void Shard::shed_surplus()
@@ -194,13 +194,13 @@ void Shard::shed_surplus()
 
 void Shard::start_stop(const WorkerPtr &w)
 {
-    w->exec.clear();
+    w->exec().clear();
     if (w->state() == State::stopping || w->state() == State::dead)
         return;
     allocator.remove(w);
     w->to(State::stopping);
     if (w->going() && w->cause() != Cause::reset && !stopping.raised() && idle_recycling())
-        detail::set_idle(w->pid); // a replaced worker's exit (shutdown functions, freeing its memory)
+        detail::set_idle(w->pid()); // a replaced worker's exit (shutdown functions, freeing its memory)
     auto deadline = std::min(clock::now() + opt.destroy_timeout, stop_deadline);
     asio::co_spawn(io, stop_worker(w, deadline, std::shared_ptr<const Flag>(shared_from_this(), &stopping)),
                    log_exceptions{"stop worker"});
@@ -212,7 +212,7 @@ void Shard::kill_broken(const WorkerPtr &w, Cause why)
 {
     if (w->cause() == Cause::none || replacing(w->cause()))
         w->blame(why);
-    w->exec.clear();
+    w->exec().clear();
     allocator.remove(w);
     if (w->state() != State::dead)
         w->to(State::stopping);
@@ -235,7 +235,7 @@ void Shard::on_exit(int pid, int status)
         return;
     WorkerPtr w = it->second;
     workers.erase(it);
-    if (w->cpu >= 0)
+    if (w->cpu() >= 0)
         group.host->cpus().release(pid);
     bool expected = w->state() == State::stopping || w->state() == State::dead;
     // Exited before its handshake: a boot failure, which the handshake's failure reports with its output,
@@ -262,7 +262,7 @@ void Shard::on_exit(int pid, int status)
     else
         log::warn("pool", what + " unexpectedly while " + state_name(w->state()));
     w->on_exit(status); // what it started (exec('sleep 600 &')) ends with it
-    if (w->reset_killed)
+    if (w->killed_by_reset())
         ++reset_kills;
     allocator.remove(w);
     // A working worker's request notices EOF on its stdout and answers 502 itself.

@@ -135,14 +135,14 @@ std::string Spawner::command_line() const
     return out;
 }
 
-Result<WorkerPtr> Spawner::launch()
+Result<WorkerPtr> Spawner::launch(unsigned home)
 {
     auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload);
-    auto pid = detail::launch(exe_, args_, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err,
-                              -1, inherit());
+    auto pid = detail::launch(exe_, args_, env_, w->channel().stdin_pipe(), w->channel().stdout_pipe(),
+                              w->err(), -1, inherit());
     if (!pid)
         return pid.error();
-    w->pid = *pid;
+    w->launched(*pid, home);
     return w;
 }
 
@@ -175,22 +175,20 @@ Result<WorkerPtr> Spawner::launch_template(bool php_level)
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return fail(std::string("cannot create the fork template's socket: ") + std::strerror(errno));
-    auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload);
-    w->is_template = true;
-    w->control_fd = sv[0];
+    auto w = std::make_shared<Worker>(io_, opt_.max_frame_payload, sv[0]); // a template: its socket
     ::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK);
-    auto pid = detail::launch(exe_, args, env_, w->channel->stdin_pipe(), w->channel->stdout_pipe(), w->err,
-                              sv[1], inherit());
+    auto pid = detail::launch(exe_, args, env_, w->channel().stdin_pipe(), w->channel().stdout_pipe(),
+                              w->err(), sv[1], inherit());
     ::close(sv[1]);
     if (!pid)
         return pid.error();
-    w->pid = *pid;
+    w->launched(*pid, 0); // the template lives on the pool's first loop
     return w;
 }
 
 awaitable<Result<void>> Spawner::handshake(WorkerPtr w, bool as_template)
 {
-    relay::Channel &ch = *w->channel;
+    relay::Channel &ch = w->channel();
     ch.begin_exchange();
     ch.arm(opt_.boot_timeout);
     std::string hello = relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {},
@@ -224,17 +222,18 @@ awaitable<Result<void>> Spawner::handshake(WorkerPtr w, bool as_template)
     if (!pidv.is_int64() || pidv.as_int64() <= 0)
         co_return fail("bad PID handshake reply: \"" + relay::printable(reply) + "\"");
     if (auto c = obj.if_contains("codec"); c && c->is_string() && c->as_string() == "msgpack")
-        w->codec = relay::Codec::msgpack;
+        w->speaks(relay::Codec::msgpack);
     if (as_template) {
         auto t = obj.if_contains("template");
-        w->template_ok = t && t->is_bool() && t->as_bool();
-        w->knows_templates = t != nullptr;
-        if (!w->template_ok) {
+        const bool ok = t && t->is_bool() && t->as_bool();
+        std::string why_not;
+        if (!ok) {
             auto why = obj.if_contains("why");
-            w->not_template = why && why->is_string()
-                                  ? relay::printable(std::string_view(why->as_string()), 300)
-                                  : std::string("it does not speak Ferry's fork protocol (use php-worker/)");
+            why_not = why && why->is_string()
+                          ? relay::printable(std::string_view(why->as_string()), 300)
+                          : std::string("it does not speak Ferry's fork protocol (use php-worker/)");
         }
+        w->answered_template(ok, t != nullptr, std::move(why_not));
     }
     co_return Result<void>{};
 }
@@ -243,9 +242,9 @@ std::string Spawner::boot_failure(const Worker &w, const std::string &error, con
 {
     std::string msg =
         w.tag() + " failed to boot" + (command.empty() ? "" : " (command: " + command + ")") + ": " + error;
-    if (w.exited)
-        msg += " (" + describe_status(w.wait_status) + ")";
-    std::string tail = w.stderr_tail;
+    if (w.exited())
+        msg += " (" + describe_status(w.wait_status()) + ")";
+    std::string tail = w.stderr_tail();
     while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r'))
         tail.pop_back();
     if (!tail.empty())

@@ -65,8 +65,9 @@ public:
     // Waits before the next spawn after consecutive boot failures: 100 ms, doubling up to 12.8 s; nothing
     // after a success. Returns early when the pool stops or a worker boots meanwhile.
     awaitable<void> back_off();
-    // Starts one process (state spawning) on a fresh worker; its channel is not read yet.
-    Result<WorkerPtr> launch();
+    // Starts one process (state spawning) on a fresh worker owned by loop `home`; its channel is not read
+    // yet.
+    Result<WorkerPtr> launch(unsigned home = 0);
     // Starts one process on descriptors of the caller's (the child's ends of three pipes): its pid. Reads
     // only what prepare() set, so another loop's thread may call it.
     Result<int> launch_on(int in_fd, int out_fd, int err_fd) const;
@@ -79,7 +80,7 @@ public:
     bool php_level_possible() const;
     // The PID handshake (docs/protocol.md §2): our pid, the worker's pid back (and its context codec), within
     // Options::boot_timeout. The error says what went wrong, in words for the log. `as_template` asks the
-    // process to be the fork template; its answer is in w->template_ok / w->not_template.
+    // process to be the fork template; its answer is in w->template_ok() / w->not_template().
     awaitable<Result<void>> handshake(WorkerPtr w, bool as_template = false);
     // The message for a worker that failed to boot: the error, how the process ended, its last stderr, and
     // `command` (the worker command line) when given.

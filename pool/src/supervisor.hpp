@@ -1,8 +1,8 @@
 // Supervising workers (internal to pool/): max_jobs recycling, the soft limits (ttl, idle_ttl,
 // max_worker_memory) and exec_ttl, on one coarse ticker per loop; debug's one request per worker.
 //
-// Soft limits: a worker past one is marked (Recycle::marked, with its cause) and its replacement boots while it
-// serves on; when the replacement is ready the pool retires it, at once when idle, after its request when
+// Soft limits: a worker past one is marked (Recycle::marked, with its cause) and its replacement boots while
+// it serves on; when the replacement is ready the pool retires it, at once when idle, after its request when
 // busy (Shard::retire_one). Thresholds are jittered per worker (max_jobs up to 25 % more; ttl and memory up
 // to 10 % less, never past what is configured; spread evenly over that range, see ready()) and at most
 // max_recycling workers of a loop are marked at once, so a pool that started together does not restart
@@ -73,9 +73,9 @@ private:
     // Workers marked for replacement that still serve.
     unsigned recycling() const;
     void mark(Worker &w, Cause c, const std::string &why);
-    // At w.rate_check_jobs: true when the jobs the worker does during two boots (at its rate since the last
-    // check) reach its max_jobs, so its replacement must start now to be ready at the limit; else plans the
-    // next check, halfway to that point.
+    // At its rate_check_jobs (Worker::Limits): true when the jobs the worker does during two boots (at its
+    // rate since the last check) reach its max_jobs, so its replacement must start now to be ready at the
+    // limit; else plans the next check, halfway to that point.
     bool starts_early(Worker &w);
 
     const Options &opt_;

@@ -118,45 +118,52 @@ std::string describe_status(int status)
     return "ended with status " + std::to_string(status);
 }
 
-Worker::Worker(asio::io_context &io, std::uint32_t max_payload)
-    : channel(std::make_shared<relay::Channel>(io, max_payload)), err(io), exit_event(io)
+Worker::Worker(asio::io_context &io, std::uint32_t max_payload, int control_fd)
+    : is_template(control_fd >= 0), channel_(std::make_shared<relay::Channel>(io, max_payload)), err_(io),
+      control_fd_(control_fd), exit_event_(io)
 {
 }
 
 Worker::~Worker()
 {
-    if (control_fd >= 0)
-        ::close(control_fd);
+    close_control();
+}
+
+void Worker::close_control()
+{
+    if (control_fd_ >= 0)
+        ::close(control_fd_);
+    control_fd_ = -1;
 }
 
 void Worker::on_exit(int status)
 {
-    exited = true;
-    wait_status = status;
+    exited_ = true;
+    wait_status_ = status;
     kill_group();
-    exit_event.notify();
+    exit_event_.notify();
 }
 
 void Worker::signal(int sig) const
 {
-    if (exited || pid <= 0)
+    if (exited_ || pid_ <= 0)
         return;
-    if (::kill(-pid, sig) != 0)
-        ::kill(pid, sig);
+    if (::kill(-pid_, sig) != 0)
+        ::kill(pid_, sig);
 }
 
 void Worker::kill_group() const
 {
-    if (pid > 0)
-        ::kill(-pid, SIGKILL); // ESRCH when the group is empty: nothing to do
+    if (pid_ > 0)
+        ::kill(-pid_, SIGKILL); // ESRCH when the group is empty: nothing to do
 }
 
 awaitable<bool> wait_exit(WorkerPtr w, std::chrono::milliseconds limit)
 {
-    if (w->exited)
+    if (w->exited())
         co_return true;
-    co_await w->exit_event.wait_for(limit);
-    co_return w->exited;
+    co_await w->exit_event().wait_for(limit);
+    co_return w->exited();
 }
 
 awaitable<void> stop_worker(WorkerPtr w, std::chrono::steady_clock::time_point deadline,
@@ -164,8 +171,8 @@ awaitable<void> stop_worker(WorkerPtr w, std::chrono::steady_clock::time_point d
 {
     static const std::string stop =
         relay::encode_frame(relay::flag::control | relay::flag::codec_json, 0, {}, R"({"stop":true})");
-    if (!w->exited)
-        co_await w->channel->send(stop); // a worker that cannot take it is ended below
+    if (!w->exited())
+        co_await w->channel().send(stop); // a worker that cannot take it is ended below
     auto left = std::max(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
         std::chrono::milliseconds(0));

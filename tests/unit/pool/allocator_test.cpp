@@ -29,7 +29,7 @@ struct Fixture {
     WorkerPtr worker(int pid)
     {
         auto w = std::make_shared<Worker>(io, 1 << 20);
-        w->pid = pid;
+        w->launched(pid, 0);
         return w;
     }
 
@@ -81,7 +81,7 @@ TEST(Allocator, BrokenIdleWorkersAreSkippedAndDiscarded)
     auto a = f.worker(1), b = f.worker(2);
     f.alloc.offer(a);
     f.alloc.offer(b);
-    b->channel->expire("its stdout closed while idle"); // broken
+    b->channel().expire("its stdout closed while idle"); // broken
     EXPECT_EQ(f.alloc.take_idle(), a);
     ASSERT_EQ(f.discarded.size(), 1u);
     EXPECT_EQ(f.discarded[0], b);

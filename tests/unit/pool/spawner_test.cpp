@@ -63,14 +63,14 @@ TEST(Spawner, HandshakeLearnsTheCodec)
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
     WorkerPtr w = *launched;
-    w->channel->watch();
+    w->channel().watch();
     run(io, [&]() -> awaitable<void> {
         auto r = co_await spawner.handshake(w);
         EXPECT_TRUE(r) << (r ? "" : r.error().message);
     });
-    EXPECT_EQ(w->codec, relay::Codec::msgpack) << "php-worker announces msgpack when ext-msgpack is loaded";
-    w->channel->stdin_pipe().close();
-    reap(w->pid);
+    EXPECT_EQ(w->codec(), relay::Codec::msgpack) << "php-worker announces msgpack when ext-msgpack is loaded";
+    w->channel().stdin_pipe().close();
+    reap(w->pid());
 }
 
 TEST(Spawner, AFailedBootSaysHowTheProcessEndedAndWhatItPrinted)
@@ -84,7 +84,7 @@ TEST(Spawner, AFailedBootSaysHowTheProcessEndedAndWhatItPrinted)
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
     WorkerPtr w = *launched;
-    w->channel->watch();
+    w->channel().watch();
     std::string error;
     run(io, [&]() -> awaitable<void> {
         auto r = co_await spawner.handshake(w);
@@ -93,10 +93,9 @@ TEST(Spawner, AFailedBootSaysHowTheProcessEndedAndWhatItPrinted)
             error = r.error().message;
     });
     int status = 0;
-    ::waitpid(w->pid, &status, 0);
-    w->exited = true;
-    w->wait_status = status;
-    w->stderr_tail = "boot_fail.php: cannot boot the application (on purpose)\n";
+    ::waitpid(w->pid(), &status, 0);
+    w->on_exit(status); // as the reaper tells it
+    w->keep_stderr("boot_fail.php: cannot boot the application (on purpose)\n");
     std::string msg = Spawner::boot_failure(*w, error);
     EXPECT_NE(msg.find("failed to boot: worker closed its stdout"), std::string::npos) << msg;
     EXPECT_NE(msg.find("(exited with code 2)"), std::string::npos) << msg;
@@ -255,7 +254,7 @@ TEST(Spawner, TheCommandLineInMessages)
     Spawner spawner(io, opt, host, stopping, report);
     EXPECT_EQ(spawner.command_line(), "php -d memory_limit=256M 'my app/worker.php' ''");
     Worker w(io, 1024);
-    w.pid = 42;
+    w.launched(42, 0);
     EXPECT_EQ(Spawner::boot_failure(w, "no PID handshake within 60000 ms", spawner.command_line()),
               "worker 42 failed to boot (command: php -d memory_limit=256M 'my app/worker.php' ''): "
               "no PID handshake within 60000 ms");
@@ -273,7 +272,7 @@ TEST(Spawner, AHandshakeThatNeverComesTimesOut)
     auto launched = spawner.launch();
     ASSERT_TRUE(launched) << launched.error().message;
     WorkerPtr w = *launched;
-    w->channel->watch();
+    w->channel().watch();
     std::string error;
     auto start = std::chrono::steady_clock::now();
     run(io, [&]() -> awaitable<void> {
@@ -284,8 +283,8 @@ TEST(Spawner, AHandshakeThatNeverComesTimesOut)
     });
     EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
     EXPECT_EQ(error, "no PID handshake within 200 ms");
-    w->channel->stdin_pipe().close();
-    reap(w->pid);
+    w->channel().stdin_pipe().close();
+    reap(w->pid());
 }
 
 TEST(Spawner, APhpLevelTemplateNeedsACommandThatStartsPhpItself)

@@ -126,8 +126,8 @@ struct Client {
     int fd = -1;
 };
 
-struct Shard;  // pool/src/shard.hpp
-struct Worker; // pool/src/worker.hpp
+struct Shard; // pool/src/shard.hpp
+class Worker; // pool/src/worker.hpp
 
 // The answer exec() gives, read by the caller as it writes it (h2o's generator is the model): the head first,
 // then the body — whole, or a streamed response's chunks one next() at a time. The pool never calls the
