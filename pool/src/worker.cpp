@@ -40,17 +40,8 @@ bool Worker::refuse(State next) const
 
 const char *recycle_name(Recycle r)
 {
-    switch (r) {
-    case Recycle::serving:
-        return "serving";
-    case Recycle::marked:
-        return "marked";
-    case Recycle::replaced:
-        return "replaced";
-    case Recycle::on_release:
-        return "on_release";
-    }
-    return "?";
+    static constexpr const char *names[] = {"serving", "marked", "replaced", "on_release"};
+    return names[static_cast<unsigned>(r)];
 }
 
 bool Worker::refuse(Recycle next) const

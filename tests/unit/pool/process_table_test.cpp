@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include <chrono>
 #include <vector>
@@ -25,6 +26,24 @@ struct Owner final : ExitListener {
     std::vector<Exit> seen;
     void exited(int pid, int status, unsigned part) override { seen.push_back({pid, status, part}); }
 };
+
+} // namespace
+
+namespace {
+
+// The pids `owner` recorded (with `part`: those alone), sorted.
+std::vector<int> pids_of(ProcessTable &t, const ExitListener &owner,
+                         std::optional<unsigned> part = std::nullopt)
+{
+    std::vector<int> out;
+    auto add = [&out](int pid) { out.push_back(pid); };
+    if (part)
+        t.for_each(owner, *part, add);
+    else
+        t.for_each(owner, add);
+    std::sort(out.begin(), out.end());
+    return out;
+}
 
 } // namespace
 
@@ -75,9 +94,7 @@ TEST(ProcessTable, AnOwnerGoingAwayForgetsOnlyItsPids)
     t.claim(2, a, 0);
     t.claim(3, b, 0);
     t.forget_all(a);
-    std::vector<int> left;
-    t.for_each(b, [&left](int pid) { left.push_back(pid); });
-    EXPECT_EQ(left, std::vector<int>{3});
+    EXPECT_EQ(pids_of(t, b), std::vector<int>{3});
     t.reaped(1, 0);
     EXPECT_TRUE(a.seen.empty());
     t.forget(3);
@@ -90,17 +107,12 @@ TEST(ProcessTable, APartsPidsAloneForTheShardThatStopsThem)
     // A second signal: each shard, on its own loop, kills its own processes once it has stopped.
     ProcessTable t;
     Owner a, b;
-    t.claim(1, a, 0);
-    t.claim(2, a, 1);
-    t.claim(3, a, 1);
+    for (int pid : {1, 2, 3})
+        t.claim(pid, a, pid == 1 ? 0 : 1);
     t.claim(4, b, 1);
-    std::vector<int> part1;
-    t.for_each(a, 1, [&part1](int pid) { part1.push_back(pid); });
-    std::sort(part1.begin(), part1.end());
-    EXPECT_EQ(part1, (std::vector<int>{2, 3}));
-    int n = 0;
-    t.for_each(a, 7, [&n](int) { ++n; });
-    EXPECT_EQ(n, 0);
+    EXPECT_EQ(pids_of(t, a, 1), (std::vector<int>{2, 3}));
+    EXPECT_TRUE(pids_of(t, a, 7).empty());
+    EXPECT_EQ(pids_of(t, a), (std::vector<int>{1, 2, 3}));
 }
 
 TEST(ProcessTable, ExitsNobodyClaimsAreBounded)
