@@ -72,14 +72,13 @@ void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
 
 awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock)
 {
-    ++lr->state.sessions;
+    auto hold = lr->state.sessions.enter_anyway(); // accepted before a stop closed the acceptor: it runs
     try {
         co_await http_session(lr->state, std::move(sock));
     } catch (const std::exception &e) {
         log::error("http", std::string("session ended by an exception: ") + e.what());
     }
     lr->connections.fetch_sub(1, std::memory_order_relaxed);
-    lr->state.session_ended();
 }
 
 // http.accept: handoff. On loop 0: connections are accepted with accept4() when the listening socket is

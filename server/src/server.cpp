@@ -67,17 +67,6 @@ awaitable<void> tick(LoopRuntime *lr)
     }
 }
 
-// Until every session of the loop has ended, or the deadline.
-awaitable<void> sessions_ended(LoopRuntime *lr, steady::time_point deadline)
-{
-    if (lr->state.sessions == 0)
-        co_return;
-    asio::steady_timer t(lr->io, deadline);
-    lr->state.sessions_waiter = &t;
-    co_await t.async_wait(nothrow);
-    lr->state.sessions_waiter = nullptr;
-}
-
 // On each loop, when the workers are ready: the ticker, and the loop's own acceptor (reuseport).
 awaitable<bool> start_loop(LoopRuntime *lr, std::string default_host)
 {
@@ -101,8 +90,8 @@ awaitable<unsigned> drain_loop(LoopRuntime *lr, steady::time_point deadline)
             c->stream->cancel();
     if (lr->ws)
         lr->ws->drain(); // WebSockets say goodbye (1001) and end when their clients answer
-    co_await sessions_ended(lr, deadline);
-    co_return lr->state.sessions;
+    co_await lr->state.sessions.join(deadline);
+    co_return static_cast<unsigned>(lr->state.sessions.size());
 }
 
 // On each loop: closes every connection (at the end of a stop, or at once at a second signal).
@@ -121,8 +110,8 @@ awaitable<unsigned> close_loop(LoopRuntime *lr)
     close_connections(lr);
     lr->stopping = true;
     lr->ticker.cancel();
-    co_await sessions_ended(lr, steady::now() + std::chrono::seconds(1));
-    co_return lr->state.sessions;
+    co_await lr->state.sessions.join(steady::now() + std::chrono::seconds(1));
+    co_return static_cast<unsigned>(lr->state.sessions.size());
 }
 
 // The server is done: each loop returns once every task on it has ended (LoopThreads).
@@ -243,6 +232,12 @@ awaitable<void> lifecycle(Runtime *rt)
         rt->status->stop(); // /health answered until the workers were stopped, /ready said no since the stop
     if (rt->metrics)
         rt->metrics->stop();
+    const auto soon = steady::now() + std::chrono::seconds(1); // the control plane's sessions, closed
+    co_await rt->control->join(soon);
+    for (detail::ProbeServer *l :
+         {rt->status ? &rt->status->listener() : nullptr, rt->metrics ? &rt->metrics->listener() : nullptr})
+        if (l)
+            co_await l->join(soon);
     co_await on_each<unsigned>(rt->executors(),
                                [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
     rt->signals.cancel(ignored);

@@ -6,6 +6,7 @@
 #include "control/metrics.hpp"
 #include "ferry/base/budget.hpp"
 #include "ferry/base/io.hpp"
+#include "ferry/base/task_group.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "transport/transport.hpp"
@@ -44,15 +45,10 @@ struct SharedState {
     // http.access_logs (a line each).
     bool observe = false;
     HttpStats http_stats;
-    // Open sessions: HTTP connections, and WebSocket connections after their handshake. A stop waits for
-    // them (sessions_waiter is cancelled when the last one ends).
-    unsigned sessions = 0;
-    asio::steady_timer *sessions_waiter = nullptr;
-    void session_ended()
-    {
-        if (--sessions == 0 && sessions_waiter)
-            sessions_waiter->cancel();
-    }
+    // Open sessions: HTTP connections, and WebSocket connections after their handshake, each holding the
+    // group while it runs. A stop closes their connections and joins them (server.cpp: drain_loop,
+    // close_loop).
+    TaskGroup sessions;
 };
 
 // The listener a session serves for; the loop's SharedState keeps its connections, budgets and counters

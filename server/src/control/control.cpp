@@ -193,6 +193,13 @@ Result<void> Control::start(const Pools &pools)
     return {};
 }
 
+awaitable<bool> Control::join(std::chrono::steady_clock::time_point deadline)
+{
+    if (!impl_->rpc)
+        co_return true;
+    co_return co_await impl_->rpc->join(deadline);
+}
+
 void Control::stop()
 {
     if (!impl_ || impl_->stopped)

@@ -46,6 +46,8 @@ public:
     Result<void> start(const Pools &pools);
     // At a stop: no more resets are started.
     void stop();
+    // After stop(): until the RPC connections' sessions have ended, or `deadline` (true: they have).
+    awaitable<bool> join(std::chrono::steady_clock::time_point deadline);
 
     struct Impl;
 

@@ -46,6 +46,7 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     bool running = false, stopped = false;
     std::chrono::milliseconds first_byte_timeout;
     ConnSlots slots;
+    TaskGroup sessions; // its connections' sessions: a stop closes the group and their connections
 
     std::string peer_of(const StreamSocket &sock) const
     {
@@ -86,6 +87,9 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
                                  std::shared_ptr<ConnSlots::Lease> lease)
     {
         SharedState &st = self->st;
+        auto hold = self->sessions.enter();
+        if (!hold)
+            co_return; // stopped: it closes
         if (self->theirs) {
             auto stream = std::make_shared<Stream>(std::move(raw));
             auto fired = std::make_shared<bool>(false);
@@ -190,6 +194,11 @@ void ProbeServer::route(std::vector<std::string> paths, Answer answer)
     impl_->routes.push_back(Impl::Route{std::move(paths), std::move(answer)});
 }
 
+awaitable<bool> ProbeServer::join(std::chrono::steady_clock::time_point deadline)
+{
+    return impl_->sessions.join(deadline);
+}
+
 void ProbeServer::hand_over(Claim theirs, Take take)
 {
     impl_->theirs = std::move(theirs);
@@ -208,6 +217,7 @@ void ProbeServer::stop()
     impl_->stopped = true;
     error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->sessions.close();
     impl_->slots.close_all();
 }
 

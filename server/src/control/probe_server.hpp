@@ -11,6 +11,7 @@
 #include "control/conn_slots.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
+#include "ferry/base/task_group.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/server/http_parser.hpp"
 #include "transport/stream.hpp"
@@ -54,6 +55,8 @@ public:
     // Starts accepting (once; later calls do nothing).
     void run();
     void stop();
+    // After stop(): until its connections' sessions have ended, or `deadline` (true: they have).
+    awaitable<bool> join(std::chrono::steady_clock::time_point deadline);
     std::string address() const; // host:port as bound
 
     struct Impl;

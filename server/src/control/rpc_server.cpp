@@ -49,6 +49,7 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     std::string address, unix_path;
     std::size_t max_payload;
     ConnSlots slots;
+    TaskGroup sessions; // its connections' sessions: a stop closes the group and their connections
     bool stopped = false;
     bool running = false;
     std::string rides; // the key of the admin listener it rides ("status.address"), "": its own listener
@@ -63,7 +64,8 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
 
     template <typename Socket>
     static awaitable<void> session(std::shared_ptr<Impl> self, std::shared_ptr<Socket> sock, std::string peer,
-                                   std::shared_ptr<ConnSlots::Lease> lease)
+                                   std::shared_ptr<ConnSlots::Lease> lease,
+                                   [[maybe_unused]] TaskGroup::Hold hold) // held until the session ends
     {
         std::string buf;
         std::size_t skip = 0; // bytes of an over-size frame still to read past
@@ -201,10 +203,13 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
                 s->close(ignored);
             }
         });
-        if (!lease)
-            return; // counted and logged; `sock` closes
-        asio::co_spawn(self->io, session<Socket>(self, std::move(sock), std::move(peer), std::move(lease)),
-                       log_exceptions{"rpc session"});
+        auto hold = self->sessions.enter();
+        if (!lease || !hold)
+            return; // counted and logged, or stopped; `sock` closes
+        asio::co_spawn(
+            self->io,
+            session<Socket>(self, std::move(sock), std::move(peer), std::move(lease), std::move(hold)),
+            log_exceptions{"rpc session"});
     }
 
     // ---- binding --------------------------------------------------------------------------------
@@ -362,9 +367,15 @@ void RpcServer::stop()
     error_code ignored;
     impl_->tcp_acceptor.close(ignored);
     impl_->unix_acceptor.close(ignored);
+    impl_->sessions.close();
     impl_->slots.close_all();
     if (!impl_->unix_path.empty())
         ::unlink(impl_->unix_path.c_str());
+}
+
+awaitable<bool> RpcServer::join(std::chrono::steady_clock::time_point deadline)
+{
+    return impl_->sessions.join(deadline);
 }
 
 const std::string &RpcServer::address() const

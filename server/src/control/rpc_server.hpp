@@ -13,6 +13,7 @@
 #include "control/conn_slots.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/base/result.hpp"
+#include "ferry/base/task_group.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/pool/pool.hpp"
 #include "pools.hpp"
@@ -67,6 +68,8 @@ public:
     // Before run() or after stop(): closed.
     void adopt(StreamSocket sock, std::string peer);
     void stop();
+    // After stop(): until its connections' sessions have ended, or `deadline` (true: they have).
+    awaitable<bool> join(std::chrono::steady_clock::time_point deadline);
     // The bound address in rpc.listen's form ("tcp://127.0.0.1:6001": a port 0 resolved).
     const std::string &address() const;
 

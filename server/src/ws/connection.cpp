@@ -53,13 +53,12 @@ void WsLoop::close_all()
 WsConn::WsConn(WsLoop &loop, Stream stream, std::uint64_t id, std::string remote, bool sse)
     : loop_(loop), stream_(std::move(stream)), id_(id), remote_(std::move(remote)),
       parser_(Limits{loop.cfg.max_message_size, false, &loop.budgets.assembly}),
-      outbox_(loop.budgets.send_queue, loop.send_limits)
+      outbox_(loop.budgets.send_queue, loop.send_limits), session_(loop.st.sessions.enter_anyway())
 {
     sse_ = sse;
     conn_.self = this;
     conn_.stream = &stream_;
     conn_.expire = [](Conn &c) { static_cast<Timer &>(c).self->on_timeout(); };
-    ++loop_.st.sessions;
     loop_.hub.add(this);
     registered_in_hub_ = true;
     ++loop_.stats.opened;
@@ -73,7 +72,6 @@ WsConn::~WsConn()
     loop_.st.connections.wheel.remove(conn_);
     stream_.close();
     ++loop_.stats.closed;
-    loop_.st.session_ended();
 }
 
 std::size_t WsConn::memory() const

@@ -6,6 +6,7 @@
 // connection, in order, on a coroutine that exists only while there are events.
 #pragma once
 
+#include "ferry/base/task_group.hpp"
 #include "ferry/conf/config.hpp"
 #include "ferry/pool/pool.hpp"
 #include "transport/transport.hpp"
@@ -155,6 +156,7 @@ private:
     FrameParser parser_;
     std::vector<Hub::Membership> memberships_;
     Outbox outbox_;
+    TaskGroup::Hold session_; // one of the loop's sessions (a stop joins them)
     std::unique_ptr<Busy> busy_;
     steady::time_point last_rx_, close_deadline_;
     steady::time_point msg_since_{}; // the read that left a message (or frame) in part; {}: none is
