@@ -20,8 +20,9 @@
 #   FERRY_BIN  use this ferry binary instead of building build/ferry
 #   RESTART_FERRY  1 = restart the Ferry servers every round in that round's order (default: 1 when
 #              ferry-before is a target, to compare two binaries without a start-order bias)
-#   FERRY_BEFORE_BIN  the ferry binary of target ferry-before ("before a change"; e.g. build-before/ferry);
-#              labelled with the git revision in a file REV next to it, if there is one
+#   FERRY_BEFORE_BIN  the ferry binary of target ferry-before ("before a change"; e.g. build-before/ferry)
+#   A binary given by path is labelled with its git revision: its own name when that is one (bins/cdf074c),
+#   else a file <binary>.rev, else a file REV next to it; "?" when none says.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,15 +101,24 @@ start_ferry_target() {  # a ferry target's server, as every round starts it
   esac
 }
 
+# The git revision a binary given by path was built from (see FERRY_BEFORE_BIN above).
+rev_of() {
+  local bin=$1 name
+  name=$(basename "$bin")
+  if [[ "$name" =~ ^[0-9a-f]{7,40}$ ]]; then echo "$name"
+  elif [[ -f "$bin.rev" ]]; then head -n1 "$bin.rev" | tr -cd '[:alnum:]._+-'
+  elif [[ -f "$(dirname "$bin")/REV" ]]; then head -n1 "$(dirname "$bin")/REV" | tr -cd '[:alnum:]._+-'
+  else echo "?"
+  fi
+}
+
 # ferry-before: another ferry binary (e.g. the build before a change), same worker and config as `ferry`.
 BEFORE_REV=""
 if [[ -n "${WANT[ferry-before]:-}" ]]; then
   [[ -n "$FERRY_BEFORE_BIN" ]] || die "target ferry-before needs FERRY_BEFORE_BIN=/path/to/ferry"
   [[ -x "$FERRY_BEFORE_BIN" && ! -d "$FERRY_BEFORE_BIN" ]] || die "FERRY_BEFORE_BIN=$FERRY_BEFORE_BIN is not an executable"
   FERRY_BEFORE_BIN=$(cd "$(dirname "$FERRY_BEFORE_BIN")" && pwd)/$(basename "$FERRY_BEFORE_BIN")
-  if [[ -f "$(dirname "$FERRY_BEFORE_BIN")/REV" ]]; then
-    BEFORE_REV=$(head -n1 "$(dirname "$FERRY_BEFORE_BIN")/REV" | tr -cd '[:alnum:]._+-')
-  fi
+  BEFORE_REV=$(rev_of "$FERRY_BEFORE_BIN")
 fi
 
 mkdir -p "$TMP/www"
@@ -291,9 +301,13 @@ notes=$(
 )
 
 {
-  echo "- ferry: ${FERRY:+$("$FERRY" version 2>/dev/null), }git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), build type $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
+  if [[ -n "${FERRY_BIN:-}" ]]; then
+    echo "- ferry: $FERRY_BIN (${FERRY:+$("$FERRY" version 2>/dev/null)}), git $(rev_of "$FERRY_BIN")"
+  else
+    echo "- ferry: ${FERRY:+$("$FERRY" version 2>/dev/null), }git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), build type $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt" 2>/dev/null)"
+  fi
   if [[ -n "${WANT[ferry-before]:-}" ]]; then
-    echo "- ferry-before: $FERRY_BEFORE_BIN ($("$FERRY_BEFORE_BIN" version 2>/dev/null || echo '?')), git ${BEFORE_REV:-? (no REV file next to it)}; same hello.php and config as ferry"
+    echo "- ferry-before: $FERRY_BEFORE_BIN ($("$FERRY_BEFORE_BIN" version 2>/dev/null || echo '?')), git $BEFORE_REV; same hello.php and config as ferry"
   fi
   [[ -n "$FERRY_HTTP_EXTRA" ]] && echo "- every Ferry target's config has under \`http:\`: \`$(echo "$FERRY_HTTP_EXTRA" | tr -s ' \n' ' ' | sed 's/^ //')\`"
   echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(php -r 'echo "PHP ", PHP_VERSION;'), $(wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'); opcache on everywhere (-d opcache.enable=1 -d opcache.enable_cli=1, checked in php-fpm)"
