@@ -5,7 +5,7 @@
 // re-parented to it and reaped like the workers it starts itself.
 #pragma once
 
-#include "event.hpp"
+#include "condition.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/pool/pool.hpp"
 #include "spawner.hpp"
@@ -89,7 +89,7 @@ private:
     std::vector<WorkerPtr> old_; // retired templates whose exit was not reaped yet
     bool busy_ = false;
     bool answered_ = false; // proc_ has answered a fork command: it is past the app's boot, in its fork loop
-    Event turn_;
+    Condition turn_;
     std::atomic<bool> disabled_{false};
     unsigned failures_ = 0;
     clock::time_point retry_at_{};

@@ -13,7 +13,7 @@
 #include "ferry/pool/pool.hpp"
 
 #include "allocator.hpp"
-#include "event.hpp"
+#include "condition.hpp"
 #include "exchange.hpp"
 #include "spawner.hpp"
 #include "supervisor.hpp"
@@ -41,10 +41,10 @@ struct Shard : std::enable_shared_from_this<Shard> {
     // CPUs). Set by resolve_cpu_affinity() before the first worker is pinned.
     std::vector<int> cpus;
     asio::io_context &io;
-    Options opt;      // num_workers: this shard's share
-    Registry workers; // every live process of this shard
-    Flag stopping;    // shutdown() or kill_all() began
-    Event changed;    // a worker became ready or exited, a boot failed, a spawn ended, a stop began
+    Options opt;       // num_workers: this shard's share
+    Registry workers;  // every live process of this shard
+    Flag stopping;     // shutdown() or kill_all() began
+    Condition changed; // a worker became ready or exited, a boot failed, a spawn ended, a stop began
     Allocator allocator;
     Spawner spawner;
     Supervisor supervisor;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "affinity.hpp"
-#include "event.hpp"
+#include "condition.hpp"
 #include "ferry/base/result.hpp"
 #include "ferry/pool/host.hpp"
 #include "ferry/pool/pool.hpp"

@@ -17,7 +17,7 @@
 // ready late still finds it serving, up to twice max_jobs.
 #pragma once
 
-#include "event.hpp"
+#include "condition.hpp"
 #include "ferry/pool/pool.hpp"
 #include "worker.hpp"
 

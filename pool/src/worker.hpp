@@ -2,7 +2,7 @@
 // stderr, the signals it gets, the jobs it did, and how it is stopped.
 #pragma once
 
-#include "event.hpp"
+#include "condition.hpp"
 #include "ferry/base/io.hpp"
 #include "ferry/pool/stats.hpp"
 #include "ferry/relay/channel.hpp"
@@ -265,7 +265,7 @@ public:
     // that wakes whoever waits for it (wait_exit).
     bool exited() const { return exited_; }
     int wait_status() const { return wait_status_; }
-    Event &exit_event() { return exit_event_; }
+    Condition &exit_event() { return exit_event_; }
 
     std::string tag() const { return (is_template ? "template " : "worker ") + std::to_string(pid_); }
     bool broken() const { return channel_->broken(); }
@@ -331,7 +331,7 @@ private:
     Exec exec_;
     bool exited_ = false;
     int wait_status_ = 0;
-    Event exit_event_;
+    Condition exit_event_;
 };
 
 using WorkerPtr = std::shared_ptr<Worker>;

@@ -112,7 +112,7 @@ private:
     // Events for PHP beyond these stop the reading of this connection until the worker catches up.
     static constexpr std::size_t max_events = 64;
 
-    using Ev = Event; // ws/events.hpp
+    using Ev = PhpEvent; // ws/events.hpp
     // What exists only while events for PHP wait or run.
     struct Busy {
         std::vector<Ev> events; // for PHP, in order

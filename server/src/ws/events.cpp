@@ -45,7 +45,7 @@ std::uint64_t add_open_event(relay::RequestContext &ctx, std::uint64_t id, bool 
     return after;
 }
 
-void event_context(relay::RequestContext &ctx, const Event &e, std::uint64_t id, std::string_view data,
+void event_context(relay::RequestContext &ctx, const PhpEvent &e, std::uint64_t id, std::string_view data,
                    bool sse, const std::string &remote, std::string uri)
 {
     ctx.remote_addr = remote;
@@ -66,7 +66,7 @@ void event_context(relay::RequestContext &ctx, const Event &e, std::uint64_t id,
     }
 }
 
-pool::BodyRef event_body(const Event &e)
+pool::BodyRef event_body(const PhpEvent &e)
 {
     pool::BodyRef body;
     if (!e.close) {

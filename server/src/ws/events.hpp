@@ -14,7 +14,7 @@
 namespace ferry::server::detail::ws {
 
 // A message or close event of a connection, queued for PHP.
-struct Event {
+struct PhpEvent {
     bool close = false;
     bool binary = false;
     std::uint16_t code = 0; // close
@@ -29,10 +29,10 @@ std::uint64_t add_open_event(relay::RequestContext &ctx, std::uint64_t id, bool 
 
 // The context of a message or close event of connection `id` (`data`: what PHP attached to it), a POST to
 // `uri` from `remote`.
-void event_context(relay::RequestContext &ctx, const Event &e, std::uint64_t id, std::string_view data,
+void event_context(relay::RequestContext &ctx, const PhpEvent &e, std::uint64_t id, std::string_view data,
                    bool sse, const std::string &remote, std::string uri);
 // Its body: the message (a close event has none).
-pool::BodyRef event_body(const Event &e);
+pool::BodyRef event_body(const PhpEvent &e);
 
 // A connection's id as PHP sees it (ferry.ws.id, the targets of its actions): "1.42", loop and number.
 std::string format_id(std::uint64_t id);

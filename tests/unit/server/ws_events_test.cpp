@@ -49,7 +49,7 @@ TEST(WsEvents, AnEventStreamsOpenEventCarriesItsTopicsAndLastEventId)
 
 TEST(WsEvents, AMessageEventIsAPostWithTheMessageAsItsBody)
 {
-    Event e;
+    PhpEvent e;
     e.binary = true;
     e.payload = std::string("\x00\x01", 2);
     RequestContext ctx;
@@ -70,7 +70,7 @@ TEST(WsEvents, AMessageEventIsAPostWithTheMessageAsItsBody)
 
 TEST(WsEvents, ACloseEventHasItsCodeAndReasonAndNoBody)
 {
-    Event e;
+    PhpEvent e;
     e.close = true;
     e.code = 1001;
     e.payload = "going away";

@@ -1,5 +1,6 @@
-// Waiting on events instead of polling (internal to pool/): an Event wakes every coroutine waiting on it,
-// each with its own deadline; a Flag is an Event that stays raised (a stop that began).
+// Waiting on events instead of polling (internal to pool/): a Condition (an awaitable condition variable)
+// wakes every coroutine waiting on it, each with its own deadline; a Flag is a Condition that stays raised (a
+// stop that began).
 #pragma once
 
 #include "ferry/base/io.hpp"
@@ -15,14 +16,14 @@ namespace ferry::pool {
 //     while (!condition()) if (!co_await event.wait_until(deadline)) break;
 // misses no notification. Each waiter arms a timer of its own on its own frame: nothing is shared or
 // re-armed between waiters.
-class Event {
+class Condition {
 public:
     using clock = std::chrono::steady_clock;
 
-    explicit Event(asio::io_context &io) : io_(io) {}
-    ~Event(); // waiters still suspended are detached: they wake at their deadline, not notified
-    Event(const Event &) = delete;
-    Event &operator=(const Event &) = delete;
+    explicit Condition(asio::io_context &io) : io_(io) {}
+    ~Condition(); // waiters still suspended are detached: they wake at their deadline, not notified
+    Condition(const Condition &) = delete;
+    Condition &operator=(const Condition &) = delete;
 
     void notify();
     // True when notified, false at the deadline. time_point::max() waits for a notification only.
@@ -39,7 +40,7 @@ private:
 // A one-way flag with waiters: once raised it stays raised, and waiting on a raised flag returns at once.
 class Flag {
 public:
-    using clock = Event::clock;
+    using clock = Condition::clock;
 
     explicit Flag(asio::io_context &io) : event_(io) {}
 
@@ -54,7 +55,7 @@ public:
 
 private:
     bool raised_ = false;
-    mutable Event event_; // waiting does not change the flag
+    mutable Condition event_; // waiting does not change the flag
 };
 
 } // namespace ferry::pool

@@ -1,4 +1,5 @@
-#include "event.hpp"
+// The awaitable condition (pool/src/condition.hpp): every waiter woken at once, each with its own deadline.
+#include "condition.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +20,7 @@ struct Wait {
     clock_type::duration took{};
 };
 
-awaitable<void> wait_on(Event &e, clock_type::duration limit, Wait &out)
+awaitable<void> wait_on(Condition &e, clock_type::duration limit, Wait &out)
 {
     auto start = clock_type::now();
     out.notified = co_await e.wait_for(limit);
@@ -41,10 +42,10 @@ void run_for(asio::io_context &io, clock_type::duration d)
 
 } // namespace
 
-TEST(Event, NotifyWakesEveryWaiterAtOnce)
+TEST(Condition, NotifyWakesEveryWaiterAtOnce)
 {
     asio::io_context io;
-    Event e(io);
+    Condition e(io);
     std::vector<Wait> w(3);
     asio::co_spawn(io, wait_on(e, 10s, w[0]), asio::detached);
     asio::co_spawn(io, wait_on(e, 20s, w[1]), asio::detached);
@@ -61,10 +62,10 @@ TEST(Event, NotifyWakesEveryWaiterAtOnce)
     }
 }
 
-TEST(Event, EachWaiterHasItsOwnDeadline)
+TEST(Condition, EachWaiterHasItsOwnDeadline)
 {
     asio::io_context io;
-    Event e(io);
+    Condition e(io);
     Wait short_wait, long_wait;
     asio::co_spawn(io, wait_on(e, 30ms, short_wait), asio::detached);
     asio::co_spawn(io, wait_on(e, 10s, long_wait), asio::detached);
@@ -80,10 +81,10 @@ TEST(Event, EachWaiterHasItsOwnDeadline)
     EXPECT_TRUE(*long_wait.notified);
 }
 
-TEST(Event, ANotificationIsNotKeptForLaterWaiters)
+TEST(Condition, ANotificationIsNotKeptForLaterWaiters)
 {
     asio::io_context io;
-    Event e(io);
+    Condition e(io);
     e.notify(); // nobody waits: nothing happens
     Wait w;
     asio::co_spawn(io, wait_on(e, 30ms, w), asio::detached);
@@ -92,10 +93,10 @@ TEST(Event, ANotificationIsNotKeptForLaterWaiters)
     EXPECT_FALSE(*w.notified);
 }
 
-TEST(Event, NotifiedAfterTheDeadlinePassedButBeforeTheWaiterRanCountsAsNotified)
+TEST(Condition, NotifiedAfterTheDeadlinePassedButBeforeTheWaiterRanCountsAsNotified)
 {
     asio::io_context io;
-    Event e(io);
+    Condition e(io);
     Wait w;
     asio::co_spawn(io, wait_on(e, 5ms, w), asio::detached);
     io.poll(); // the waiter is suspended on its timer
@@ -108,10 +109,10 @@ TEST(Event, NotifiedAfterTheDeadlinePassedButBeforeTheWaiterRanCountsAsNotified)
     EXPECT_TRUE(*w.notified);
 }
 
-TEST(Event, AWaiterOutlivingItsEventWakesAtItsDeadline)
+TEST(Condition, AWaiterOutlivingItsEventWakesAtItsDeadline)
 {
     asio::io_context io;
-    auto e = std::make_unique<Event>(io);
+    auto e = std::make_unique<Condition>(io);
     Wait w;
     asio::co_spawn(io, wait_on(*e, 30ms, w), asio::detached);
     run_for(io, 5ms);

@@ -1,12 +1,13 @@
-#include "event.hpp"
+// The awaitable condition variable (condition.hpp): waiters with their own deadlines, woken together.
+#include "condition.hpp"
 
 #include <algorithm>
 
 namespace ferry::pool {
 
 // Lives on the waiting coroutine's frame; unlinks itself however the frame ends (resumed or destroyed).
-struct Event::Waiter {
-    Waiter(asio::io_context &io, Event *e) : timer(io), event(e) { event->waiters_.push_back(this); }
+struct Condition::Waiter {
+    Waiter(asio::io_context &io, Condition *e) : timer(io), event(e) { event->waiters_.push_back(this); }
     ~Waiter()
     {
         if (event) {
@@ -18,17 +19,17 @@ struct Event::Waiter {
     Waiter &operator=(const Waiter &) = delete;
 
     asio::steady_timer timer;
-    Event *event;
+    Condition *event;
     bool notified = false;
 };
 
-Event::~Event()
+Condition::~Condition()
 {
     for (Waiter *w : waiters_)
         w->event = nullptr; // detached: it wakes at its deadline, or goes with its frame
 }
 
-void Event::notify()
+void Condition::notify()
 {
     // The timer's handler may already be queued (deadline passed): `notified` still says why it woke.
     for (Waiter *w : waiters_) {
@@ -39,7 +40,7 @@ void Event::notify()
     waiters_.clear();
 }
 
-awaitable<bool> Event::wait_until(clock::time_point deadline)
+awaitable<bool> Condition::wait_until(clock::time_point deadline)
 {
     Waiter w(io_, this);
     w.timer.expires_at(deadline);
