@@ -80,9 +80,9 @@ struct ProbeServer::Impl : std::enable_shared_from_this<Impl> {
     Site site;
 
     // One connection: RPC's when it rides this listener and the first byte says so (read by nobody yet),
-    // else the HTTP session every listener runs (http/session.cpp), among this loop's connections. Not one of
-    // the loop's sessions a drain waits for: the listener answers on through the drain, and its stop closes
-    // what it holds (ConnSlots::close_all).
+    // else the HTTP session every listener runs (http/session.cpp), among this loop's connections. In the
+    // listener's own task group, not the loop's sessions a drain waits for: it answers on through the drain,
+    // and its stop closes what it holds (ConnSlots::close_all) and is joined (ProbeServer::join).
     static awaitable<void> serve(std::shared_ptr<Impl> self, StreamSocket raw, std::string peer,
                                  std::shared_ptr<ConnSlots::Lease> lease)
     {

@@ -40,6 +40,13 @@ void run_for(asio::io_context &io, clock_type::duration d)
     io.run_for(d);
 }
 
+// The wait ended: notified, or at its deadline.
+void expect_woken(const Wait &w, bool notified, const char *why = "")
+{
+    ASSERT_TRUE(w.notified.has_value()) << why;
+    EXPECT_EQ(*w.notified, notified) << why;
+}
+
 } // namespace
 
 TEST(Condition, NotifyWakesEveryWaiterAtOnce)
@@ -56,8 +63,7 @@ TEST(Condition, NotifyWakesEveryWaiterAtOnce)
     EXPECT_EQ(e.waiting(), 0u) << "woken waiters are unlinked at once";
     run_for(io, 20ms);
     for (auto &x : w) {
-        ASSERT_TRUE(x.notified.has_value());
-        EXPECT_TRUE(*x.notified);
+        expect_woken(x, true);
         EXPECT_LT(x.took, 1s);
     }
 }
@@ -70,15 +76,13 @@ TEST(Condition, EachWaiterHasItsOwnDeadline)
     asio::co_spawn(io, wait_on(e, 30ms, short_wait), asio::detached);
     asio::co_spawn(io, wait_on(e, 10s, long_wait), asio::detached);
     run_for(io, 200ms);
-    ASSERT_TRUE(short_wait.notified.has_value());
-    EXPECT_FALSE(*short_wait.notified) << "the deadline passed";
+    expect_woken(short_wait, false, "the deadline passed");
     EXPECT_GE(short_wait.took, 30ms);
     EXPECT_FALSE(long_wait.notified.has_value()) << "still waiting";
     EXPECT_EQ(e.waiting(), 1u);
     e.notify();
     run_for(io, 20ms);
-    ASSERT_TRUE(long_wait.notified.has_value());
-    EXPECT_TRUE(*long_wait.notified);
+    expect_woken(long_wait, true);
 }
 
 TEST(Condition, ANotificationIsNotKeptForLaterWaiters)
@@ -89,8 +93,7 @@ TEST(Condition, ANotificationIsNotKeptForLaterWaiters)
     Wait w;
     asio::co_spawn(io, wait_on(e, 30ms, w), asio::detached);
     run_for(io, 200ms);
-    ASSERT_TRUE(w.notified.has_value());
-    EXPECT_FALSE(*w.notified);
+    expect_woken(w, false);
 }
 
 TEST(Condition, NotifiedAfterTheDeadlinePassedButBeforeTheWaiterRanCountsAsNotified)
@@ -105,11 +108,10 @@ TEST(Condition, NotifiedAfterTheDeadlinePassedButBeforeTheWaiterRanCountsAsNotif
     std::this_thread::sleep_for(20ms); // the deadline passes; the loop has not run
     e.notify();
     run_for(io, 20ms);
-    ASSERT_TRUE(w.notified.has_value());
-    EXPECT_TRUE(*w.notified);
+    expect_woken(w, true);
 }
 
-TEST(Condition, AWaiterOutlivingItsEventWakesAtItsDeadline)
+TEST(Condition, AWaiterOutlivingItsConditionWakesAtItsDeadline)
 {
     asio::io_context io;
     auto e = std::make_unique<Condition>(io);
@@ -118,8 +120,7 @@ TEST(Condition, AWaiterOutlivingItsEventWakesAtItsDeadline)
     run_for(io, 5ms);
     e.reset();
     run_for(io, 200ms);
-    ASSERT_TRUE(w.notified.has_value());
-    EXPECT_FALSE(*w.notified);
+    expect_woken(w, false);
 }
 
 TEST(Flag, StaysRaised)
@@ -134,8 +135,7 @@ TEST(Flag, StaysRaised)
     EXPECT_TRUE(f.raised());
     asio::co_spawn(io, wait_on_flag(f, 10s, after), asio::detached);
     run_for(io, 20ms);
-    ASSERT_TRUE(before.notified.has_value());
-    EXPECT_TRUE(*before.notified);
+    expect_woken(before, true);
     ASSERT_TRUE(after.notified.has_value()) << "waiting on a raised flag returns at once";
     EXPECT_TRUE(*after.notified);
     EXPECT_LT(after.took, 1s);
@@ -148,7 +148,6 @@ TEST(Flag, DeadlineWithoutRaise)
     Wait w;
     asio::co_spawn(io, wait_on_flag(f, 30ms, w), asio::detached);
     run_for(io, 200ms);
-    ASSERT_TRUE(w.notified.has_value());
-    EXPECT_FALSE(*w.notified);
+    expect_woken(w, false);
     EXPECT_GE(w.took, 30ms);
 }
