@@ -21,9 +21,25 @@ namespace ferry::server::detail {
 
 class Router;
 
+// The listener a session serves for; the loop's SharedState keeps its connections, budgets and counters
+// either way. The HTTP listener's: http.* limits and timeouts, the loop's handlers, observed, drained at a
+// stop. An admin listener's (control/probe_server.hpp): its routes, its own limits and first-byte timeout,
+// not observed, answering on through the drain until its own stop.
+struct Site {
+    const Router *router = nullptr;
+    const Limits *limits = nullptr;
+    std::chrono::milliseconds first_byte{};  // a new connection's first byte
+    std::chrono::milliseconds idle{};        // between requests
+    std::chrono::milliseconds read_header{}; // a request's head, from its first byte
+    bool observed = true; // /metrics' counts and the access log (with SharedState::observe)
+    bool drains = true;   // a stop ends its idle connections and takes no new request
+};
+
 struct SharedState {
     SharedState(asio::io_context &io_, const conf::Config &c, Budget &b, const Router &r, ServerCounters &n)
-        : io(io_), config(c), budget(b), router(r), counters(n)
+        : io(io_), config(c), budget(b), router(r),
+          counters(n), http_site{&router, &limits, c.http.idle_timeout, c.http.idle_timeout,
+                                 c.http.read_header_timeout}
     {
     }
 
@@ -37,10 +53,10 @@ struct SharedState {
     std::string temp_dir;          // where request bodies too large for memory go
     std::string upload_prefix = "ferry-upload-"; // upload file names there (UploadsDir::prefix)
     Limits limits;
+    Site http_site;           // the HTTP listener's sessions: the router, `limits` and http.* timeouts above
     std::string default_host; // for HTTP/1.0 requests without Host
     Connections connections;
     bool draining = false; // stopping: finish what is in flight, take no new request
-    std::uint64_t requests = 0;
     // Each request's status, duration and bytes are taken when someone reads them: /metrics (http_stats) or
     // http.access_logs (a line each).
     bool observe = false;
@@ -49,20 +65,6 @@ struct SharedState {
     // group while it runs. A stop closes their connections and joins them (server.cpp: drain_loop,
     // close_loop).
     TaskGroup sessions;
-};
-
-// The listener a session serves for; the loop's SharedState keeps its connections, budgets and counters
-// either way. The HTTP listener's: http.* limits and timeouts, the loop's handlers, observed, drained at a
-// stop. An admin listener's (control/probe_server.hpp): its routes, its own limits and first-byte timeout,
-// not observed, answering on through the drain until its own stop.
-struct Site {
-    const Router *router = nullptr;
-    const Limits *limits = nullptr;
-    std::chrono::milliseconds first_byte{};  // a new connection's first byte
-    std::chrono::milliseconds idle{};        // between requests
-    std::chrono::milliseconds read_header{}; // a request's head, from its first byte
-    bool observed = true; // /metrics' counts and the access log (with SharedState::observe)
-    bool drains = true;   // a stop ends its idle connections and takes no new request
 };
 
 // Serves one client connection until it closes: for the HTTP listener, or for `site` (`lease`: the admin

@@ -196,6 +196,9 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
     template <typename Socket>
     static void take(std::shared_ptr<Impl> self, std::shared_ptr<Socket> sock, std::string peer)
     {
+        auto hold = self->sessions.enter();
+        if (!hold)
+            return; // stopped: `sock` closes (and takes no slot from an idle caller)
         std::weak_ptr<Socket> weak = sock;
         std::shared_ptr<ConnSlots::Lease> lease = self->slots.admit(peer, [weak] {
             if (auto s = weak.lock()) {
@@ -203,9 +206,8 @@ struct RpcServer::Impl : std::enable_shared_from_this<Impl> {
                 s->close(ignored);
             }
         });
-        auto hold = self->sessions.enter();
-        if (!lease || !hold)
-            return; // counted and logged, or stopped; `sock` closes
+        if (!lease)
+            return; // counted and logged; `sock` closes
         asio::co_spawn(
             self->io,
             session<Socket>(self, std::move(sock), std::move(peer), std::move(lease), std::move(hold)),

@@ -76,9 +76,7 @@ void log_parse_error(const std::string &remote, const HttpParser &parser)
 
 awaitable<void> http_session(SharedState &st, StreamSocket sock)
 {
-    const auto &http = st.config.http;
-    const Site site{&st.router, &st.limits, http.idle_timeout, http.idle_timeout, http.read_header_timeout};
-    co_await http_session(st, std::move(sock), site, nullptr);
+    return http_session(st, std::move(sock), st.http_site, nullptr); // no coroutine frame of its own
 }
 
 awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &site, ConnSlots::Lease *lease)
@@ -214,7 +212,6 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
 
         // A whole request.
         const Request &req = parser.request();
-        ++st.requests;
         bool keep_alive = req.keep_alive && !draining() && !req.upgrade;
         After after;
         int status = 404, worker_pid = 0;
