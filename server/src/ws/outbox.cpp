@@ -38,7 +38,7 @@ Outbox::Pushed Outbox::push(std::shared_ptr<const std::string> frame, bool contr
     auto &queue = s_->queue;
     bool taken = false;
     // A control frame, or a frame for an empty queue (written at once, but for what the socket does not
-    // take), is always queued.
+    // take), is always queued; so is a message for a queue with no other whole message waiting.
     if (!control && pending() > 0 && (over_limits(size) || !(taken = budget_.try_take(size)))) {
         r.by_budget = !over_limits(size);
         r.messages = pending();
@@ -64,8 +64,10 @@ Outbox::Pushed Outbox::push(std::shared_ptr<const std::string> frame, bool contr
             queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(i));
             ++r.dropped;
         }
-        // Nothing older left to drop and still no room: the new message is the one dropped.
-        if (!taken && (over_limits(size) || !(taken = budget_.try_take(size)))) {
+        // Nothing older left to drop and still no room. The connection's own limits drop the new message;
+        // the server-wide budget does not: a queue always keeps one whole message past the frame being
+        // written, so a client that reads again gets the newest (the budget is exceeded by at most that).
+        if (!taken && over_limits(size)) {
             ++r.dropped;
             r.result = Pushed::dropped_new;
             if (pending() == 0)

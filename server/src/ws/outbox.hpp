@@ -1,8 +1,10 @@
 // A WebSocket or SSE connection's send queue (internal to server/; docs/architecture.md, "WebSockets"):
 // frames waiting for the socket, within the connection's limits (websockets.max_queue_messages,
 // max_queue_bytes) and the server-wide budget (max_send_queue_memory); past either, the overflow policy
-// applies (drop_oldest: the oldest messages go, then the new one if still no room; close: the waiting
-// messages go and the connection is to be closed with 1008). Control frames (close, ping, pong, an SSE
+// applies (drop_oldest: the oldest messages go, then the new one if the connection's limits still leave
+// no room; close: the waiting messages go and the connection is to be closed with 1008). Past the budget a
+// queue still keeps its newest message, so the budget is exceeded by at most a frame being written plus
+// one message per connection. Control frames (close, ping, pong, an SSE
 // heartbeat) always go in. Written to the connection's Stream in batches (writev); a frame is never cut. It
 // holds no memory while empty (an idle connection's cost: bench/idle_memory.py). It decides; its connection
 // logs and acts (ws/connection_write.cpp).
@@ -34,7 +36,8 @@ public:
     struct Pushed {
         enum Result {
             queued,      // in the queue (older messages may have been dropped to make room)
-            dropped_new, // no room even after dropping every older message: the new one is dropped too
+            dropped_new, // the connection's limits leave no room once every older message is gone: dropped
+                         // too
             overflow,    // overflow: close: the waiting messages are gone; close the connection (1008)
         } result = queued;
         std::size_t dropped = 0;             // messages dropped, the new one included

@@ -1,6 +1,7 @@
 // A connection's send queue (ws/outbox.hpp) on its own, writing to a Stream over a socketpair: written and
 // drained (the memory and the budget given back), drop_oldest and close at the connection's limits and at the
-// server-wide budget, control frames always taken, a half-written frame never cut, a gone peer reported.
+// server-wide budget (which never takes a queue's newest message), control frames always taken, a
+// half-written frame never cut, a gone peer reported.
 #include "ws/outbox.hpp"
 
 #include <gtest/gtest.h>
@@ -123,7 +124,7 @@ TEST(Outbox, CloseAtTheLimitEmptiesTheQueueAndSaysWhatWaited)
     EXPECT_EQ(b.budget.used(), 0u);
 }
 
-TEST(Outbox, TheServerWideBudgetDropsTheNewMessageWhenNothingOlderCanGo)
+TEST(Outbox, TheServerWideBudgetDropsOlderMessagesButKeepsTheNewest)
 {
     Box b(100, Overflow::drop_oldest, 150);
     b.box.push(frame('a'), false);          // an empty queue always takes one
@@ -132,15 +133,48 @@ TEST(Outbox, TheServerWideBudgetDropsTheNewMessageWhenNothingOlderCanGo)
     EXPECT_TRUE(r.by_budget);
     EXPECT_EQ(r.dropped, 1u);
     EXPECT_EQ(b.budget.used(), 100u);
-    Box full(100, Overflow::drop_oldest, 50); // nothing fits: the new one is dropped
+    Box full(100, Overflow::drop_oldest, 50); // nothing fits: the older one goes, the newest stays
     Outbox &box2 = full.box;
     box2.push(frame('a'), false);
     auto r2 = box2.push(frame('b'), false);
-    EXPECT_EQ(r2.result, Outbox::Pushed::dropped_new);
+    EXPECT_EQ(r2.result, Outbox::Pushed::queued);
     EXPECT_TRUE(r2.by_budget);
-    EXPECT_EQ(r2.dropped, 2u) << "the older one, then the new one";
-    EXPECT_EQ(box2.pending(), 0u);
-    EXPECT_EQ(box2.memory(), 0u);
+    EXPECT_EQ(r2.dropped, 1u);
+    EXPECT_EQ(box2.pending(), 1u);
+    EXPECT_EQ(full.budget.used(), 100u) << "over the budget by one message";
+    Pair p;
+    EXPECT_EQ(box2.write_to(p.ours), Outbox::Written::drained);
+    EXPECT_EQ(p.read_all(), std::string(100, 'b'));
+    EXPECT_EQ(full.budget.used(), 0u);
+}
+
+// A client that stopped reading mid-frame, while other connections hold the whole budget: its queue keeps
+// the frame being written and its newest message (CI once saw such a client get nothing past message 91).
+TEST(Outbox, AQueueHoldingOnlyAHalfWrittenFrameStillTakesTheNewestPastAFullBudget)
+{
+    Box b(100, Overflow::drop_oldest, 1 << 20);
+    Pair p;
+    int small = 4096;
+    ::setsockopt(p.ours.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    b.box.push(frame('a', 1 << 20), false);
+    ASSERT_EQ(b.box.write_to(p.ours), Outbox::Written::blocked);
+    b.budget.take(1 << 20); // the other connections fill the budget
+    ASSERT_FALSE(b.budget.try_take(100));
+    for (char c : {'b', 'c', 'd'}) {
+        auto r = b.box.push(frame(c), false);
+        EXPECT_EQ(r.result, Outbox::Pushed::queued) << c;
+    }
+    EXPECT_EQ(b.box.pending(), 2u) << "the half-written frame and the newest message";
+    std::string got;
+    for (int i = 0; i < 10000 && b.box.pending() > 0; ++i) {
+        got += p.read_all();
+        if (b.box.write_to(p.ours) == Outbox::Written::failed)
+            break;
+    }
+    got += p.read_all();
+    EXPECT_EQ(got, std::string(1 << 20, 'a') + std::string(100, 'd'));
+    b.budget.give(1 << 20);
+    EXPECT_EQ(b.budget.used(), 0u);
 }
 
 TEST(Outbox, AHalfWrittenFrameIsNeverCut)
