@@ -30,6 +30,7 @@ std::optional<std::string> every_interface(const schema::Value &value, const std
 const schema::Table<Config> &config();               // keys.cpp
 const schema::Table<ServerConfig> &server();         // keys_server.cpp
 const schema::Table<HttpConfig> &http();             // keys_http.cpp
+const schema::Table<SslConfig> &ssl();               // keys_ssl.cpp
 const schema::Table<PoolConfig> &pool();             // keys_pool.cpp
 const schema::Table<StaticConfig> &static_files();   // keys_static.cpp
 const schema::Table<RpcConfig> &rpc();               // keys_rpc.cpp

@@ -184,72 +184,64 @@ const schema::Table<HttpConfig> &timeouts()
 const schema::Table<HttpConfig> &http()
 {
     using namespace schema;
-    static const Table<HttpConfig> table =
-        Table<HttpConfig>{
-            {
-                address("address", &HttpConfig::address)
-                    .described(
-                        "Where the HTTP server listens: `host:port`; `:8080` is every interface; port 0 "
-                        "takes a free port (logged)."),
-                integer("io_threads", &HttpConfig::io_threads,
-                        "a number of event loops from 0 (one per two CPUs) to 1024", 0, 1024)
-                    .described(
-                        "Ferry's own: event loops, one thread each; 0: half the usable CPUs rounded up, "
-                        "at least 2 when two or more workers are pinned (`pool.cpu_affinity`)."),
-                choice("accept", &HttpConfig::accept, parse_accept, accept_word, accept_mode,
-                       "\"handoff\" or \"reuseport\"")
-                    .described("Ferry's own: `handoff` (one listener, each connection to the loop with the "
-                               "fewest) or `reuseport` (one `SO_REUSEPORT` listener per loop)."),
-                size("max_request_size", &HttpConfig::max_request_size,
-                     "a positive number of megabytes, or a size such as \"10MB\"")
-                    .described(
-                        "The largest request body (RoadRunner's key, in megabytes when bare); larger: 413."),
-                integer("internal_error_code", &HttpConfig::internal_error_code,
-                        "an HTTP status code from 400 to 599", 400, 599)
-                    .described("The status sent when a worker answers with an error frame."),
-                boolean("raw_body", &HttpConfig::raw_body)
-                    .described("RoadRunner's: urlencoded and multipart bodies reach PHP unparsed."),
-                list("trusted_subnets", &HttpConfig::trusted_subnets,
-                     "a list of subnets such as \"10.0.0.0/8\"")
-                    .checked(subnets)
-                    .described("Proxies whose `X-Forwarded-For`, `X-Real-Ip`, `Forwarded` and "
-                               "`X-Forwarded-Proto` are "
-                               "believed (what RoadRunner's `proxy_ip_parser` middleware does)."),
-                group("uploads", uploads()).described("Uploaded files and large bodies."),
-                group("limits", limits())
-                    .described("Ferry's own: what one request and all connections together may make the "
-                               "server hold."),
-                group("timeouts", timeouts()).described("Ferry's own: the client side's timeouts."),
-                list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
-                    .warned(middleware_names, true)
-                    .described(
-                        "`static` (files from `http.static.dir` before PHP) and `sendfile` (a worker's "
-                        "`X-Sendfile` header answered from the file); `proxy_ip_parser` is accepted (see "
-                        "`trusted_subnets`); other RoadRunner middleware and unknown names are warned and "
-                        "ignored (errors with `--strict`)."),
-                boolean("access_logs", &HttpConfig::access_logs)
-                    .described("One log line per request (logger `http.access`, info level)."),
-                section("static", &HttpConfig::static_files, static_files())
-                    .described("Static files, served before PHP when `middleware` lists `static`."),
-                section("pool", &HttpConfig::pool, pool()).described("The HTTP workers."),
-            },
-            {"headers", "gzip", "fcgi", "http2", "http3", "new_relic", "cache"},
-            [](HttpConfig &h) {
-                if (h.io_threads ==
-                    0) { // h.pool is resolved already (num_workers: 0 is a count): sections first
-                    const unsigned cpus = usable_cpus();
-                    h.io_threads = default_io_threads(cpus, pinned_http_workers(h.pool, cpus));
-                }
-                h.static_files.enabled =
-                    std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
-                h.sendfile =
-                    std::find(h.middleware.begin(), h.middleware.end(), "sendfile") != h.middleware.end();
-            },
-        }
-            .refusing(
-                "ssl",
-                "TLS is not supported yet, and serving plain HTTP where the file asks for HTTPS is never "
-                "right: remove http.ssl and terminate TLS in front of Ferry (nginx, a load balancer)");
+    static const Table<HttpConfig> table = Table<HttpConfig>{
+        {
+            address("address", &HttpConfig::address)
+                .described("Where the HTTP server listens: `host:port`; `:8080` is every interface; port 0 "
+                           "takes a free port (logged)."),
+            integer("io_threads", &HttpConfig::io_threads,
+                    "a number of event loops from 0 (one per two CPUs) to 1024", 0, 1024)
+                .described("Ferry's own: event loops, one thread each; 0: half the usable CPUs rounded up, "
+                           "at least 2 when two or more workers are pinned (`pool.cpu_affinity`)."),
+            choice("accept", &HttpConfig::accept, parse_accept, accept_word, accept_mode,
+                   "\"handoff\" or \"reuseport\"")
+                .described("Ferry's own: `handoff` (one listener, each connection to the loop with the "
+                           "fewest) or `reuseport` (one `SO_REUSEPORT` listener per loop)."),
+            size("max_request_size", &HttpConfig::max_request_size,
+                 "a positive number of megabytes, or a size such as \"10MB\"")
+                .described(
+                    "The largest request body (RoadRunner's key, in megabytes when bare); larger: 413."),
+            integer("internal_error_code", &HttpConfig::internal_error_code,
+                    "an HTTP status code from 400 to 599", 400, 599)
+                .described("The status sent when a worker answers with an error frame."),
+            boolean("raw_body", &HttpConfig::raw_body)
+                .described("RoadRunner's: urlencoded and multipart bodies reach PHP unparsed."),
+            list("trusted_subnets", &HttpConfig::trusted_subnets, "a list of subnets such as \"10.0.0.0/8\"")
+                .checked(subnets)
+                .described("Proxies whose `X-Forwarded-For`, `X-Real-Ip`, `Forwarded` and "
+                           "`X-Forwarded-Proto` are "
+                           "believed (what RoadRunner's `proxy_ip_parser` middleware does)."),
+            group("uploads", uploads()).described("Uploaded files and large bodies."),
+            group("limits", limits())
+                .described("Ferry's own: what one request and all connections together may make the "
+                           "server hold."),
+            group("timeouts", timeouts()).described("Ferry's own: the client side's timeouts."),
+            list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
+                .warned(middleware_names, true)
+                .described("`static` (files from `http.static.dir` before PHP) and `sendfile` (a worker's "
+                           "`X-Sendfile` header answered from the file); `proxy_ip_parser` is accepted (see "
+                           "`trusted_subnets`); other RoadRunner middleware and unknown names are warned and "
+                           "ignored (errors with `--strict`)."),
+            boolean("access_logs", &HttpConfig::access_logs)
+                .described("One log line per request (logger `http.access`, info level)."),
+            section("static", &HttpConfig::static_files, static_files())
+                .described("Static files, served before PHP when `middleware` lists `static`."),
+            section("ssl", &HttpConfig::ssl, ssl())
+                .described("TLS on its own address (docs/tls.md); present, `cert` and `key` are required."),
+            section("pool", &HttpConfig::pool, pool()).described("The HTTP workers."),
+        },
+        {"headers", "gzip", "fcgi", "http2", "http3", "new_relic", "cache"},
+        [](HttpConfig &h) {
+            if (h.io_threads == 0) { // h.pool is resolved already (num_workers: 0 is a count): sections first
+                const unsigned cpus = usable_cpus();
+                h.io_threads = default_io_threads(cpus, pinned_http_workers(h.pool, cpus));
+            }
+            h.static_files.enabled =
+                std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
+            h.sendfile =
+                std::find(h.middleware.begin(), h.middleware.end(), "sendfile") != h.middleware.end();
+        },
+    };
     return table;
 }
 

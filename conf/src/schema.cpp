@@ -460,6 +460,10 @@ Result<> Walk::section(const YAML::Node *node, const std::string &path, const Se
         if (seen[i]) {
             continue;
         }
+        // A section whose presence turns something on (http.ssl) requires its keys only when present.
+        if (node == nullptr && section.mark_present && section.keys[i].if_missing == IfMissing::fail) {
+            continue;
+        }
         if (Result<> defaulted = missing(node, path, section.keys[i], object, absent); !defaulted) {
             return defaulted;
         }

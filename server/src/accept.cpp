@@ -54,7 +54,7 @@ struct AcceptedFd {
 
 // On the target loop's thread: the socket is registered with that loop's reactor there (a reactor is touched
 // by its own thread only), and its session starts.
-void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
+void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted, bool tls)
 {
     StreamSocket sock(lr->io);
     error_code ec;
@@ -65,16 +65,19 @@ void adopt(LoopRuntime *lr, tcp protocol, AcceptedFd accepted)
         return; // `accepted` closes it
     }
     accepted.release();
-    asio::co_spawn(lr->io, run_session(lr, std::move(sock)), log_exceptions{"session"});
+    asio::co_spawn(lr->io, run_session(lr, std::move(sock), tls), log_exceptions{"session"});
 }
+
+Result<void> listen_plain(Runtime &rt, const conf::Config &cfg);
 
 } // namespace
 
-awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock)
+awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock, bool tls)
 {
     auto hold = lr->state.sessions.enter_anyway(); // accepted before a stop closed the acceptor: it runs
     try {
-        co_await http_session(lr->state, std::move(sock));
+        co_await http_session(lr->state, std::move(sock), tls ? lr->state.https_site : lr->state.http_site,
+                              nullptr);
     } catch (const std::exception &e) {
         log::error("http", std::string("session ended by an exception: ") + e.what());
     }
@@ -84,13 +87,13 @@ awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock)
 // http.accept: handoff. On loop 0: connections are accepted with accept4() when the listening socket is
 // readable (up to a batch per wake-up) and each is posted to the loop with the fewest connections, where it
 // stays.
-awaitable<void> accept_handoff(Runtime *rt)
+awaitable<void> accept_handoff(Runtime *rt, tcp::acceptor *acceptor, bool tls)
 {
     constexpr int batch = 64; // then the other work of loop 0 gets its turn
-    const tcp protocol = rt->acceptor.local_endpoint().protocol();
-    const int listen_fd = rt->acceptor.native_handle();
+    const tcp protocol = acceptor->local_endpoint().protocol();
+    const int listen_fd = acceptor->native_handle();
     for (;;) {
-        auto [ec] = co_await rt->acceptor.async_wait(tcp::acceptor::wait_read, nothrow);
+        auto [ec] = co_await acceptor->async_wait(tcp::acceptor::wait_read, nothrow);
         for (int i = 0; !ec && i < batch; ++i) {
             int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
@@ -103,13 +106,13 @@ awaitable<void> accept_handoff(Runtime *rt)
             LoopRuntime &target = rt->least_loaded();
             target.connections.fetch_add(1, std::memory_order_relaxed);
             if (&target.io == &rt->io) // this loop's own
-                adopt(&target, protocol, AcceptedFd(fd));
+                adopt(&target, protocol, AcceptedFd(fd), tls);
             else
-                asio::post(target.io, [lr = &target, protocol, accepted = AcceptedFd(fd)]() mutable {
-                    adopt(lr, protocol, std::move(accepted));
+                asio::post(target.io, [lr = &target, protocol, accepted = AcceptedFd(fd), tls]() mutable {
+                    adopt(lr, protocol, std::move(accepted), tls);
                 });
         }
-        if (ec && !co_await accept_failed(rt->acceptor, ec, rt->loops[0]->state.counters.descriptors))
+        if (ec && !co_await accept_failed(*acceptor, ec, rt->loops[0]->state.counters.descriptors))
             co_return;
     }
 }
@@ -129,10 +132,30 @@ awaitable<void> accept_own(LoopRuntime *lr)
     }
 }
 
-// Binds http.address: one socket (handoff), or one SO_REUSEPORT socket per loop. SO_REUSEPORT would let a
+// http.address: one socket (handoff), or one SO_REUSEPORT socket per loop. SO_REUSEPORT would let a
 // second server on the same port silently share it: a plain bind first proves the port is free (it fails
 // against any socket bound there, ours included), so a second `ferry serve` still fails loudly.
 Result<void> listen(Runtime &rt, const conf::Config &cfg)
+{
+    if (auto plain = listen_plain(rt, cfg); !plain)
+        return fail("http.address: cannot listen on " + cfg.http.address.to_string() + ": " +
+                    plain.error().message);
+    if (!cfg.http.ssl.enabled)
+        return {};
+    Result<void> opened;
+    if (auto ep = listen_endpoint(rt.io, cfg.http.ssl.address); !ep)
+        opened = ep.error();
+    else
+        opened = open_listener(rt.tls_acceptor, *ep, false, true, true);
+    if (!opened)
+        return fail("http.ssl.address: cannot listen on " + cfg.http.ssl.address.to_string() + ": " +
+                    opened.error().message);
+    return {};
+}
+
+namespace {
+
+Result<void> listen_plain(Runtime &rt, const conf::Config &cfg)
 {
     auto ep = listen_endpoint(rt.io, cfg.http.address);
     if (!ep)
@@ -155,5 +178,7 @@ Result<void> listen(Runtime &rt, const conf::Config &cfg)
     }
     return {};
 }
+
+} // namespace
 
 } // namespace ferry::server::detail

@@ -6,6 +6,7 @@
 #include "ferry/pool/pool.hpp"
 #include "handlers/handler.hpp"
 #include "handlers/php.hpp"
+#include "handlers/redirect.hpp"
 #include "handlers/websocket.hpp"
 #include "loop.hpp"
 #include "pools.hpp"
@@ -49,6 +50,18 @@ struct LoopRuntime {
             router.add(*files);
         router.add(php);
     }
+    // http.ssl: the HTTPS listener's sessions use `tls` with the loop's handlers; with `redirect`, the plain
+    // listener's answer 308 to HTTPS.
+    void serve_tls(TlsContext &tls, bool redirect)
+    {
+        state.https_site = state.http_site;
+        state.https_site.tls = &tls;
+        if (!redirect)
+            return;
+        redirect_handler = std::make_unique<RedirectHandler>(state);
+        redirect_router.add(*redirect_handler);
+        state.http_site.router = &redirect_router;
+    }
     Loop &io;
     Router router;
     SharedState state;
@@ -56,6 +69,8 @@ struct LoopRuntime {
     PhpHandler php;
     std::unique_ptr<ws::WsLoop> ws; // websockets: this loop's connections and topics
     std::unique_ptr<WebSocketHandler> ws_handler;
+    std::unique_ptr<RedirectHandler> redirect_handler; // http.ssl.redirect
+    Router redirect_router;
     std::optional<tcp::acceptor> acceptor; // reuseport
     asio::steady_timer ticker;
     bool stopping = false;
@@ -64,8 +79,8 @@ struct LoopRuntime {
 
 struct Runtime {
     Runtime(std::vector<std::unique_ptr<LoopRuntime>> &l, pool::Pool &p, pool::Pool *ws)
-        : loops(l), io(l[0]->io), pool(p), ws_pool(ws), acceptor(io), signals(io, SIGINT, SIGTERM),
-          stop_event(io)
+        : loops(l), io(l[0]->io), pool(p), ws_pool(ws), acceptor(io), tls_acceptor(io),
+          signals(io, SIGINT, SIGTERM), stop_event(io)
     {
         pools.add("http", p);
         if (ws)
@@ -78,7 +93,9 @@ struct Runtime {
     Pools pools;         // both by name, for control, status, metrics and RPC
     // Their server-wide memory budgets (null: no websockets section).
     const ws::WsBudgets *ws_budgets = nullptr;
-    tcp::acceptor acceptor; // handoff
+    tcp::acceptor acceptor;     // handoff
+    tcp::acceptor tls_acceptor; // http.ssl.address (always handed off from loop 0)
+    TlsContext *tls = nullptr;  // http.ssl
     asio::signal_set signals;
     bool stop_requested = false;      // SIGTERM/SIGINT seen
     bool serving = false;             // workers started, accepting
@@ -114,12 +131,14 @@ struct Runtime {
     }
 };
 
-// A connection's session on its loop, from accept to close.
-awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock);
-// http.accept: handoff (on loop 0, into the least loaded loop) and reuseport (each loop its own socket).
-awaitable<void> accept_handoff(Runtime *rt);
+// A connection's session on its loop, from accept to close (`tls`: accepted on http.ssl.address).
+awaitable<void> run_session(LoopRuntime *lr, StreamSocket sock, bool tls = false);
+// http.accept: handoff (on loop 0, from `acceptor` into the least loaded loop) and reuseport (each loop its
+// own socket). http.ssl.address is always handed off.
+awaitable<void> accept_handoff(Runtime *rt, tcp::acceptor *acceptor, bool tls);
 awaitable<void> accept_own(LoopRuntime *lr);
-// Binds http.address (the acceptors of `rt`, or of each loop with reuseport); the error is the system's text.
+// Binds http.address (the acceptors of `rt`, or of each loop with reuseport) and http.ssl.address; the error
+// names the key and gives the system's text.
 Result<void> listen(Runtime &rt, const conf::Config &cfg);
 
 } // namespace ferry::server::detail

@@ -17,9 +17,11 @@
 #include "loop.hpp"
 #include "loop_threads.hpp"
 #include "memory.hpp"
+#include "pool_options.hpp"
 #include "runtime.hpp"
 #include "shared_state.hpp"
 #include "static/static_handler.hpp"
+#include "tls/tls_context.hpp"
 #include "worker_script.hpp"
 #include "ws/connection.hpp"
 #include "ws/hub.hpp"
@@ -63,6 +65,8 @@ awaitable<void> tick(LoopRuntime *lr)
             lr->files->sweep(steady::now()); // cached files unused for a few seconds close
         if (++ticks % 4 == 0 && lr->state.loop == 0)
             detail::return_free_memory(); // malloc_trim covers every thread's arena
+        if (ticks % 8 == 0 && lr->state.loop == 0 && lr->state.https_site.tls)
+            lr->state.https_site.tls->reload_if_changed(); // a renewed certificate
         lr->state.connections.expire_due(steady::now());
     }
 }
@@ -206,10 +210,19 @@ awaitable<void> lifecycle(Runtime *rt)
                                ? std::string(", accept: ") +
                                      (cfg.http.accept == conf::Accept::reuseport ? "reuseport" : "handoff")
                                : ""));
+    if (rt->tls) { // first: whoever waits for the http:// line finds this one before it
+        auto tls_ep = rt->tls_acceptor.local_endpoint();
+        log::info("http", "listening on https://" + tls_ep.address().to_string() + ":" +
+                              std::to_string(tls_ep.port()) +
+                              (cfg.http.ssl.redirect ? " (http:// redirects)" : ""));
+        std::printf("listening on https://%s:%u\n", tls_ep.address().to_string().c_str(),
+                    static_cast<unsigned>(tls_ep.port()));
+        asio::co_spawn(rt->io, detail::accept_handoff(rt, &rt->tls_acceptor, true), log_exceptions{"accept"});
+    }
     std::printf("listening on http://%s:%u\n", shown.c_str(), static_cast<unsigned>(ep.port()));
     std::fflush(stdout);
     if (handoff)
-        asio::co_spawn(rt->io, detail::accept_handoff(rt), log_exceptions{"accept"});
+        asio::co_spawn(rt->io, detail::accept_handoff(rt, &rt->acceptor, false), log_exceptions{"accept"});
     rt->serving = true;
     if (!rt->stop_requested) {
         rt->stop_event.expires_at(steady::time_point::max());
@@ -220,6 +233,7 @@ awaitable<void> lifecycle(Runtime *rt)
     auto deadline = steady::now() + cfg.http.pool.destroy_timeout;
     rt->control->stop();
     rt->acceptor.close(ignored);
+    rt->tls_acceptor.close(ignored);
     auto busy = co_await on_each<unsigned>(
         rt->executors(), [rt, deadline](std::size_t i) { return drain_loop(rt->loops[i].get(), deadline); });
     if (unsigned n = std::accumulate(busy.begin(), busy.end(), 0u); n > 0)
@@ -243,31 +257,6 @@ awaitable<void> lifecycle(Runtime *rt)
     rt->signals.cancel(ignored);
     log::info("core", "stopped");
     finish_loops(rt);
-}
-
-// A pool section (http.pool, websockets.pool) as the pool's options.
-void apply_pool_config(pool::Options &o, const conf::PoolConfig &c)
-{
-    o.num_workers = c.num_workers;
-    o.max_jobs = c.max_jobs;
-    o.fork = c.fork;
-    o.fork_fast_exit = c.fork_fast_exit;
-    o.recycle_priority = c.recycle_priority;
-    o.cpu_affinity = c.cpu_affinity;
-    o.allocate_timeout = c.allocate_timeout;
-    o.max_queue_size = c.max_queue_size;
-    o.destroy_timeout = c.destroy_timeout;
-    o.boot_timeout = c.boot_timeout;
-    o.reset_timeout = c.reset_timeout;
-    o.max_recycling = c.max_recycling;
-    o.exec_ttl = c.exec_ttl;
-    o.client_gone_ttl = c.client_gone_ttl;
-    o.exec_warn = c.exec_warn;
-    o.watch_tick = c.watch_tick;
-    o.ttl = c.ttl;
-    o.idle_ttl = c.idle_ttl;
-    o.max_worker_memory = c.max_worker_memory;
-    o.debug = c.debug;
 }
 
 } // namespace
@@ -296,7 +285,7 @@ int run(const conf::Config &cfg)
     popt.command = cfg.server.command;
     for (const auto &[k, v] : cfg.server.env)
         popt.env.push_back(k + "=" + v);
-    apply_pool_config(popt, cfg.http.pool);
+    detail::apply_pool_config(popt, cfg.http.pool);
     Budget budget(cfg.http.max_body_memory);
     Budget head_budget(cfg.http.max_head_memory); // http.limits.max_head_memory (0: not used)
     // What the server counts beyond any one loop (control/counters.hpp), and the budgets /metrics shows.
@@ -314,6 +303,17 @@ int run(const conf::Config &cfg)
             runtime->stop_event.cancel();
         }
     });
+    std::unique_ptr<detail::TlsContext> tls; // http.ssl: its certificates read again at every reset
+    if (cfg.http.ssl.enabled) {
+        auto made = detail::TlsContext::create(cfg.http.ssl);
+        if (!made) {
+            log::error("core", made.error().message);
+            return 1;
+        }
+        tls = std::move(*made);
+        counters.limits.tls = tls.get();
+        control.on_reset([t = tls.get()](std::string_view why) { t->reload_logged(why); });
+    }
     // websockets: the cross-loop delivery of its topics, which RPC publishes go through too.
     detail::Broadcast<detail::ws::Delivery> ws_broadcast;
     detail::ws::LocalPublisher ws_publisher(ws_broadcast);
@@ -345,7 +345,7 @@ int run(const conf::Config &cfg)
         pool::Options wopt = popt;
         wopt.mode = "websockets";
         wopt.pins_loops = false;
-        apply_pool_config(wopt, w.pool);
+        detail::apply_pool_config(wopt, w.pool);
         ws_pool = std::make_unique<pool::Pool>(host, contexts, wopt);
     }
 
@@ -419,6 +419,8 @@ int run(const conf::Config &cfg)
         lr->state.limits.max_request_line = cfg.http.max_request_line;
         lr->state.limits.max_header_size = cfg.http.max_header_size;
         lr->state.limits.max_body_size = cfg.http.max_request_size;
+        if (tls)
+            lr->serve_tls(*tls, cfg.http.ssl.redirect);
         loop_rts.push_back(std::move(lr));
     }
     Runtime rt(loop_rts, pool, ws_pool.get());
@@ -450,9 +452,14 @@ int run(const conf::Config &cfg)
     runtime = &rt;
 
     if (auto listening = detail::listen(rt, cfg); !listening) {
-        log::error("core", "http.address: cannot listen on " + cfg.http.address.to_string() + ": " +
-                               listening.error().message);
+        log::error("core", listening.error().message);
         return 1;
+    }
+    if (tls) {
+        rt.tls = tls.get();
+        for (auto &l : loop_rts)
+            if (l->redirect_handler)
+                l->redirect_handler->set_port(rt.tls_acceptor.local_endpoint().port());
     }
 
     // Loops 1..n run on their own threads from now on (idle until the workers are ready); loop 0 on this one.

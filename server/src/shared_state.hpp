@@ -20,6 +20,7 @@
 namespace ferry::server::detail {
 
 class Router;
+class TlsContext;
 
 // The listener a session serves for; the loop's SharedState keeps its connections, budgets and counters
 // either way. The HTTP listener's: http.* limits and timeouts, the loop's handlers, observed, drained at a
@@ -31,8 +32,9 @@ struct Site {
     std::chrono::milliseconds first_byte{};  // a new connection's first byte
     std::chrono::milliseconds idle{};        // between requests
     std::chrono::milliseconds read_header{}; // a request's head, from its first byte
-    bool observed = true; // /metrics' counts and the access log (with SharedState::observe)
-    bool drains = true;   // a stop ends its idle connections and takes no new request
+    bool observed = true;      // /metrics' counts and the access log (with SharedState::observe)
+    bool drains = true;        // a stop ends its idle connections and takes no new request
+    TlsContext *tls = nullptr; // set: TLS (a handshake before the first request)
 };
 
 struct SharedState {
@@ -54,6 +56,7 @@ struct SharedState {
     std::string upload_prefix = "ferry-upload-"; // upload file names there (UploadsDir::prefix)
     Limits limits;
     Site http_site;           // the HTTP listener's sessions: the router, `limits` and http.* timeouts above
+    Site https_site;          // http.ssl.address's: the same with TLS (server.cpp sets it up)
     std::string default_host; // for HTTP/1.0 requests without Host
     Connections connections;
     bool draining = false; // stopping: finish what is in flight, take no new request

@@ -31,10 +31,11 @@ def signed(name, secret=SECRET):
     return name + "." + hmac.new(secret.encode(), name.encode(), hashlib.sha256).hexdigest()
 
 
-def chat_server():
-    """The example's own config, run from its directory: free ports, this test's marker and secret."""
+def chat_server(extra=()):
+    """The example's own config, run from its directory: free ports, this test's marker and secret; `extra`:
+    more arguments (test_tls: http.ssl)."""
     srv = Server()
-    srv.args = ["-w", EXAMPLE, "-c", ".rr.yaml",
+    srv.args = [*extra, "-w", EXAMPLE, "-c", ".rr.yaml",
                 "-o", "http.address=127.0.0.1:0",
                 "-o", "rpc.listen=tcp://127.0.0.1:0",
                 "-o", f"http.io_threads={IO_THREADS}",
@@ -42,6 +43,15 @@ def chat_server():
                 "-o", f"server.env.CHAT_SECRET={SECRET}"]
     srv.start()
     return srv
+
+
+def browser_missing():
+    """'' when chromium, Node and playwright-core are there (scripts/setup.sh installs them), else what is not."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} is not installed: run scripts/setup.sh (it installs Debian's chromium)"
+    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "playwright-core")):
+        return "tests/e2e/node/node_modules/playwright-core is missing (run scripts/setup.sh)"
+    return node_ready()
 
 
 def rpc_address(srv):
@@ -210,13 +220,9 @@ class ChatBrowser(unittest.TestCase):
     """Two users in chromium (examples/chat/public/app.js): sign in, chat both ways, the feed, reconnecting."""
 
     def setUp(self):
-        if not os.access(CHROMIUM, os.X_OK):
-            self.fail(f"{CHROMIUM} is not installed: run scripts/setup.sh (it installs Debian's chromium)")
-        missing = node_ready()
+        missing = browser_missing()
         if missing:
             self.fail(missing)
-        if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "playwright-core")):
-            self.fail("tests/e2e/node/node_modules/playwright-core is missing (run scripts/setup.sh)")
         self.server = chat_server()
 
         def cleanup():

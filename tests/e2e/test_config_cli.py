@@ -134,13 +134,14 @@ class ConfigTest(unittest.TestCase):
         self.assertNotIn("failed to boot", p.stderr)  # found before any worker starts
         self.assertEqual(p.stderr.count("no-such-worker.php"), 1, p.stderr)
 
-    def test_http_ssl_is_refused(self):
+    def test_http_ssl_without_a_certificate_is_refused(self):
+        # (unreadable files: test_tls.Errors)
         path = self.tmpfile("tls.yaml", f'version: "3"\nserver:\n  command: "{php("echo.php")}"\n'
                                         'http:\n  address: 127.0.0.1:0\n  ssl:\n    address: 127.0.0.1:0\n'
-                                        '    cert: a.crt\n    key: a.key\n')
+                                        '    key: a.key\n')
         p = run_ferry("serve", "-c", path)
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn(f"{path}:6:3: http.ssl: TLS is not supported yet", p.stderr)
+        self.assertIn(f"{path}:7:5: http.ssl.cert: missing (expected the TLS certificate", p.stderr)
         self.assertNotIn("listening", p.stdout + p.stderr)
 
     def test_an_rpc_port_in_use_names_the_key_and_no_library_internals(self):

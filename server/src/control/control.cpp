@@ -40,6 +40,7 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     std::unique_ptr<RpcServer> rpc;
     std::unique_ptr<pool::Watcher> watcher;
     asio::signal_set hup;
+    std::function<void(std::string_view)> on_reset;
     bool stopped = false;
 
     // A rolling reset of one pool ("http", "websockets"), or of every pool ("": the watcher, SIGHUP): the
@@ -48,6 +49,8 @@ struct Control::Impl : std::enable_shared_from_this<Impl> {
     {
         if (stopped || !pools)
             co_return fail("the server is stopping");
+        if (on_reset && (which.empty() || which == "http"))
+            on_reset(why);
         if (!which.empty()) {
             pool::Pool *p = pools->find(which);
             if (!p)
@@ -104,6 +107,11 @@ Control::Control(asio::io_context &io, const conf::Config &cfg, ControlCounters 
 Control::~Control()
 {
     stop();
+}
+
+void Control::on_reset(std::function<void(std::string_view why)> f)
+{
+    impl_->on_reset = std::move(f);
 }
 
 void Control::set_rpc_extension(

@@ -35,6 +35,9 @@ public:
     // More RPC methods (websockets.*), set before bind().
     void set_rpc_extension(
         std::function<std::optional<Result<std::string>>(std::string_view method, std::string_view arg)> f);
+    // Called at every rolling reset of the HTTP workers (SIGHUP, `ferry reset`, the watcher) with its cause,
+    // before the workers are reset: the TLS certificates are read again. Set before start().
+    void on_reset(std::function<void(std::string_view why)> f);
     // Binds rpc.listen, if configured, so that the workers can be given its address (RR_RPC) before they
     // start. The error names the key.
     Result<void> bind();

@@ -1,4 +1,5 @@
 #include "control/limit_metrics.hpp"
+#include "tls/tls_context.hpp"
 
 #include "control/exposition.hpp"
 #include "ferry/base/budget.hpp"
@@ -67,6 +68,17 @@ void LimitCounters::format(std::string &out) const
            static_cast<double>(events(LimitEvent::slow_body)));
     sample(out, "ferry_limit_refusals_total", "limit=\"head_memory\"",
            static_cast<double>(events(LimitEvent::head_memory)));
+    if (const TlsContext *t = tls) {
+        family(
+            out, "ferry_tls_handshakes_total", "counter",
+            "TLS handshakes on http.ssl.address: done, failed (garbage, a client gone, a refused "
+            "certificate, "
+            "http.ssl.handshake_timeout) and refused (http.ssl.max_handshakes in progress: closed at once).");
+        const auto n = [](const std::atomic<std::uint64_t> &a) { return static_cast<double>(a.load()); };
+        sample(out, "ferry_tls_handshakes_total", "result=\"done\"", n(t->done));
+        sample(out, "ferry_tls_handshakes_total", "result=\"failed\"", n(t->failed));
+        sample(out, "ferry_tls_handshakes_total", "result=\"refused\"", n(t->refused));
+    }
 }
 
 } // namespace ferry::server::detail

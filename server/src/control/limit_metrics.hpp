@@ -16,6 +16,8 @@ class Budget;
 
 namespace ferry::server::detail {
 
+class TlsContext;
+
 enum class LimitEvent : unsigned {
     response_head, // a worker's response head over max_response_head / max_response_headers: 502
     slow_body,     // a request body slower than http.limits.min_body_rate: 408
@@ -29,10 +31,11 @@ public:
     const Budget *body_budget = nullptr;
     const Budget *head_budget = nullptr;
     std::string uploads_dir, uploads_prefix; // this server's upload files ("": none)
+    const TlsContext *tls = nullptr;         // http.ssl: its handshakes (null: no TLS, no family)
 
     void count(LimitEvent e) { events_[static_cast<unsigned>(e)].fetch_add(1, std::memory_order_relaxed); }
     // ferry_body_memory_bytes, ferry_body_memory_limit_bytes, ferry_body_memory_denied_total{rule},
-    // ferry_upload_files, ferry_limit_refusals_total{limit}.
+    // ferry_upload_files, ferry_limit_refusals_total{limit}; with TLS, ferry_tls_handshakes_total{result}.
     void format(std::string &out) const;
 
 private:

@@ -13,6 +13,7 @@
 #include "request_body.hpp"
 #include "sendfile.hpp"
 #include "shared_state.hpp"
+#include "tls/tls_context.hpp"
 
 #include <algorithm>
 #include <array>
@@ -22,7 +23,7 @@ namespace ferry::server::detail {
 namespace {
 
 void build_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
-                   std::string_view default_host, bool sendfile = false)
+                   std::string_view default_host, SSL *tls, bool sendfile = false)
 {
     ctx.remote_addr = remote;
     ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
@@ -36,7 +37,7 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
         std::string_view host = req.header("Host");
         if (host.empty())
             host = default_host;
-        ctx.uri.assign("http://");
+        ctx.uri.assign(tls ? "https://" : "http://");
         ctx.uri.append(host);
         if (req.form == TargetForm::origin)
             ctx.uri.append(target);
@@ -77,6 +78,9 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
     }
     ctx.headers.resize(used);
     ctx.parsed = false;
+    ctx.attributes.clear();
+    if (tls)
+        add_tls_attributes(tls, ctx.attributes);
 }
 
 std::size_t retained(const relay::RequestContext &c)
@@ -161,7 +165,7 @@ public:
     {
         const auto &http = st_.config.http;
         const Request &req = ex.request;
-        build_context(ctx_, req, ex.transport.remote(), st_.default_host, http.sendfile);
+        build_context(ctx_, req, ex.transport.remote(), st_.default_host, ex.transport.tls(), http.sendfile);
         if (!proxies_.empty())
             proxies_.apply(req, ctx_);
         pool::BodyRef body = body_.ref();
@@ -286,9 +290,9 @@ private:
 } // namespace
 
 void build_request_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
-                           std::string_view default_host)
+                           std::string_view default_host, SSL *tls)
 {
-    build_context(ctx, req, remote, default_host);
+    build_context(ctx, req, remote, default_host, tls);
 }
 
 PhpHandler::PhpHandler(SharedState &state, pool::Pool &pool)

@@ -7,14 +7,16 @@
 
 #include "ferry/pool/pool.hpp"
 
+using SSL = struct ssl_st;
+
 namespace ferry::server::detail {
 
 struct SharedState;
 
 // The HTTP context PHP gets for `req` (docs/protocol.md §3); `ctx` is reused, its strings keep their
-// capacity.
+// capacity. `tls`: the connection's TLS session (an https URI, the client certificate's attributes), or null.
 void build_request_context(relay::RequestContext &ctx, const Request &req, const std::string &remote,
-                           std::string_view default_host);
+                           std::string_view default_host, SSL *tls);
 
 class PhpHandler final : public Handler {
 public:

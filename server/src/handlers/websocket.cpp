@@ -61,7 +61,7 @@ public:
         }
         const std::uint64_t id = loop_.make_id(st_.loop);
         relay::RequestContext ctx;
-        build_request_context(ctx, req, remote, st_.default_host);
+        build_request_context(ctx, req, remote, st_.default_host, ex.transport.tls());
         if (!proxies_.empty())
             proxies_.apply(req, ctx);
         const std::uint64_t last_event_id = ws::add_open_event(

@@ -84,6 +84,8 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
     const auto &http = st.config.http;
     Transport tr(st.connections, std::move(sock), http.write_timeout);
     Conn &conn = tr.conn();
+    if (site.tls && !co_await tr.handshake(*site.tls))
+        co_return;
     HttpParser parser(*site.limits);
     parser.set_buffer_budget(st.head_budget);
     HandlerStates handlers(*site.router);

@@ -1,13 +1,19 @@
-// A client's byte stream: plain TCP on a non-blocking descriptor (stream.hpp says where TLS goes).
+// A client's byte stream: plain TCP on a non-blocking descriptor, or TLS over it (OpenSSL on the descriptor).
 #include "transport/stream.hpp"
 
 #include "ferry/base/peer.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace ferry::server::detail {
 
@@ -35,7 +41,143 @@ Io moved(ssize_t n)
     return r;
 }
 
+// What an SSL call that moved nothing means.
+Io tls_outcome(SSL *ssl, int rc)
+{
+    Io r;
+    const int saved = errno;
+    switch (SSL_get_error(ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+        r.status = Io::wait_read;
+        break;
+    case SSL_ERROR_WANT_WRITE:
+        r.status = Io::wait_write;
+        break;
+    case SSL_ERROR_ZERO_RETURN: // close_notify, or an EOF (SSL_OP_IGNORE_UNEXPECTED_EOF)
+        r.status = Io::eof;
+        break;
+    case SSL_ERROR_SYSCALL:
+        r.status = saved == 0 ? Io::eof : Io::failed;
+        r.error = saved;
+        break;
+    default: // a protocol error (garbage, a failed verification, renegotiation refused)
+        r.status = Io::failed;
+        r.error = EPROTO;
+        break;
+    }
+    ERR_clear_error();
+    return r;
+}
+
+// One TLS record's worth of plaintext: what a write gathers from small buffers, or reads from a file.
+constexpr std::size_t record = 16 * 1024;
+thread_local std::array<char, record> scratch;
+
 } // namespace
+
+void Stream::SslFree::operator()(SSL *ssl) const
+{
+    SSL_free(ssl);
+}
+
+bool Stream::start_tls(SSL *ssl)
+{
+    if (ssl == nullptr)
+        return false;
+    ssl_.reset(ssl);
+    SSL_set_fd(ssl, socket_.native_handle());
+    SSL_set_accept_state(ssl);
+    return true;
+}
+
+Io Stream::handshake()
+{
+    ERR_clear_error();
+    const int rc = SSL_do_handshake(ssl_.get());
+    if (rc == 1)
+        return Io{};
+    return tls_outcome(ssl_.get(), rc);
+}
+
+bool Stream::buffered() const
+{
+    return ssl_ && SSL_pending(ssl_.get()) > 0;
+}
+
+Io Stream::tls_read(std::span<char> buf)
+{
+    if (buf.empty())
+        return Io{};
+    ERR_clear_error();
+    std::size_t n = 0;
+    const int rc = SSL_read_ex(ssl_.get(), buf.data(), buf.size(), &n);
+    if (rc == 1) {
+        Io r;
+        r.n = n;
+        return r;
+    }
+    return tls_outcome(ssl_.get(), rc);
+}
+
+// One record at most per call: the first buffer itself when it is that large, else the buffers gathered. A
+// retry after wait_* is called with the same buffers (or more after them), so it gathers the same bytes
+// first, as OpenSSL requires.
+Io Stream::tls_write(std::span<const iovec> bufs)
+{
+    const char *data = nullptr;
+    std::size_t len = 0;
+    if (bufs.size() == 1 || bufs[0].iov_len >= record) {
+        data = static_cast<const char *>(bufs[0].iov_base);
+        len = bufs[0].iov_len;
+    } else {
+        for (const iovec &v : bufs) {
+            const std::size_t take = std::min(v.iov_len, record - len);
+            std::copy_n(static_cast<const char *>(v.iov_base), take, scratch.data() + len);
+            len += take;
+            if (len == record)
+                break;
+        }
+        data = scratch.data();
+    }
+    if (len == 0)
+        return Io{};
+    ERR_clear_error();
+    std::size_t n = 0;
+    const int rc = SSL_write_ex(ssl_.get(), data, len, &n);
+    if (rc == 1) {
+        Io r;
+        r.n = n;
+        return r;
+    }
+    return tls_outcome(ssl_.get(), rc);
+}
+
+// No sendfile under TLS (the kernel's TLS is not used): a record's worth read from the file, then written. A
+// retry reads the same bytes again from the same offset.
+Io Stream::tls_send_file(int fd, off_t &offset, std::size_t count)
+{
+    ssize_t got;
+    do {
+        got = ::pread(fd, scratch.data(), std::min(count, record), offset);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        Io r;
+        r.status = Io::failed;
+        r.error = errno;
+        return r;
+    }
+    if (got == 0)
+        return Io{}; // the file ended early: done with nothing moved
+    ERR_clear_error();
+    std::size_t n = 0;
+    const int rc = SSL_write_ex(ssl_.get(), scratch.data(), static_cast<std::size_t>(got), &n);
+    if (rc != 1)
+        return tls_outcome(ssl_.get(), rc);
+    offset += static_cast<off_t>(n);
+    Io r;
+    r.n = n;
+    return r;
+}
 
 Stream::Stream(StreamSocket socket) : socket_(std::move(socket))
 {
@@ -46,6 +188,8 @@ Stream::Stream(StreamSocket socket) : socket_(std::move(socket))
 
 Io Stream::read(std::span<char> buf)
 {
+    if (ssl_)
+        return tls_read(buf);
     ssize_t n;
     do {
         n = ::recv(socket_.native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
@@ -65,6 +209,8 @@ Io Stream::read(std::span<char> buf)
 
 Io Stream::write(std::span<const iovec> bufs, bool more)
 {
+    if (ssl_)
+        return tls_write(bufs);
     ssize_t w;
     do {
         if (more) {
@@ -81,6 +227,8 @@ Io Stream::write(std::span<const iovec> bufs, bool more)
 
 Io Stream::send_file(int fd, off_t &offset, std::size_t count)
 {
+    if (ssl_)
+        return tls_send_file(fd, offset, count);
     ssize_t n;
     do {
         n = ::sendfile(socket_.native_handle(), fd, &offset, count);
@@ -90,7 +238,7 @@ Io Stream::send_file(int fd, off_t &offset, std::size_t count)
 
 void Stream::set_cork(bool on)
 {
-    if (on == corked_)
+    if (on == corked_ || ssl_)
         return;
     int v = on ? 1 : 0;
     ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &v, sizeof v);
@@ -99,6 +247,11 @@ void Stream::set_cork(bool on)
 
 bool Stream::shutdown_send()
 {
+    if (ssl_ && SSL_is_init_finished(ssl_.get())) {
+        ERR_clear_error();
+        SSL_shutdown(ssl_.get()); // close_notify, if the socket takes it now
+        ERR_clear_error();
+    }
     error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     return !ec;

@@ -1,22 +1,29 @@
 // A client's byte stream (internal to server/): the one place where a client's bytes are read and written —
 // HTTP requests and answers (through Transport), WebSocket frames and SSE events (ws::WsConn, ws::Outbox).
 // Non-blocking attempts that report what they wait for, and waits for exactly that (nginx's c->recv,
-// c->send_chain and its read/write events). Plain TCP today. TLS (the next issue) comes in here alone: an SSL
-// object on the same non-blocking descriptor (nginx's ngx_ssl_recv/ngx_ssl_send_chain over SSL_set_fd), where
-// a read may have to wait for the socket to be writable (Io::wait_write) and a write for it to be readable;
-// every caller already waits on what each attempt reports, so none of them changes.
+// c->send_chain and its read/write events). Plain TCP, or TLS after start_tls(): an SSL object on the same
+// non-blocking descriptor (nginx's ngx_ssl_recv/ngx_ssl_send_chain over SSL_set_fd), where a read may have to
+// wait for the socket to be writable (Io::wait_write) and a write for it to be readable; every caller waits
+// on what each attempt reports.
 #pragma once
 
 #include "ferry/base/io.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/post.hpp>
+
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <utility>
+
+using SSL = struct ssl_st;
 
 namespace ferry::server::detail {
 
@@ -65,11 +72,29 @@ public:
                                   std::forward<Token>(token));
     }
     // Reads at least one byte: yields {error_code, bytes} (eof as asio::error::eof). Not a coroutine: no
-    // frame of its own per read (the plain stream is Asio's own speculative read, then the reactor).
+    // frame of its own per read (the plain stream is Asio's own speculative read, then the reactor; TLS tries
+    // a read, waits for what it reports, tries again).
     auto async_read_some(std::span<char> buf)
     {
-        return socket_.async_read_some(asio::buffer(buf.data(), buf.size()), nothrow);
+        return asio::async_initiate<decltype(nothrow), void(error_code, std::size_t)>(
+            [this, buf](auto handler) {
+                if (!ssl_)
+                    socket_.async_read_some(asio::buffer(buf.data(), buf.size()), std::move(handler));
+                else
+                    asio::async_compose<decltype(handler), void(error_code, std::size_t)>(TlsRead{this, buf},
+                                                                                          handler, socket_);
+            },
+            nothrow);
     }
+
+    // TLS from now on (takes `ssl`, a server-side SSL object; false if it is null): the handshake comes with
+    // the first read or write, or handshake().
+    bool start_tls(SSL *ssl);
+    SSL *tls() const { return ssl_.get(); }
+    // One handshake attempt: done when finished (TLS only).
+    Io handshake();
+    // Decrypted bytes wait inside the TLS object: read() has more without the socket being readable.
+    bool buffered() const;
 
     // Holds partial segments until uncorked (TCP_CORK, nginx's tcp_nopush): a large body in full segments.
     void set_cork(bool on);
@@ -92,7 +117,44 @@ public:
     std::string remote_address(); // "" if unknown
 
 private:
+    struct SslFree {
+        void operator()(SSL *ssl) const;
+    };
+    // async_read_some over TLS: read() until it has bytes, the end or an error, waiting for what it reports.
+    struct TlsRead {
+        Stream *s;
+        std::span<char> buf;
+        bool first = true, ended = false;
+        Io r{};
+        template <typename Self> void operator()(Self &self, error_code ec = {})
+        {
+            if (!ended) {
+                if (ec)
+                    return self.complete(ec, 0);
+                r = s->read(buf);
+                if (r.blocked()) {
+                    first = false;
+                    s->async_wait(r.status, std::move(self));
+                    return;
+                }
+                ended = true;
+                if (first) // never complete inside the initiating call
+                    return asio::post(s->get_executor(), std::move(self));
+            }
+            if (r.status == Io::done)
+                self.complete(error_code{}, r.n);
+            else if (r.status == Io::eof)
+                self.complete(asio::error::eof, 0);
+            else
+                self.complete(error_code(r.error, asio::error::get_system_category()), 0);
+        }
+    };
+    Io tls_read(std::span<char> buf);
+    Io tls_write(std::span<const iovec> bufs);
+    Io tls_send_file(int fd, off_t &offset, std::size_t count);
+
     StreamSocket socket_;
+    std::unique_ptr<SSL, SslFree> ssl_;
     bool corked_ = false;
 };
 

@@ -2,6 +2,7 @@
 #include "transport.hpp"
 
 #include "ferry/base/log.hpp"
+#include "tls/tls_context.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cstring>
 
 namespace ferry::server::detail {
 
@@ -92,6 +94,50 @@ awaitable<bool> Transport::write(std::span<const asio::const_buffer> bufs, bool 
     }
     disarm(); // as every write ends: the caller arms its next read's deadline
     co_return ok;
+}
+
+awaitable<bool> Transport::handshake(TlsContext &tls)
+{
+    const std::string &who = remote_.empty() ? std::string("a client") : remote_;
+    if (!tls.begin_handshake()) {
+        log::debug("tls", who + ": " + std::to_string(tls.config().max_handshakes) +
+                              " TLS handshakes in progress (http.ssl.max_handshakes): closing");
+        co_return false;
+    }
+    struct End {
+        TlsContext &t;
+        ~End() { t.end_handshake(); }
+    } end{tls};
+    if (!stream_.start_tls(tls.new_ssl())) {
+        log::error("tls", who + ": cannot create a TLS session (out of memory)");
+        co_return false;
+    }
+    arm(tls.config().handshake_timeout);
+    for (;;) {
+        const Io r = stream_.handshake();
+        if (r.status == Io::done)
+            break;
+        if (!r.blocked()) {
+            tls.failed.fetch_add(1, std::memory_order_relaxed);
+            log::debug("tls",
+                       who + ": TLS handshake failed (" +
+                           (r.status == Io::eof ? std::string("the client closed") : std::strerror(r.error)) +
+                           ")");
+            co_return false;
+        }
+        auto [ec] = co_await stream_.async_wait(r.status, nothrow);
+        if (ec) {
+            tls.failed.fetch_add(1, std::memory_order_relaxed);
+            if (conn_.timed_out)
+                log::debug("tls", who + ": no TLS handshake within " +
+                                      std::to_string(tls.config().handshake_timeout.count()) +
+                                      " ms (http.ssl.handshake_timeout): closing");
+            co_return false;
+        }
+    }
+    disarm();
+    tls.done.fetch_add(1, std::memory_order_relaxed);
+    co_return true;
 }
 
 void Transport::log_write_timeout() const

@@ -18,6 +18,8 @@
 
 namespace ferry::server::detail {
 
+class TlsContext;
+
 // One per open connection. Its deadline lives in the loop's timer wheel: when it passes, the ticker
 // cancels the stream's pending operation and sets `timed_out`.
 struct Conn : WheelEntry {
@@ -55,6 +57,13 @@ public:
     void arm(std::chrono::milliseconds timeout) { conns_.wheel.schedule(conn_, steady::now() + timeout); }
     void arm_at(steady::time_point t) { conns_.wheel.schedule(conn_, t); }
     void disarm() { conns_.wheel.cancel(conn_); }
+
+    // TLS from `tls`'s current context: the handshake, within http.ssl.handshake_timeout, if fewer than
+    // max_handshakes are in progress. False: the connection is to be closed (logged at debug: a scanner's
+    // garbage or a client gone mid-handshake is not the server's problem).
+    awaitable<bool> handshake(TlsContext &tls);
+    bool secure() const { return stream_.tls() != nullptr; }
+    SSL *tls() const { return stream_.tls(); }
 
     // Reads what has arrived into `buf` (at least one byte): yields {error, bytes}. Not a coroutine: no
     // frame of its own per read.

@@ -115,6 +115,12 @@ void WsConn::arm_read()
     if (reading_ || dead() || paused_)
         return;
     reading_ = true;
+    if (stream_.buffered()) { // TLS: bytes already decrypted wait inside the stream, not in the socket
+        asio::post(stream_.get_executor(),
+                   asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
+                                        [self = shared_from_this()] { self->on_readable(error_code{}); }));
+        return;
+    }
     stream_.async_wait(read_wait_, asio::bind_allocator(SlabAllocator<void>(&loop_.slab),
                                                         [self = shared_from_this()](const error_code &ec) {
                                                             self->on_readable(ec);
@@ -157,7 +163,7 @@ void WsConn::on_readable(const error_code &ec)
         if (ended())
             continue; // lingering: what the client still sends is dropped
         const bool go_on = feed({loop_.scratch.data(), n});
-        if (!go_on || n < loop_.scratch.size())
+        if (!go_on || (n < loop_.scratch.size() && !stream_.buffered()))
             break;
     }
     if (dead())

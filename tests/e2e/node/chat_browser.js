@@ -3,6 +3,8 @@
 // bob, chat both ways and read the feed.
 //
 //   node chat_browser.js http://127.0.0.1:PORT [--reconnect]
+//   node chat_browser.js https://127.0.0.1:PORT     (the test's own certificate: taken without checking;
+//                                                    the page then speaks wss:// and the feed over TLS)
 //
 // With --reconnect the server must drop alice's WebSocket when asked: the script prints
 // {"need":"drop","id":"<connection id>"} and waits for a line "dropped" on stdin (tests/e2e/test_chat.py closes
@@ -121,7 +123,7 @@ async function say(page, text) {
 }
 
 async function main() {
-  if (!base.startsWith('http://')) throw new Error('usage: node chat_browser.js http://HOST:PORT [--reconnect]');
+  if (!/^https?:\/\//.test(base)) throw new Error('usage: node chat_browser.js http(s)://HOST:PORT [--reconnect]');
   step = 'load playwright-core';
   let chromium;
   try {
@@ -139,8 +141,10 @@ async function main() {
   });
   detail.browser = browser.version();
   // Two contexts: two fresh profiles, each with its own cookie jar.
-  const alice = await signIn(await browser.newContext(), 'alice');
-  const bob = await signIn(await browser.newContext(), 'bob');
+  const contextOptions = base.startsWith('https://') ? { ignoreHTTPSErrors: true } : {};
+  const alice = await signIn(await browser.newContext(contextOptions), 'alice');
+  const bob = await signIn(await browser.newContext(contextOptions), 'bob');
+  detail.secure = await alice.evaluate(() => window.isSecureContext && location.protocol === 'https:');
 
   step = 'the feeds';
   await waitLine(alice, '#feed', 'bob joined', 'alice');

@@ -61,12 +61,18 @@ std::string nested(const std::vector<std::string> &path, const std::string &valu
 }
 
 // server.command comes from -o unless it is the key under test, so that the document has nothing else.
+// The required keys (server.command; http.ssl's cert and key, which also turn TLS on) as overrides, but for
+// `leaf` itself.
 std::vector<std::string> command_unless(const Leaf &leaf)
 {
-    if (leaf.dotted().starts_with("server.command")) {
-        return {};
+    std::vector<std::string> out;
+    for (const char *o : {"server.command=php worker.php", "http.ssl.cert=s.crt", "http.ssl.key=s.key"}) {
+        const std::string key(o, std::string_view(o).find('='));
+        if (!leaf.dotted().starts_with(key)) {
+            out.emplace_back(o);
+        }
     }
-    return {"server.command=php worker.php"};
+    return out;
 }
 
 } // namespace
@@ -120,10 +126,12 @@ TEST(ConfKeys, TheTablesHoldEveryKeyFerryHasRead)
 
 TEST(ConfKeys, EveryKeyIsDumpedInTableOrder)
 {
-    // reload:, websockets:, status:, logs: and metrics: are dumped only when present (their presence turns
-    // the feature on, or RoadRunner's defaults for logs).
-    const std::string text = ferry::conf::dump(
-        load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\nlogs: {}\nmetrics: {}\n").config);
+    // reload:, websockets:, status:, logs:, metrics: and http.ssl are dumped only when present (their
+    // presence turns the feature on, or RoadRunner's defaults for logs).
+    const std::string text =
+        ferry::conf::dump(load(minimal + "reload: {}\nwebsockets: {}\nstatus: {}\nlogs: {}\nmetrics: {}\n",
+                               {"http.ssl.cert=s.crt", "http.ssl.key=s.key"})
+                              .config);
     std::istringstream lines(text);
     std::string line;
     std::vector<std::string> at; // the sections the current line is in
@@ -199,10 +207,9 @@ TEST(ConfKeys, MisspeltKeyWarnsWithTheRightSuggestion)
             --i;
         }
         std::swap(name[i], name[i + 1]);
-        std::vector<std::string> overrides = command_unless(leaf);
-        if (overrides.empty()) {
-            overrides = {"server.command=php worker.php"}; // the misspelt command is not the command
-        }
+        // Every required key, the misspelt one's too (a misspelt key is not the key).
+        std::vector<std::string> overrides = {"server.command=php worker.php", "http.ssl.cert=s.crt",
+                                              "http.ssl.key=s.key"};
         const LoadResult r = load(nested(typo, "1"), overrides);
         const std::string unknown = Leaf{typo, leaf.kind}.dotted();
         std::string warning;

@@ -10,13 +10,26 @@
 
 using namespace conf_test;
 
-// Keys that would change security are refused while unsupported: http.ssl would otherwise serve plain HTTP.
-TEST(ConfRoadRunner, HttpSslIsRefusedNotIgnored)
+// http.ssl turns TLS on: its certificate and key are required (never plain HTTP where the file asks for TLS).
+TEST(ConfRoadRunner, HttpSslNeedsItsCertificateAndKey)
 {
-    const std::string e =
-        error_of(minimal + "http:\n  ssl:\n    address: :443\n    cert: a.crt\n    key: a.key\n");
-    EXPECT_TRUE(contains(e, ".rr.yaml:5:3: http.ssl: TLS is not supported yet")) << e;
-    EXPECT_TRUE(contains(e, "terminate TLS in front of Ferry")) << e;
+    const std::string e = error_of(minimal + "http:\n  ssl:\n    address: :443\n    key: a.key\n");
+    EXPECT_TRUE(contains(e, "http.ssl.cert")) << e;
+    EXPECT_TRUE(contains(e, "the TLS certificate")) << e;
+    const auto r = ferry::conf::load_string(
+        minimal + "http:\n  ssl:\n    address: 127.0.0.1:8443\n    cert: a.crt\n    key: a.key\n"
+                  "    client_auth_type: require_and_verify_client_cert\n    root_ca: ca.crt\n",
+        ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(r) << r.error().message;
+    const auto &ssl = r->config.http.ssl;
+    EXPECT_TRUE(ssl.enabled);
+    EXPECT_EQ(ssl.address.port, 8443);
+    EXPECT_EQ(ssl.cert, "a.crt");
+    EXPECT_EQ(ssl.client_auth, ferry::conf::ClientAuth::require_and_verify);
+    const std::string bad = error_of(minimal + "http:\n  ssl:\n    cert: a.crt\n    key: a.key\n"
+                                               "    client_auth_type: verify\n");
+    EXPECT_TRUE(contains(bad, "http.ssl.client_auth_type")) << bad;
+    EXPECT_TRUE(contains(bad, "require_and_verify_client_cert")) << bad;
 }
 
 // What `--strict` turns into errors: unknown keys and unsupported RoadRunner keys, not other warnings.
@@ -124,8 +137,8 @@ TEST(ConfRoadRunner, AFullRoadRunnerConfigLoadsWithWarningsForWhatFerryLacks)
             return contains(w, "key \"" + std::string(plugin) + "\" is recognised but not supported");
         })) << plugin;
     EXPECT_FALSE(r->strict.empty()); // --strict refuses it
-    // ... and the same file asking for TLS is refused, with or without --strict
+    // ... and the same file asking for TLS without a certificate is refused, with or without --strict
     const std::string tls =
         error_of("version: \"3\"\nserver:\n  command: php w.php\nhttp:\n  ssl:\n    address: :443\n");
-    EXPECT_TRUE(contains(tls, "http.ssl: TLS is not supported yet")) << tls;
+    EXPECT_TRUE(contains(tls, "http.ssl.cert")) << tls;
 }

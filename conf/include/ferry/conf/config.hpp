@@ -48,6 +48,14 @@ enum class StaticFallback {
     status, // "403" / "404": answered by the server
 };
 
+enum class ClientAuth { // http.ssl.client_auth_type (RoadRunner's names, Go's tls.ClientAuthType)
+    none,               // "no_client_certs"
+    request,            // "request_client_cert": asked for, not required, not verified
+    require_any,        // "require_any_client_cert": required, not verified
+    verify_if_given,    // "verify_client_cert_if_given": verified against root_ca when sent
+    require_and_verify, // "require_and_verify_client_cert"
+};
+
 // A listening address: `http.address` "host:port" resolved into its parts.
 struct Address {
     std::string host = "127.0.0.1"; // a name or an IP address; IPv6 without brackets; ":8080" gives "0.0.0.0"
@@ -137,6 +145,24 @@ struct StaticConfig {
     friend bool operator==(const StaticConfig &, const StaticConfig &) = default;
 };
 
+// http.ssl (conf/src/keys_ssl.cpp; server/src/tls/): TLS on its own address; the section's presence turns it
+// on.
+struct SslConfig {
+    bool enabled = false;
+    Address address{"0.0.0.0", 443}; // RoadRunner's default ":443"
+    std::string cert, key;           // PEM files: the certificate (chain) and its private key
+    std::string root_ca;             // PEM file: the CAs client certificates are verified against (mTLS)
+    ClientAuth client_auth = ClientAuth::none;
+    bool redirect = false; // plain HTTP on http.address answers 308 to the https URL
+    // Ferry's own: the handshake's limits (nginx: client_header_timeout covers it; a cap as HAProxy's
+    // maxsslconn).
+    Duration handshake_timeout = std::chrono::seconds(10);
+    unsigned max_handshakes =
+        1024; // handshakes in progress, all loops together; past it a connection is closed
+
+    friend bool operator==(const SslConfig &, const SslConfig &) = default;
+};
+
 struct HttpConfig {
     Address address; // http.address
     // http.io_threads: event loops (threads) of the front end. The YAML's 0 (the default) is resolved by
@@ -183,6 +209,7 @@ struct HttpConfig {
     bool sendfile = false;
     bool access_logs = false;  // http.access_logs: a log line per request (logger "http.access")
     StaticConfig static_files; // http.static
+    SslConfig ssl;             // http.ssl
     PoolConfig pool;
 
     friend bool operator==(const HttpConfig &, const HttpConfig &) = default;
