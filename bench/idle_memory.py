@@ -2,7 +2,7 @@
 """Memory Ferry keeps per idle keep-alive connection (RSS of the ferry process, workers excluded), after
 small and after large requests and responses.
 
-    python3 bench/idle_memory.py [connections] [--large-connections M] [--bin PATH] [--only a,b]
+    python3 bench/idle_memory.py [connections] [--large-connections M] [--bin PATH] [--only a,b] [--tls]
 
 Each scenario runs against its own fresh ferry (`--bin`, default build/ferry) serving the echo fixture
 tests/php/echo.php (2 workers, `http.limits.max_header_size: 128KB`), on fresh connections:
@@ -20,11 +20,14 @@ time. It prints one line per scenario with KiB per connection when connected and
 request, then "max: X KiB per idle connection" (the largest idle-after-request figure; the project's goal
 is at most 16 KiB). Everything runs on 127.0.0.1 and stops by itself; RLIMIT_NOFILE is raised as needed
 (ferry inherits it). The exit status is 0 whatever the figures: this measures, it does not judge.
+With --tls every connection is HTTPS (http.ssl with a P-256 certificate made by `openssl`; TLS 1.3): the
+figures then include what OpenSSL keeps per connection.
 """
 import argparse
 import os
 import resource
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -90,8 +93,12 @@ def rss_kib(pid):
 class Conn:
     """One client connection with just enough HTTP/1.1 to read Content-Length and chunked answers."""
 
+    tls = None  # an ssl.SSLContext with --tls
+
     def __init__(self, port):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        if Conn.tls is not None:
+            self.sock = Conn.tls.wrap_socket(self.sock)
         self.buf = bytearray()
 
     def _fill(self):
@@ -169,6 +176,11 @@ def start_ferry(binary, tmp, static=False):
         with open(os.path.join(pub, "file-1m.bin"), "wb") as f:
             f.write(bytes(i % 251 for i in range(MIB)))
         extra = f'  middleware: ["static"]\n  static:\n    dir: "{pub}"\n'
+    if Conn.tls is not None:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", "key.pem", "-out", "cert.pem", "-days", "2", "-subj", "/CN=127.0.0.1"],
+                       cwd=tmp, check=True, capture_output=True)
+        extra += f'  ssl:\n    address: 127.0.0.1:0\n    cert: "{tmp}/cert.pem"\n    key: "{tmp}/key.pem"\n'
     with open(conf, "w") as f:
         f.write(f"""version: "3"
 server:
@@ -188,6 +200,8 @@ http:
     proc = subprocess.Popen([binary, "serve", "-c", conf], stdout=subprocess.PIPE, stderr=err,
                             stdin=subprocess.DEVNULL, cwd=tmp)
     line = proc.stdout.readline().decode()
+    if Conn.tls is not None and line.startswith("listening on https://"):
+        proc.stdout.readline()  # the plain listener's line; the connections go to the https one
     if not line.startswith("listening on"):
         proc.kill()
         proc.wait()
@@ -251,7 +265,12 @@ def main():
                     help="http.io_threads of the measured server (default 1)")
     ap.add_argument("--only", default=",".join(names),
                     help=f"comma-separated scenarios (default all: {','.join(names)})")
+    ap.add_argument("--tls", action="store_true", help="every connection over TLS (http.ssl)")
     args = ap.parse_args()
+    if args.tls:
+        Conn.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        Conn.tls.check_hostname = False
+        Conn.tls.verify_mode = ssl.CERT_NONE
     args.bin = os.path.abspath(args.bin)   # ferry runs in a temp dir
     global IO_THREADS
     IO_THREADS = max(1, args.io_threads)
@@ -271,7 +290,8 @@ def main():
             sys.exit(f"RLIMIT_NOFILE hard limit {hard} < {want}: use fewer connections")
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
-    print(f"ferry {args.bin}; {IO_THREADS} event loop(s); fixture tests/php/echo.php, 2 workers; KiB of ferry RSS per connection")
+    print(f"ferry {args.bin}; {IO_THREADS} event loop(s); fixture tests/php/echo.php, 2 workers; "
+          f"{'TLS 1.3; ' if args.tls else ''}KiB of ferry RSS per connection")
     worst = None
     for sc in all_sc:
         if sc.name not in chosen:

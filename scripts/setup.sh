@@ -5,7 +5,7 @@
 #   scripts/setup.sh            build + tests
 #   scripts/setup.sh --serve    only what building ferry and serving the examples needs (scripts/serve.sh):
 #                               no test framework, browser, Node.js or npm packages
-#   scripts/setup.sh --bench    also the benchmark-only packages (nginx, php8.2-fpm, wrk); bench/run.sh
+#   scripts/setup.sh --bench    also the benchmark-only packages (nginx, php8.2-fpm, wrk, h2load); bench/run.sh
 #                               calls this itself
 #   scripts/setup.sh --fuzz     also the fuzzing-only packages (clang-14, libfuzzer-14-dev); bench/fuzz.sh
 #                               calls this itself (the normal test run replays the corpora with GCC)
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 usage() {
   echo "usage: scripts/setup.sh [--serve] [--bench] [--fuzz]   (--serve: only building and serving;"
-  echo "       --bench: also nginx, php8.2-fpm, wrk for bench/run.sh; --fuzz: also clang-14, libfuzzer-14-dev)"
+  echo "       --bench: also nginx, php8.2-fpm, wrk, h2load for the benchmarks; --fuzz: also clang-14, libfuzzer-14-dev)"
 }
 SERVE_ONLY=0
 BENCH=0
@@ -58,7 +58,7 @@ if [ "$SERVE_ONLY" -eq 0 ]; then
   # Node.js and npm for the test clients (ws, playwright-core): the machine's own when it has them.
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 fi
-BENCH_PKGS=(nginx php8.2-fpm wrk)
+BENCH_PKGS=(nginx php8.2-fpm wrk nghttp2-client)
 [ "$BENCH" -eq 1 ] && PKGS+=("${BENCH_PKGS[@]}")
 FUZZ_PKGS=(clang-14 libfuzzer-14-dev)
 [ "$FUZZ" -eq 1 ] && PKGS+=("${FUZZ_PKGS[@]}")

@@ -72,6 +72,10 @@ PKI = None
 def setUpModule():
     global PKI
     PKI = Pki()
+    os.mkdir(PKI.path("public"))
+    for name, size in (("small.bin", 1024), ("large.bin", 1 << 20)):
+        with open(PKI.path(f"public/{name}"), "wb") as f:
+            f.write(os.urandom(size))
 
 
 def tearDownModule():
@@ -95,7 +99,8 @@ class TlsCase(ServerTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.CONFIG = dict({"http": {"ssl": ssl_config(**cls.SSL)}, "logs": {"level": "debug"}}, **cls.EXTRA)
+        http = dict(getattr(cls, "SSL_HTTP", {}), ssl=ssl_config(**cls.SSL))
+        cls.CONFIG = dict({"http": http, "logs": {"level": "debug"}}, **cls.EXTRA)
         super().setUpClass()
         cls.tls_port = https_port(cls.server)
 
@@ -152,6 +157,21 @@ class TlsCase(ServerTestCase):
 class Https(TlsCase):
     SSL = {"handshake_timeout": "1s"}
     EXTRA = {"metrics": {"address": f"{HOST}:0"}}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.SSL_HTTP = {"middleware": ["static"], "static": {"dir": PKI.path("public")}}  # PKI: made by now
+        super().setUpClass()
+
+    def test_static_files_small_large_and_ranges(self):
+        for name in ("small.bin", "large.bin"):
+            with open(PKI.path(f"public/{name}"), "rb") as f:
+                want = f.read()
+            p = self.curl(path=f"/{name}")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, want, name)
+        p = self.curl("-r", "1000-1099", path="/large.bin")
+        self.assertEqual(p.stdout, want[1000:1100])
 
     def test_curl_gets_an_https_context_over_tls13_with_alpn(self):
         p = self.curl("-v", path="/hello?x=1")
@@ -260,6 +280,68 @@ class Wss(TlsCase):
         ws.send(frame(1, b"big:300000"))
         op, data, _ = ws.read_frame()
         self.assertEqual((op, len(data)), (1, 300000))
+
+
+class StalledClients(TlsCase):
+    """After the handshake a TLS connection is an HTTP connection: a record that never completes is an idle
+    client, a client that stops reading a large answer meets the write timeout."""
+    SSL = {}
+    EXTRA = {"metrics": {"address": f"{HOST}:0"}}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.SSL_HTTP = {"timeouts": {"idle": "1s", "write": "1s"}}
+        super().setUpClass()
+
+    def test_half_a_record_after_the_handshake_is_closed_at_the_idle_timeout(self):
+        # The handshake through memory BIOs over a plain socket, so that the request's record can be cut.
+        raw = socket.create_connection((HOST, self.tls_port), timeout=5)
+        self._sockets.append(raw)
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = PKI.client_context().wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(outgoing.read())
+                incoming.write(raw.recv(65536))
+        raw.sendall(outgoing.read())
+        obj.write(b"GET /big?n=10 HTTP/1.1\r\nHost: x\r\n\r\n")
+        record = outgoing.read()
+        raw.sendall(record[: len(record) // 2])  # half the record: no byte of the request can be decrypted
+        t0 = time.monotonic()
+        raw.settimeout(5)
+        got = b""
+        try:
+            while True:
+                chunk = raw.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except ConnectionResetError:
+            pass
+        waited = time.monotonic() - t0
+        self.assertGreater(waited, 0.5)
+        self.assertLess(waited, 4)
+        incoming.write(got)
+        plain = b""
+        try:
+            while True:
+                data = obj.read(65536)
+                if not data:
+                    break
+                plain += data
+        except ssl.SSLError:  # want-read at the end of what came, or the close
+            pass
+        self.assertNotIn(b"HTTP/1.1", plain, "nothing was answered: no request was read")
+
+    def test_a_client_that_stops_reading_a_large_answer_meets_the_write_timeout(self):
+        s = self.tls(timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(b"GET /big?n=50000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertTrue(self.server.wait_for_log("(http.timeouts.write): closing the connection", 10))
+        self.assertEqual(self.curl(path="/big?n=3").stdout, b"xxx", "the server still serves")
 
 
 class HandshakeCap(TlsCase):

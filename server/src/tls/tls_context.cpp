@@ -16,10 +16,13 @@ namespace ferry::server::detail {
 namespace {
 
 // TLS 1.2's suites: forward secrecy and AEAD only (Mozilla's "intermediate" list without DHE, which needs
-// parameters of its own). TLS 1.3's are OpenSSL's defaults (AES-GCM, ChaCha20-Poly1305).
+// parameters of its own). TLS 1.3's are OpenSSL's three, AES-128-GCM first (OpenSSL's own order puts
+// AES-256 first: as strong in practice, and slower).
 constexpr const char *tls12_ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
                                       "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
                                       "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+constexpr const char *tls13_suites =
+    "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384";
 
 // The reason of OpenSSL's last error, the queue emptied ("no such file", "key values mismatch").
 std::string openssl_error()
@@ -70,7 +73,7 @@ Result<std::shared_ptr<SSL_CTX>> build(const conf::SslConfig &c)
     // connection gives its read and write buffers back (tens of kilobytes each).
     SSL_CTX_set_mode(x, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
-    if (SSL_CTX_set_cipher_list(x, tls12_ciphers) != 1)
+    if (SSL_CTX_set_cipher_list(x, tls12_ciphers) != 1 || SSL_CTX_set_ciphersuites(x, tls13_suites) != 1)
         return fail("http.ssl: cannot set the cipher list: " + openssl_error());
     if (SSL_CTX_use_certificate_chain_file(x, c.cert.c_str()) != 1)
         return fail("http.ssl.cert: cannot use " + c.cert + ": " + openssl_error());

@@ -75,7 +75,7 @@ thread_local std::array<char, record> scratch;
 
 } // namespace
 
-void Stream::SslFree::operator()(SSL *ssl) const
+Stream::Tls::~Tls()
 {
     SSL_free(ssl);
 }
@@ -84,7 +84,7 @@ bool Stream::start_tls(SSL *ssl)
 {
     if (ssl == nullptr)
         return false;
-    ssl_.reset(ssl);
+    tls_ = std::make_unique<Tls>(ssl);
     SSL_set_fd(ssl, socket_.native_handle());
     SSL_set_accept_state(ssl);
     return true;
@@ -93,15 +93,15 @@ bool Stream::start_tls(SSL *ssl)
 Io Stream::handshake()
 {
     ERR_clear_error();
-    const int rc = SSL_do_handshake(ssl_.get());
+    const int rc = SSL_do_handshake(tls_->ssl);
     if (rc == 1)
         return Io{};
-    return tls_outcome(ssl_.get(), rc);
+    return tls_outcome(tls_->ssl, rc);
 }
 
 bool Stream::buffered() const
 {
-    return ssl_ && SSL_pending(ssl_.get()) > 0;
+    return tls_ && SSL_pending(tls_->ssl) > 0;
 }
 
 Io Stream::tls_read(std::span<char> buf)
@@ -110,26 +110,39 @@ Io Stream::tls_read(std::span<char> buf)
         return Io{};
     ERR_clear_error();
     std::size_t n = 0;
-    const int rc = SSL_read_ex(ssl_.get(), buf.data(), buf.size(), &n);
+    const int rc = SSL_read_ex(tls_->ssl, buf.data(), buf.size(), &n);
     if (rc == 1) {
         Io r;
         r.n = n;
         return r;
     }
-    return tls_outcome(ssl_.get(), rc);
+    return tls_outcome(tls_->ssl, rc);
 }
 
-// One record at most per call: the first buffer itself when it is that large, else the buffers gathered. A
-// retry after wait_* is called with the same buffers (or more after them), so it gathers the same bytes
-// first, as OpenSSL requires.
-Io Stream::tls_write(std::span<const iovec> bufs)
+// One record at most per call: the first buffer itself when it is that large and nothing is held, else what
+// is held and the buffers gathered. A retry after wait_* is called with the same buffers (or more after
+// them), so it gathers the same bytes first, as OpenSSL requires. `more` (a body follows at once): a small
+// write is held and goes out in one record with what follows (nginx's ngx_ssl_send_chain buffers the same
+// way), where it would cost a record and a system call of its own.
+Io Stream::tls_write(std::span<const iovec> bufs, bool more)
 {
+    std::size_t total = 0;
+    for (const iovec &v : bufs)
+        total += v.iov_len;
+    if (more && tls_->held.size() + total <= record) {
+        for (const iovec &v : bufs)
+            tls_->held.append(static_cast<const char *>(v.iov_base), v.iov_len);
+        Io r;
+        r.n = total;
+        return r;
+    }
     const char *data = nullptr;
-    std::size_t len = 0;
-    if (bufs.size() == 1 || bufs[0].iov_len >= record) {
+    std::size_t len = tls_->held.size();
+    if (tls_->held.empty() && (bufs.size() == 1 || bufs[0].iov_len >= record)) {
         data = static_cast<const char *>(bufs[0].iov_base);
         len = bufs[0].iov_len;
     } else {
+        std::copy(tls_->held.begin(), tls_->held.end(), scratch.data());
         for (const iovec &v : bufs) {
             const std::size_t take = std::min(v.iov_len, record - len);
             std::copy_n(static_cast<const char *>(v.iov_base), take, scratch.data() + len);
@@ -139,26 +152,36 @@ Io Stream::tls_write(std::span<const iovec> bufs)
         }
         data = scratch.data();
     }
+    return tls_write_held(data, len);
+}
+
+// Writes `len` bytes of `data`, whose first tls_->held.size() are what was held: done with the bytes of the
+// caller's that went (what was held is no longer).
+Io Stream::tls_write_held(const char *data, std::size_t len)
+{
     if (len == 0)
         return Io{};
     ERR_clear_error();
     std::size_t n = 0;
-    const int rc = SSL_write_ex(ssl_.get(), data, len, &n);
-    if (rc == 1) {
-        Io r;
-        r.n = n;
-        return r;
-    }
-    return tls_outcome(ssl_.get(), rc);
+    const int rc = SSL_write_ex(tls_->ssl, data, len, &n);
+    if (rc != 1)
+        return tls_outcome(tls_->ssl, rc);
+    const std::size_t held = std::min(n, tls_->held.size()); // a record is written whole: all of it
+    tls_->held.erase(0, held);
+    Io r;
+    r.n = n - held;
+    return r;
 }
 
-// No sendfile under TLS (the kernel's TLS is not used): a record's worth read from the file, then written. A
-// retry reads the same bytes again from the same offset.
+// No sendfile under TLS (the kernel's TLS is not used): a record's worth read from the file (after what is
+// held), then written. A retry reads the same bytes again from the same offset.
 Io Stream::tls_send_file(int fd, off_t &offset, std::size_t count)
 {
+    const std::size_t held = tls_->held.size();
+    std::copy(tls_->held.begin(), tls_->held.end(), scratch.data());
     ssize_t got;
     do {
-        got = ::pread(fd, scratch.data(), std::min(count, record), offset);
+        got = ::pread(fd, scratch.data() + held, std::min(count, record - held), offset);
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
         Io r;
@@ -168,14 +191,9 @@ Io Stream::tls_send_file(int fd, off_t &offset, std::size_t count)
     }
     if (got == 0)
         return Io{}; // the file ended early: done with nothing moved
-    ERR_clear_error();
-    std::size_t n = 0;
-    const int rc = SSL_write_ex(ssl_.get(), scratch.data(), static_cast<std::size_t>(got), &n);
-    if (rc != 1)
-        return tls_outcome(ssl_.get(), rc);
-    offset += static_cast<off_t>(n);
-    Io r;
-    r.n = n;
+    Io r = tls_write_held(scratch.data(), held + static_cast<std::size_t>(got));
+    if (r.status == Io::done)
+        offset += static_cast<off_t>(r.n);
     return r;
 }
 
@@ -188,7 +206,7 @@ Stream::Stream(StreamSocket socket) : socket_(std::move(socket))
 
 Io Stream::read(std::span<char> buf)
 {
-    if (ssl_)
+    if (tls_)
         return tls_read(buf);
     ssize_t n;
     do {
@@ -209,8 +227,8 @@ Io Stream::read(std::span<char> buf)
 
 Io Stream::write(std::span<const iovec> bufs, bool more)
 {
-    if (ssl_)
-        return tls_write(bufs);
+    if (tls_)
+        return tls_write(bufs, more);
     ssize_t w;
     do {
         if (more) {
@@ -227,7 +245,7 @@ Io Stream::write(std::span<const iovec> bufs, bool more)
 
 Io Stream::send_file(int fd, off_t &offset, std::size_t count)
 {
-    if (ssl_)
+    if (tls_)
         return tls_send_file(fd, offset, count);
     ssize_t n;
     do {
@@ -238,7 +256,7 @@ Io Stream::send_file(int fd, off_t &offset, std::size_t count)
 
 void Stream::set_cork(bool on)
 {
-    if (on == corked_ || ssl_)
+    if (on == corked_ || tls_)
         return;
     int v = on ? 1 : 0;
     ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &v, sizeof v);
@@ -247,9 +265,9 @@ void Stream::set_cork(bool on)
 
 bool Stream::shutdown_send()
 {
-    if (ssl_ && SSL_is_init_finished(ssl_.get())) {
+    if (tls_ && SSL_is_init_finished(tls_->ssl)) {
         ERR_clear_error();
-        SSL_shutdown(ssl_.get()); // close_notify, if the socket takes it now
+        SSL_shutdown(tls_->ssl); // close_notify, if the socket takes it now
         ERR_clear_error();
     }
     error_code ec;

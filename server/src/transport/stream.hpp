@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <utility>
@@ -58,7 +59,8 @@ public:
 
     // One attempt each, never waiting.
     Io read(std::span<char> buf);
-    // `more`: more follows at once (MSG_MORE: the kernel may hold a small head to fill a segment with it).
+    // `more`: more follows at once (MSG_MORE: the kernel may hold a small head to fill a segment with it; TLS
+    // holds it itself, to send it in one record with what follows: the next write or send_file must come).
     Io write(std::span<const iovec> bufs, bool more = false);
     // `count` bytes of the file `fd` from `offset` (moved on by what was sent), without a copy through user
     // space where the stream allows it.
@@ -78,7 +80,7 @@ public:
     {
         return asio::async_initiate<decltype(nothrow), void(error_code, std::size_t)>(
             [this, buf](auto handler) {
-                if (!ssl_)
+                if (!tls_)
                     socket_.async_read_some(asio::buffer(buf.data(), buf.size()), std::move(handler));
                 else
                     asio::async_compose<decltype(handler), void(error_code, std::size_t)>(TlsRead{this, buf},
@@ -90,7 +92,7 @@ public:
     // TLS from now on (takes `ssl`, a server-side SSL object; false if it is null): the handshake comes with
     // the first read or write, or handshake().
     bool start_tls(SSL *ssl);
-    SSL *tls() const { return ssl_.get(); }
+    SSL *tls() const { return tls_ ? tls_->ssl : nullptr; }
     // One handshake attempt: done when finished (TLS only).
     Io handshake();
     // Decrypted bytes wait inside the TLS object: read() has more without the socket being readable.
@@ -117,8 +119,14 @@ public:
     std::string remote_address(); // "" if unknown
 
 private:
-    struct SslFree {
-        void operator()(SSL *ssl) const;
+    // A TLS stream's state, on the heap: a plain connection pays one pointer for it.
+    struct Tls {
+        explicit Tls(SSL *s) : ssl(s) {}
+        ~Tls();
+        Tls(const Tls &) = delete;
+        Tls &operator=(const Tls &) = delete;
+        SSL *ssl;
+        std::string held; // a small write with `more`, sent in one record with what follows
     };
     // async_read_some over TLS: read() until it has bytes, the end or an error, waiting for what it reports.
     struct TlsRead {
@@ -150,11 +158,12 @@ private:
         }
     };
     Io tls_read(std::span<char> buf);
-    Io tls_write(std::span<const iovec> bufs);
+    Io tls_write(std::span<const iovec> bufs, bool more);
+    Io tls_write_held(const char *data, std::size_t len);
     Io tls_send_file(int fd, off_t &offset, std::size_t count);
 
     StreamSocket socket_;
-    std::unique_ptr<SSL, SslFree> ssl_;
+    std::unique_ptr<Tls> tls_;
     bool corked_ = false;
 };
 

@@ -256,3 +256,30 @@ TEST(Tls, TicketKeysRotateEachPeriodAndTheirPreviousKeyStillOpensATicketOnce)
     idle.current(t0 + 3h);
     EXPECT_EQ(idle.find(c.name.data(), found, t0 + 3h), TicketKeys::Found::none);
 }
+
+// A head written with `more`, then a file: one record (nginx's buffering), where each would be its own.
+TEST(Tls, AHeadWrittenWithMoreGoesInOneRecordWithTheFileAfterIt)
+{
+    Pair p;
+    const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+    iovec v{const_cast<char *>(head.data()), head.size()};
+    Io w = p.server->write({&v, 1}, true);
+    ASSERT_EQ(w.status, Io::done);
+    EXPECT_EQ(w.n, head.size());
+    EXPECT_EQ(p.client_read(), "") << "held, not sent";
+    char path[] = "/tmp/ferry-tls-file-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ::unlink(path);
+    const std::string body(1000, 'b');
+    ASSERT_EQ(::write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
+    off_t offset = 0;
+    Io s = p.server->send_file(fd, offset, body.size());
+    ::close(fd);
+    ASSERT_EQ(s.status, Io::done);
+    EXPECT_EQ(s.n, body.size()) << "the file's bytes, not the held head's";
+    EXPECT_EQ(offset, static_cast<off_t>(body.size()));
+    char buf[65536];
+    std::size_t n = 0;
+    ASSERT_EQ(SSL_read_ex(p.client, buf, sizeof buf, &n), 1);
+    EXPECT_EQ(std::string(buf, n), head + body) << "one SSL_read: one record";
+}
