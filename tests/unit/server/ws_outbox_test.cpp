@@ -67,6 +67,18 @@ struct Box {
     Outbox box;
 };
 
+// Writes what `b` holds to `p` while reading the other end, until nothing waits: what arrived.
+std::string drain(Box &b, Pair &p)
+{
+    std::string got;
+    for (int i = 0; i < 10000 && b.box.pending() > 0; ++i) {
+        got += p.read_all();
+        if (b.box.write_to(p.ours) == Outbox::Written::failed)
+            break;
+    }
+    return got + p.read_all();
+}
+
 } // namespace
 
 TEST(Outbox, WritesInOrderAndGivesEverythingBackWhenDrained)
@@ -165,13 +177,7 @@ TEST(Outbox, AQueueHoldingOnlyAHalfWrittenFrameStillTakesTheNewestPastAFullBudge
         EXPECT_EQ(r.result, Outbox::Pushed::queued) << c;
     }
     EXPECT_EQ(b.box.pending(), 2u) << "the half-written frame and the newest message";
-    std::string got;
-    for (int i = 0; i < 10000 && b.box.pending() > 0; ++i) {
-        got += p.read_all();
-        if (b.box.write_to(p.ours) == Outbox::Written::failed)
-            break;
-    }
-    got += p.read_all();
+    const std::string got = drain(b, p);
     EXPECT_EQ(got, std::string(1 << 20, 'a') + std::string(100, 'd'));
     b.budget.give(1 << 20);
     EXPECT_EQ(b.budget.used(), 0u);
@@ -188,13 +194,7 @@ TEST(Outbox, AHalfWrittenFrameIsNeverCut)
     b.box.push(frame('b'), false);
     auto r = b.box.push(frame('c'), false); // at the limit: 'b' goes, the half-written 'a' stays
     EXPECT_EQ(r.dropped, 1u);
-    std::string got;
-    for (int i = 0; i < 10000 && b.box.pending() > 0; ++i) {
-        got += p.read_all();
-        if (b.box.write_to(p.ours) == Outbox::Written::failed)
-            break;
-    }
-    got += p.read_all();
+    const std::string got = drain(b, p);
     EXPECT_EQ(got, std::string(1 << 20, 'a') + std::string(100, 'c'));
 }
 
