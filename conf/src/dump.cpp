@@ -54,6 +54,7 @@ void emit(YAML::Emitter &out, const Key &key, const Value &value)
         out << YAML::EndMap;
         return;
     case Kind::section:
+    case Kind::sections:
         break;
     }
     throw std::logic_error("schema: a section has no value of its own");
@@ -69,6 +70,12 @@ void emit(YAML::Emitter &out, const Section &section, const void *object)
         out << YAML::Key << std::string(key.name) << YAML::Value;
         if (key.kind == Kind::section) {
             emit(out, *key.section, key.enter_const(object));
+        } else if (key.kind == Kind::sections) {
+            out << YAML::BeginSeq;
+            for (std::size_t i = 0; i < key.item_count(object); ++i) {
+                emit(out, *key.section, key.item_at(object, i));
+            }
+            out << YAML::EndSeq;
         } else {
             emit(out, key, key.fetch(object));
         }

@@ -49,6 +49,8 @@ std::string values(const Key &key)
         return "map Header-Name: value";
     case Kind::section:
         return "section";
+    case Kind::sections:
+        return "list of maps";
     default:
         break;
     }
@@ -82,6 +84,8 @@ struct Writer {
             std::string value;
             if (key.if_missing == IfMissing::fail) {
                 value = "*required*";
+            } else if (key.kind == Kind::sections) {
+                value = "none";
             } else if (key.kind != Kind::section) {
                 value = "`" + cell(shown_default(key, defaults)) + "`";
             } else if (key.section->is_present) {
@@ -91,6 +95,8 @@ struct Writer {
                 "| `" + path + "` | " + cell(values(key)) + " | " + value + " | " + cell(key.help) + " |\n";
             if (key.kind == Kind::section) {
                 rows(*key.section, key.enter_const(defaults), path);
+            } else if (key.kind == Kind::sections) {
+                rows(*key.section, key.item_defaults(), path + "[]");
             }
         }
     }

@@ -12,27 +12,6 @@
 
 namespace ferry::conf {
 
-std::size_t schema::detail::edit_distance(std::string_view a, std::string_view b)
-{
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) {
-        d[i][0] = i;
-    }
-    for (std::size_t j = 0; j <= b.size(); ++j) {
-        d[0][j] = j;
-    }
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    return d[a.size()][b.size()];
-}
-
 namespace {
 
 using detail::describe;
@@ -50,7 +29,11 @@ std::string_view closest(const Section &section, std::string_view key)
     std::size_t best_distance = 3;
     const auto consider = [&](std::string_view candidate) {
         const std::size_t d = schema::detail::edit_distance(key, candidate);
-        if (d < best_distance && d < candidate.size()) {
+        // A tie goes to the name as long as the typo (two letters swapped: "cerst" is "certs", not "cert").
+        const bool closer =
+            d < best_distance || (d == best_distance && !best.empty() && candidate.size() == key.size() &&
+                                  best.size() != key.size());
+        if (closer && d < candidate.size()) {
             best = candidate;
             best_distance = d;
         }
@@ -184,6 +167,7 @@ Result<Value> Walk::scalar(const YAML::Node &node, const std::string &path, cons
     case Kind::env:
     case Kind::headers:
     case Kind::section:
+    case Kind::sections:
         break;
     }
     throw std::logic_error("schema: kind of " + path + " is not a scalar");
@@ -318,6 +302,25 @@ Result<> Walk::key(const YAML::Node &given, const std::string &path, const Key &
         if (key.section->mark_present)
             key.section->mark_present(key.enter(object));
         return section(&node, path, *key.section, key.enter(object), {});
+    }
+    if (key.kind == Kind::sections) { // each item a map read by the item table
+        if (!node.IsSequence() && !node.IsNull()) {
+            return doc_.error(node, path,
+                              describe(node) + " is not a valid value (expected " +
+                                  std::string(key.expected) + ")");
+        }
+        key.clear_items(object);
+        for (std::size_t i = 0; node.IsSequence() && i < node.size(); ++i) {
+            const YAML::Node item = node[i];
+            const std::string item_path = path + "[" + std::to_string(i) + "]";
+            if (!item.IsMap()) {
+                return doc_.error(item, item_path, describe(item) + " is not valid here (expected a map)");
+            }
+            if (Result<> read = section(&item, item_path, *key.section, key.add_item(object), {}); !read) {
+                return read;
+            }
+        }
+        return {};
     }
     std::string shown;
     if (key.first_of_list && node.IsSequence() && node.size() > 0) {
@@ -479,17 +482,6 @@ Result<> Walk::section(const YAML::Node *node, const std::string &path, const Se
 Result<> detail::read_document(Document &doc, const YAML::Node &root, const Section &section, void *object)
 {
     return Walk(doc).section(&root, "", section, object, {});
-}
-
-std::optional<bool> schema::yaml_bool(std::string_view text)
-{
-    if (text == "true" || text == "True" || text == "TRUE") {
-        return true;
-    }
-    if (text == "false" || text == "False" || text == "FALSE") {
-        return false;
-    }
-    return std::nullopt;
 }
 
 } // namespace ferry::conf

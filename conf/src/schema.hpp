@@ -47,6 +47,7 @@ enum class Kind {
     headers,  // a map Name: value of HTTP header fields, names as written (tokens), values without CR/LF/NUL
     address,  // host:port
     section,  // a nested map with its own table
+    sections, // a list of maps, each read by the item table into an element of a std::vector
 };
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
@@ -104,6 +105,13 @@ struct Key {
     std::function<Value(const void *)> fetch;    // reads it back, for the dump
     std::function<void *(void *)> enter;         // Kind::section: the object the nested table fills
     std::function<const void *(const void *)> enter_const;
+    // Kind::sections (`section` is the item table): empty the list, add a default item (the object the item
+    // table fills), count and read the items, an item with its defaults (for the reference).
+    std::function<void(void *)> clear_items;
+    std::function<void *(void *)> add_item;
+    std::function<std::size_t(const void *)> item_count;
+    std::function<const void *(const void *, std::size_t)> item_at;
+    std::function<const void *()> item_defaults;
 };
 
 struct Section {
@@ -317,6 +325,32 @@ template <typename S, typename C> Field<S> section(std::string_view name, C S::*
     f.enter = [member](void *object) -> void * { return &(static_cast<S *>(object)->*member); };
     f.enter_const = [member](const void *object) -> const void * {
         return &(static_cast<const S *>(object)->*member);
+    };
+    return f;
+}
+
+// A list of maps, each filling an element of the member `member` (a std::vector<C>) through `table`; absent:
+// the member's default (no item).
+template <typename S, typename C>
+Field<S> sections(std::string_view name, std::vector<C> S::*member, const Table<C> &table,
+                  std::string_view expected)
+{
+    Field<S> f;
+    f.name = name;
+    f.kind = Kind::sections;
+    f.expected = expected;
+    f.section = &table.section();
+    f.clear_items = [member](void *object) { (static_cast<S *>(object)->*member).clear(); };
+    f.add_item = [member](void *object) -> void * {
+        return &(static_cast<S *>(object)->*member).emplace_back();
+    };
+    f.item_count = [member](const void *object) { return (static_cast<const S *>(object)->*member).size(); };
+    f.item_at = [member](const void *object, std::size_t i) -> const void * {
+        return &(static_cast<const S *>(object)->*member)[i];
+    };
+    f.item_defaults = []() -> const void * {
+        static const C defaults{};
+        return &defaults;
     };
     return f;
 }

@@ -1,6 +1,8 @@
 // Value parsing and formatting: durations, sizes, integers, addresses, command words.
 #include "values.hpp"
 
+#include "schema.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -258,6 +260,38 @@ std::string Address::to_string() const
 {
     const std::string shown = host.find(':') == std::string::npos ? host : "[" + host + "]";
     return shown + ":" + std::to_string(port);
+}
+
+std::size_t schema::detail::edit_distance(std::string_view a, std::string_view b)
+{
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) {
+        d[i][0] = i;
+    }
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        d[0][j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+std::optional<bool> schema::yaml_bool(std::string_view text)
+{
+    if (text == "true" || text == "True" || text == "TRUE") {
+        return true;
+    }
+    if (text == "false" || text == "False" || text == "FALSE") {
+        return false;
+    }
+    return std::nullopt;
 }
 
 } // namespace ferry::conf

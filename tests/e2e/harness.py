@@ -64,7 +64,11 @@ def to_yaml(data, indent=0):
         elif isinstance(v, list):
             lines.append(f"{pad}{k}:")
             for item in v:
-                lines.append(f"{pad}  - {_scalar(item)}")
+                if isinstance(item, dict):  # a map in a list (http.ssl.certs): "- " then its keys below it
+                    lines.append(f"{pad}  -")
+                    lines.append(to_yaml(item, indent + 2))
+                else:
+                    lines.append(f"{pad}  - {_scalar(item)}")
         else:
             lines.append(f"{pad}{k}: {_scalar(v)}")
     return "\n".join(line for line in lines if line != "")

@@ -242,6 +242,38 @@ class Redirect(TlsCase):
         self.assertEqual(json.loads(p.stdout)["uri"], f"https://127.0.0.1:{self.tls_port}/followed?q=1")
 
 
+class Sni(TlsCase):
+    """http.ssl.certs: a certificate by the name the client asks for (SNI), the main one for any other."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.SSL = {"certs": [{"cert": pki().path("app.crt"), "key": pki().path("app.key"),
+                              "hosts": ["APP.test", "*.wild.test"]}]}
+        super().setUpClass()
+
+    def subject_for(self, name):
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        s = self.tls(ctx, server_hostname=name)
+        der = s.getpeercert(binary_form=True)
+        p = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout", "-subject"], input=der, capture_output=True)
+        return p.stdout.decode().strip()
+
+    def test_the_certificate_follows_the_name_asked_for(self):
+        self.assertIn("CN = app.test", self.subject_for("app.test"))
+        self.assertIn("CN = app.test", self.subject_for("App.Test"), "case does not matter")
+        self.assertIn("CN = app.test", self.subject_for("x.wild.test"))
+        self.assertIn("CN = 127.0.0.1", self.subject_for("a.b.wild.test"), "a wildcard covers one label")
+        self.assertIn("CN = 127.0.0.1", self.subject_for("other.test"))
+        self.assertIn("CN = 127.0.0.1", self.subject_for(None), "no SNI: the main certificate")
+        # curl verifies the name against the certificate it got.
+        p = subprocess.run(["curl", "-sS", "--max-time", "10", "--cacert", pki().path("ca.crt"), "--resolve",
+                            f"app.test:{self.tls_port}:127.0.0.1", f"https://app.test:{self.tls_port}/sni"],
+                           capture_output=True, timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["uri"], f"https://app.test:{self.tls_port}/sni")
+
+
 class ClientCertificates(TlsCase):
     SSL = {"root_ca": "", "client_auth_type": "require_and_verify_client_cert"}
 

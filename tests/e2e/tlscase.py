@@ -28,6 +28,7 @@ class Pki:
         self.leaf("server", "ca", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost")
         self.leaf("alice", "ca", "/O=Ferry Test/CN=alice", "extendedKeyUsage=clientAuth")
         self.leaf("mallory", "other-ca", "/CN=mallory", "extendedKeyUsage=clientAuth")
+        self.leaf("app", "ca", "/CN=app.test", "subjectAltName=DNS:app.test,DNS:*.wild.test")  # http.ssl.certs
         os.mkdir(self.path("public"))  # files for the static handler
         for name, size in (("small.bin", 1024), ("large.bin", 1 << 20)):
             with open(self.path(f"public/{name}"), "wb") as f:
@@ -95,10 +96,10 @@ class TlsCase(ServerTestCase):
         super().setUpClass()
         cls.tls_port = https_port(cls.server)
 
-    def tls(self, ctx=None, timeout=10, **kw):
-        """A connected TLS socket (handshake done)."""
+    def tls(self, ctx=None, timeout=10, server_hostname="127.0.0.1", **kw):
+        """A connected TLS socket (handshake done); `server_hostname` None sends no SNI."""
         raw = socket.create_connection((HOST, self.tls_port), timeout=timeout)
-        s = (ctx or pki().client_context()).wrap_socket(raw, server_hostname="127.0.0.1", **kw)
+        s = (ctx or pki().client_context()).wrap_socket(raw, server_hostname=server_hostname, **kw)
         self._sockets.append(s)
         return s
 

@@ -8,6 +8,7 @@
 
 #include "ferry/base/log.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -57,7 +58,10 @@ int accept_any(int, X509_STORE_CTX *)
     return 1;
 }
 
-Result<std::shared_ptr<SSL_CTX>> build(const conf::SslConfig &c)
+// A context for one certificate (`cert`, `key`, named `where` in messages: "http.ssl", "http.ssl.certs[0]")
+// with everything else http.ssl says.
+Result<std::shared_ptr<SSL_CTX>> build(const conf::SslConfig &c, const std::string &where,
+                                       const std::string &cert, const std::string &key)
 {
     ERR_clear_error();
     std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
@@ -75,14 +79,14 @@ Result<std::shared_ptr<SSL_CTX>> build(const conf::SslConfig &c)
                             SSL_MODE_RELEASE_BUFFERS);
     if (SSL_CTX_set_cipher_list(x, tls12_ciphers) != 1 || SSL_CTX_set_ciphersuites(x, tls13_suites) != 1)
         return fail("http.ssl: cannot set the cipher list: " + openssl_error());
-    if (SSL_CTX_use_certificate_chain_file(x, c.cert.c_str()) != 1)
-        return fail("http.ssl.cert: cannot use " + c.cert + ": " + openssl_error());
-    if (SSL_CTX_use_PrivateKey_file(x, c.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+    if (SSL_CTX_use_certificate_chain_file(x, cert.c_str()) != 1)
+        return fail(where + ".cert: cannot use " + cert + ": " + openssl_error());
+    if (SSL_CTX_use_PrivateKey_file(x, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(x) != 1) {
         const std::string why = openssl_error();
         if (why == "key values mismatch")
-            return fail("http.ssl.key: " + c.key + " is not the key of " + c.cert + " (key values mismatch)");
-        return fail("http.ssl.key: cannot use " + c.key + ": " + why);
+            return fail(where + ".key: " + key + " is not the key of " + cert + " (key values mismatch)");
+        return fail(where + ".key: cannot use " + key + ": " + why);
     }
     SSL_CTX_set_alpn_select_cb(x, select_alpn, nullptr);
     // Resumption: TLS 1.3 and 1.2 session tickets (TicketKeys: rotated hourly, kept across reloads) and a
@@ -134,7 +138,10 @@ Result<std::shared_ptr<SSL_CTX>> build(const conf::SslConfig &c)
 std::string files_stamp(const conf::SslConfig &c)
 {
     std::string out;
-    for (const std::string *path : {&c.cert, &c.key, &c.root_ca}) {
+    std::vector<const std::string *> paths{&c.cert, &c.key, &c.root_ca};
+    for (const conf::SslCert &more : c.certs)
+        paths.insert(paths.end(), {&more.cert, &more.key});
+    for (const std::string *path : paths) {
         struct stat st {};
         if (path->empty() || ::stat(path->c_str(), &st) != 0) {
             out += "-;";
@@ -145,6 +152,52 @@ std::string files_stamp(const conf::SslConfig &c)
                std::to_string(st.st_mtim.tv_nsec) + ";";
     }
     return out;
+}
+
+// http.ssl.certs: the other certificates' contexts by host name, owned by the main context (freed with it,
+// so a handshake in progress during a reload still finds them).
+struct ByHost {
+    std::vector<std::pair<std::string, std::shared_ptr<SSL_CTX>>> hosts; // lower case; "*.x" for wildcards
+};
+
+void free_by_host(void *, void *ptr, CRYPTO_EX_DATA *, int, long, void *)
+{
+    delete static_cast<ByHost *>(ptr);
+}
+
+int by_host_index()
+{
+    static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, free_by_host);
+    return index;
+}
+
+// "a.example.com" matches "a.example.com" and "*.example.com" (one label), case aside.
+bool host_matches(std::string_view pattern, std::string_view name)
+{
+    if (pattern.starts_with("*.")) {
+        const std::size_t dot = name.find('.');
+        return dot != name.npos && dot > 0 && name.substr(dot) == pattern.substr(1);
+    }
+    return pattern == name;
+}
+
+// SNI: the certificate for the name the client asks for, if one has it; else the main one.
+int pick_certificate(SSL *ssl, int *, void *)
+{
+    const char *asked = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    const auto *table =
+        static_cast<const ByHost *>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), by_host_index()));
+    if (asked == nullptr || table == nullptr)
+        return SSL_TLSEXT_ERR_OK;
+    std::string name(asked);
+    for (char &ch : name)
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (const auto &[pattern, ctx] : table->hosts)
+        if (host_matches(pattern, name)) {
+            SSL_set_SSL_CTX(ssl, ctx.get());
+            break;
+        }
+    return SSL_TLSEXT_ERR_OK;
 }
 
 } // namespace
@@ -162,10 +215,27 @@ TlsContext::~TlsContext() = default;
 Result<void> TlsContext::reload()
 {
     std::string stamp = files_stamp(config_);
-    auto ctx = build(config_);
+    auto ctx = build(config_, "http.ssl", config_.cert, config_.key);
     if (!ctx)
         return ctx.error();
     tickets_.use_in(ctx->get());
+    if (!config_.certs.empty()) {
+        auto table = std::make_unique<ByHost>();
+        for (std::size_t i = 0; i < config_.certs.size(); ++i) {
+            const conf::SslCert &more = config_.certs[i];
+            auto other = build(config_, "http.ssl.certs[" + std::to_string(i) + "]", more.cert, more.key);
+            if (!other)
+                return other.error();
+            tickets_.use_in(other->get());
+            for (std::string host : more.hosts) {
+                for (char &ch : host)
+                    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                table->hosts.emplace_back(std::move(host), *other);
+            }
+        }
+        SSL_CTX_set_ex_data(ctx->get(), by_host_index(), table.release()); // freed with the context
+        SSL_CTX_set_tlsext_servername_callback(ctx->get(), pick_certificate);
+    }
     std::lock_guard lock(mutex_);
     ctx_ = std::move(*ctx);
     stamp_ = std::move(stamp);

@@ -430,7 +430,7 @@ TEST(Keys, EveryKeyAndSectionHasHelpForTheReference)
             if (key.help.empty()) {
                 lacking.push_back(path);
             }
-            if (key.kind == schema::Kind::section) {
+            if (key.kind == schema::Kind::section || key.kind == schema::Kind::sections) {
                 self(self, *key.section, path);
             }
         }

@@ -26,6 +26,29 @@ TEST(ConfRoadRunner, HttpSslNeedsItsCertificateAndKey)
     EXPECT_EQ(ssl.address.port, 8443);
     EXPECT_EQ(ssl.cert, "a.crt");
     EXPECT_EQ(ssl.client_auth, ferry::conf::ClientAuth::require_and_verify);
+    // http.ssl.certs: a list of maps, each read by its own table; errors name the item.
+    const auto sni = ferry::conf::load_string(
+        minimal + "http:\n  ssl:\n    cert: a.crt\n    key: a.key\n    certs:\n"
+                  "      - {cert: b.crt, key: b.key, hosts: [b.example, \"*.b.example\"]}\n"
+                  "      - cert: c.crt\n        key: c.key\n        hosts: c.example\n",
+        ".rr.yaml", {}, fake_env({}));
+    ASSERT_TRUE(sni) << sni.error().message;
+    ASSERT_EQ(sni->config.http.ssl.certs.size(), 2u);
+    EXPECT_EQ(sni->config.http.ssl.certs[0].hosts, (std::vector<std::string>{"b.example", "*.b.example"}));
+    EXPECT_EQ(sni->config.http.ssl.certs[1].cert, "c.crt");
+    EXPECT_TRUE(contains(ferry::conf::dump(sni->config), "hosts:\n"));
+    const std::string missing_key = error_of(
+        minimal +
+        "http:\n  ssl:\n    cert: a.crt\n    key: a.key\n    certs:\n      - {cert: b.crt, hosts: [b]}\n");
+    EXPECT_TRUE(contains(missing_key, "http.ssl.certs[0].key: missing")) << missing_key;
+    const std::string bad_host =
+        error_of(minimal + "http:\n  ssl:\n    cert: a.crt\n    key: a.key\n    certs:\n"
+                           "      - {cert: b, key: b, hosts: [ok.example, \"a b\"]}\n");
+    EXPECT_TRUE(contains(bad_host, "http.ssl.certs[0].hosts[1]")) << bad_host;
+    EXPECT_TRUE(contains(bad_host, "is not a host name")) << bad_host;
+    const std::string not_list =
+        error_of(minimal + "http:\n  ssl:\n    cert: a.crt\n    key: a.key\n    certs: x\n");
+    EXPECT_TRUE(contains(not_list, "http.ssl.certs: ")) << not_list;
     const std::string bad = error_of(minimal + "http:\n  ssl:\n    cert: a.crt\n    key: a.key\n"
                                                "    client_auth_type: verify\n");
     EXPECT_TRUE(contains(bad, "http.ssl.client_auth_type")) << bad;

@@ -145,6 +145,14 @@ struct StaticConfig {
     friend bool operator==(const StaticConfig &, const StaticConfig &) = default;
 };
 
+// http.ssl.certs (Ferry's own): more certificates, each for the host names a client asks for (SNI).
+struct SslCert {
+    std::string cert, key;
+    std::vector<std::string> hosts; // "example.com", "*.example.com" (one label)
+
+    friend bool operator==(const SslCert &, const SslCert &) = default;
+};
+
 // http.ssl (conf/src/keys_ssl.cpp; server/src/tls/): TLS on its own address; the section's presence turns it
 // on.
 struct SslConfig {
@@ -153,7 +161,8 @@ struct SslConfig {
     std::string cert, key;           // PEM files: the certificate (chain) and its private key
     std::string root_ca;             // PEM file: the CAs client certificates are verified against (mTLS)
     ClientAuth client_auth = ClientAuth::none;
-    bool redirect = false; // plain HTTP on http.address answers 308 to the https URL
+    bool redirect = false;      // plain HTTP on http.address answers 308 to the https URL
+    std::vector<SslCert> certs; // by SNI host name; `cert`/`key` serve every other name
     // Ferry's own: the handshake's limits (nginx: client_header_timeout covers it; a cap as HAProxy's
     // maxsslconn).
     Duration handshake_timeout = std::chrono::seconds(10);
