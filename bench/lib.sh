@@ -364,6 +364,17 @@ sum_status_kib() {  # field pid... -> the sum of /proc/PID/status FIELD (VmRSS, 
   awk -v f="$field:" '$1 == f { s += $2 } END { print s + 0 }' "${files[@]}" 2>/dev/null || echo 0
 }
 
+# log_warnings: the report's notes on the first 5 warnings or errors ferry (LOGS[ferry]) and nginx (LOGS[nginx])
+# logged during the run; nothing when there were none.
+log_warnings() {
+  local w
+  w=$(grep -hE ' (WARN|ERROR) ' "${LOGS[ferry]}" | head -n 5 || true)
+  [[ -n "$w" ]] && printf -- '- ferry stderr warnings/errors (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
+  w=$(grep -hiE 'warn|error|alert|emerg' "${LOGS[nginx]}" 2>/dev/null | head -n 5 || true)
+  [[ -n "$w" ]] && printf -- '- nginx log warnings (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
+  true
+}
+
 # publish_report FILE TITLE RAW [DATE_NOTE] [CLIENTS]: writes bench/results/FILE: "# TITLE", the date (and
 # DATE_NOTE after it), the machine, $CMDLINE, the "- ..." lines read from stdin, then $table and $notes; prints
 # the table and the notes. RAW says where the raw output went; CLIENTS which clients share the cores.

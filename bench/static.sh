@@ -119,11 +119,7 @@ notes=$(
   for t in "${ORDER[@]}"; do
     [[ -n "${NOTES[$t]}" ]] && echo "- $t: wrk reported ${NOTES[$t]%; }"
   done
-  w=$(grep -hE ' (WARN|ERROR) ' "${LOGS[ferry]}" | head -n 5 || true)
-  [[ -n "$w" ]] && printf -- '- ferry stderr warnings/errors (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
-  w=$(grep -hiE 'warn|error|alert|emerg' "${LOGS[nginx]}" 2>/dev/null | head -n 5 || true)
-  [[ -n "$w" ]] && printf -- '- nginx log warnings (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
-  true
+  log_warnings
 )
 
 {

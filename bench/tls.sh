@@ -103,7 +103,7 @@ full_rate() {  # url -> full handshakes (a request each) per second
   local out=$1.txt
   # A count, not -D: h2load 1.52's timed mode waits for good on connections the server closed.
   timeout 120 h2load --h1 -n "$HANDSHAKES" -c "$H2_CLIENTS" -H "Connection: close" "$2/1k.bin" >"$out" 2>&1 || true
-  awk '/succeeded/ { ok = $8 } /^finished in/ { s = $3 + 0 } END { if (s > 0) printf "%d", ok / s; else print 0 }' "$out"
+  awk '/succeeded/ { ok = $8 } /^finished in/ { s = $3 + 0; if ($3 ~ /ms,$/) s /= 1000; else if ($3 ~ /us,$/) s /= 1000000 } END { if (s > 0) printf "%d", ok / s; else print 0 }' "$out"
 }
 resumed_rate() {  # host:port -> resumed handshakes (a request each) per second, ST_CLIENTS s_time side by side
   local out=$1 i total=0 n
@@ -159,11 +159,7 @@ table=$(
   done
 )
 notes=$(
-  w=$(grep -hE ' (WARN|ERROR) ' "${LOGS[ferry]}" | head -n 5 || true)
-  [[ -n "$w" ]] && printf -- '- ferry stderr warnings/errors (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
-  w=$(grep -hiE 'warn|error|alert|emerg' "${LOGS[nginx]}" 2>/dev/null | head -n 5 || true)
-  [[ -n "$w" ]] && printf -- '- nginx log warnings (first 5):\n    %s\n' "${w//$'\n'/$'\n    '}"
-  true
+  log_warnings
 )
 {
   echo "- ferry: $("$FERRY" version 2>/dev/null), git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty'), $LOOPS event loop, $WORKERS PHP workers, http.ssl with its defaults, http.static"

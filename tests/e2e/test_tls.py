@@ -287,6 +287,14 @@ class ClientCertificates(TlsCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         attrs = json.loads(p.stdout)["attributes"]
         self.assertEqual(attrs, {"SSL_CLIENT_S_DN": "CN=alice,O=Ferry Test", "SSL_CLIENT_VERIFY": "SUCCESS"})
+        # Two requests on one connection: the second gets them too (read once, kept with the connection).
+        p = self.curl("--cert", pki().path("alice.crt"), "--key", pki().path("alice.key"),
+                      f"https://127.0.0.1:{self.tls_port}/first", path="/second")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        first, end = json.JSONDecoder().raw_decode(p.stdout.decode())
+        second = json.loads(p.stdout.decode()[end:])
+        self.assertEqual(first["attributes"], attrs)
+        self.assertEqual(second["attributes"], attrs)
         self.assertNotEqual(self.curl(path="/who").returncode, 0, "no certificate: refused")
         p = self.curl("--cert", pki().path("mallory.crt"), "--key", pki().path("mallory.key"), path="/who")
         self.assertNotEqual(p.returncode, 0, "a certificate from another CA: refused")

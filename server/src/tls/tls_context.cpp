@@ -7,8 +7,8 @@
 #include <openssl/x509.h>
 
 #include "ferry/base/log.hpp"
+#include "ferry/server/http_grammar.hpp"
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -157,7 +157,7 @@ std::string files_stamp(const conf::SslConfig &c)
 // http.ssl.certs: the other certificates' contexts by host name, owned by the main context (freed with it,
 // so a handshake in progress during a reload still finds them).
 struct ByHost {
-    std::vector<std::pair<std::string, std::shared_ptr<SSL_CTX>>> hosts; // lower case; "*.x" for wildcards
+    std::vector<std::pair<std::string, std::shared_ptr<SSL_CTX>>> hosts; // as configured; "*.x": wildcards
 };
 
 void free_by_host(void *, void *ptr, CRYPTO_EX_DATA *, int, long, void *)
@@ -176,9 +176,9 @@ bool host_matches(std::string_view pattern, std::string_view name)
 {
     if (pattern.starts_with("*.")) {
         const std::size_t dot = name.find('.');
-        return dot != name.npos && dot > 0 && name.substr(dot) == pattern.substr(1);
+        return dot != name.npos && dot > 0 && iequals(name.substr(dot), pattern.substr(1));
     }
-    return pattern == name;
+    return iequals(pattern, name);
 }
 
 // SNI: the certificate for the name the client asks for, if one has it; else the main one.
@@ -189,11 +189,8 @@ int pick_certificate(SSL *ssl, int *, void *)
         static_cast<const ByHost *>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), by_host_index()));
     if (asked == nullptr || table == nullptr)
         return SSL_TLSEXT_ERR_OK;
-    std::string name(asked);
-    for (char &ch : name)
-        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     for (const auto &[pattern, ctx] : table->hosts)
-        if (host_matches(pattern, name)) {
+        if (host_matches(pattern, asked)) {
             SSL_set_SSL_CTX(ssl, ctx.get());
             break;
         }
@@ -227,11 +224,8 @@ Result<void> TlsContext::reload()
             if (!other)
                 return other.error();
             tickets_.use_in(other->get());
-            for (std::string host : more.hosts) {
-                for (char &ch : host)
-                    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-                table->hosts.emplace_back(std::move(host), *other);
-            }
+            for (const std::string &host : more.hosts)
+                table->hosts.emplace_back(host, *other);
         }
         SSL_CTX_set_ex_data(ctx->get(), by_host_index(), table.release()); // freed with the context
         SSL_CTX_set_tlsext_servername_callback(ctx->get(), pick_certificate);
@@ -303,15 +297,40 @@ std::string peer_subject(SSL *ssl)
     return out;
 }
 
+namespace {
+
+// A connection's client certificate as PHP sees it, read once (the first request) and kept with its SSL.
+struct PeerAttributes {
+    std::string subject; // "" without a certificate
+    bool verified = false;
+};
+
+void free_peer(void *, void *ptr, CRYPTO_EX_DATA *, int, long, void *)
+{
+    delete static_cast<PeerAttributes *>(ptr);
+}
+
+int peer_index()
+{
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, free_peer);
+    return index;
+}
+
+} // namespace
+
 void add_tls_attributes(SSL *ssl, std::vector<std::pair<std::string, std::string>> &attributes)
 {
-    std::string subject = peer_subject(ssl);
-    if (subject.empty())
+    auto *peer = static_cast<PeerAttributes *>(SSL_get_ex_data(ssl, peer_index()));
+    if (peer == nullptr) {
+        peer = new PeerAttributes{peer_subject(ssl), false};
+        peer->verified = SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE &&
+                         SSL_get_verify_callback(ssl) == nullptr && SSL_get_verify_result(ssl) == X509_V_OK;
+        SSL_set_ex_data(ssl, peer_index(), peer); // freed with the SSL
+    }
+    if (peer->subject.empty())
         return;
-    const bool verified = SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE &&
-                          SSL_get_verify_callback(ssl) == nullptr && SSL_get_verify_result(ssl) == X509_V_OK;
-    attributes.emplace_back("SSL_CLIENT_S_DN", std::move(subject));
-    attributes.emplace_back("SSL_CLIENT_VERIFY", verified ? "SUCCESS" : "GENEROUS");
+    attributes.emplace_back("SSL_CLIENT_S_DN", peer->subject);
+    attributes.emplace_back("SSL_CLIENT_VERIFY", peer->verified ? "SUCCESS" : "GENEROUS");
 }
 
 std::string_view tls_version(SSL *ssl)

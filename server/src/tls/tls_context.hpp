@@ -63,7 +63,8 @@ private:
 std::string peer_subject(SSL *ssl);
 // A client certificate as PSR-7 request attributes, under mod_ssl's names (what PHP apps read behind Apache
 // and nginx): SSL_CLIENT_S_DN (its subject) and SSL_CLIENT_VERIFY ("SUCCESS": verified against root_ca;
-// "GENEROUS": taken unverified, client_auth_type request/require_any). Nothing without a certificate.
+// "GENEROUS": taken unverified, client_auth_type request/require_any). Nothing without a certificate. Read
+// from the certificate once per connection, at its first request.
 void add_tls_attributes(SSL *ssl, std::vector<std::pair<std::string, std::string>> &attributes);
 // The protocol version negotiated ("TLSv1.3").
 std::string_view tls_version(SSL *ssl);
