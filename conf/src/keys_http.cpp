@@ -163,6 +163,21 @@ const schema::Table<HttpConfig> &limits()
     return table;
 }
 
+const schema::Table<HttpConfig> &http2()
+{
+    using namespace schema;
+    static const Table<HttpConfig> table{{
+        boolean("h2c", &HttpConfig::h2c)
+            .described("HTTP/2 without TLS on `http.address`: by prior knowledge and by `Upgrade: h2c` "
+                       "(HTTP/2 over TLS is always offered by ALPN)."),
+        integer("max_concurrent_streams", &HttpConfig::max_concurrent_streams, "an integer from 1 to 1024", 1,
+                1024)
+            .described("Streams one HTTP/2 connection may have open at once (RoadRunner's default 128); "
+                       "requests still running for streams the client reset count too."),
+    }};
+    return table;
+}
+
 const schema::Table<HttpConfig> &timeouts()
 {
     using namespace schema;
@@ -216,6 +231,7 @@ const schema::Table<HttpConfig> &http()
                 .described("Ferry's own: what one request and all connections together may make the "
                            "server hold."),
             group("timeouts", timeouts()).described("Ferry's own: the client side's timeouts."),
+            group("http2", http2()).described("HTTP/2 (docs/http2.md)."),
             list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
                 .warned(middleware_names, true)
                 .described("`static` (files from `http.static.dir` before PHP) and `sendfile` (a worker's "
@@ -230,7 +246,7 @@ const schema::Table<HttpConfig> &http()
                 .described("TLS on its own address (docs/tls.md); present, `cert` and `key` are required."),
             section("pool", &HttpConfig::pool, pool()).described("The HTTP workers."),
         },
-        {"headers", "gzip", "fcgi", "http2", "http3", "new_relic", "cache"},
+        {"headers", "gzip", "fcgi", "http3", "new_relic", "cache"},
         [](HttpConfig &h) {
             if (h.io_threads == 0) { // h.pool is resolved already (num_workers: 0 is a count): sections first
                 const unsigned cpus = usable_cpus();

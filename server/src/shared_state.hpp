@@ -70,6 +70,10 @@ struct SharedState {
     TaskGroup sessions;
 };
 
+// A request done (SharedState::observe): /metrics' counts, the access log's line (http/session.cpp).
+void observed(SharedState &st, const Wire &wire, const Request &req, int status, int worker_pid,
+              steady::time_point started, std::uint64_t bytes);
+
 // Serves one client connection until it closes: for the HTTP listener, or for `site` (`lease`: the admin
 // connection's slot, told when it speaks, is busy and times out before its first byte).
 awaitable<void> http_session(SharedState &state, StreamSocket socket);

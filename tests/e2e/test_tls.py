@@ -47,7 +47,12 @@ class Https(TlsCase):
         self.assertEqual(body["attributes"], {}, "no client certificate: no attribute")
         err = p.stderr.decode()
         self.assertIn("TLSv1.3", err)
-        self.assertIn("ALPN: server accepted http/1.1", err)
+        self.assertIn("ALPN: server accepted h2", err, "h2 first: a client offering both gets HTTP/2")
+        self.assertEqual(body["protocol"], "HTTP/2.0")
+        p = self.curl("-v", "--http1.1", path="/hello")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ALPN: server accepted http/1.1", p.stderr.decode())
+        self.assertEqual(json.loads(p.stdout)["protocol"], "HTTP/1.1")
 
     def test_tls12_works_and_older_versions_are_refused(self):
         p = self.curl("--tls-max", "1.2", path="/")

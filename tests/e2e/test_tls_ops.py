@@ -106,6 +106,7 @@ class ChatInTheBrowser(unittest.TestCase):
         self.assertEqual(result["result"], "ok", json.dumps(result, indent=1) + "\n" + srv.stderr()[-3000:])
         d = result["detail"]
         self.assertTrue(d["secure"], "the page is a secure context served over https")
+        self.assertIn("/ h2", d["protocols"], "the page came over HTTP/2 (ALPN)")
         self.assertIn("alice: hello from alice", d["bob"]["messages"])
         self.assertIn("bob joined", d["alice"]["feed"])
 

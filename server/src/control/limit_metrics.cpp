@@ -61,13 +61,16 @@ void LimitCounters::format(std::string &out) const
     family(out, "ferry_limit_refusals_total", "counter",
            "Requests refused by a limit with no family of its own: response_head (a worker's response head "
            "over 64 KiB or 1000 lines: 502), slow_body (a body slower than http.limits.min_body_rate: 408), "
-           "head_memory (a receive buffer http.limits.max_head_memory could not grow: 503).");
+           "head_memory (a receive buffer http.limits.max_head_memory could not grow: 503), http2_abuse (an "
+           "HTTP/2 connection closed for a SETTINGS/PING flood or streams reset faster than allowed).");
     sample(out, "ferry_limit_refusals_total", "limit=\"response_head\"",
            static_cast<double>(events(LimitEvent::response_head)));
     sample(out, "ferry_limit_refusals_total", "limit=\"slow_body\"",
            static_cast<double>(events(LimitEvent::slow_body)));
     sample(out, "ferry_limit_refusals_total", "limit=\"head_memory\"",
            static_cast<double>(events(LimitEvent::head_memory)));
+    sample(out, "ferry_limit_refusals_total", "limit=\"http2_abuse\"",
+           static_cast<double>(events(LimitEvent::http2_abuse)));
     if (const TlsContext *t = tls) {
         family(
             out, "ferry_tls_handshakes_total", "counter",

@@ -22,6 +22,7 @@ enum class LimitEvent : unsigned {
     response_head, // a worker's response head over max_response_head / max_response_headers: 502
     slow_body,     // a request body slower than http.limits.min_body_rate: 408
     head_memory,   // a receive buffer that http.limits.max_head_memory could not grow: 503
+    http2_abuse,   // an HTTP/2 connection closed for a flood or a rapid reset (h2/connection.cpp)
     count_,
 };
 

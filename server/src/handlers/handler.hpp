@@ -14,7 +14,7 @@
 
 namespace ferry::server::detail {
 
-class Transport;
+class Wire;
 
 // What the connection does once a handler is done with a request.
 enum class After {
@@ -25,11 +25,11 @@ enum class After {
 
 struct Exchange {
     const Request &request;
-    Transport &transport; // reads and writes (a protocol switch goes on over it)
-    HttpParser &parser;   // take_buffered(): bytes the client sent after this request
-    std::string &out;     // response bytes not yet written: answers to pipelined requests batch here
-    bool may_batch;       // more requests are buffered, so a small answer may wait in `out`
-    bool keep_alive;      // the client allows another request and the server is not draining
+    Wire &transport;    // the connection (HTTP/1.1) or the stream (HTTP/2) the answer goes to
+    HttpParser *parser; // take_buffered(): bytes the client sent after this request (HTTP/2: none)
+    std::string &out;   // response bytes not yet written: answers to pipelined requests batch here
+    bool may_batch;     // more requests are buffered, so a small answer may wait in `out`
+    bool keep_alive;    // the client allows another request and the server is not draining
     // What the handler answered, for the access log and /metrics: the final status (0: none was sent, the
     // client left first) and the PHP worker that served it (0: none).
     int status = 0;

@@ -26,7 +26,7 @@ void build_context(relay::RequestContext &ctx, const Request &req, const std::st
                    std::string_view default_host, SSL *tls, bool sendfile = false)
 {
     ctx.remote_addr = remote;
-    ctx.protocol = req.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+    ctx.protocol = req.version_major == 2 ? "HTTP/2.0" : req.http10() ? "HTTP/1.0" : "HTTP/1.1";
     ctx.method = req.method;
     // The parser validated the target form and the Host value (RFC 9110 uri-host [":" port]): nothing
     // from either can change the path PHP routes on.

@@ -152,7 +152,7 @@ bool ResponseWriter::append_whole_head(const relay::ResponseContext &rc, std::si
     if (st_.draining)
         keep_alive_ = false;
     h.keep_alive = keep_alive_;
-    h.http10 = ex_.request.version_minor == 0;
+    h.http10 = ex_.request.http10();
     bool no_body = no_body_status(h.status);
     h.framing = no_body ? Framing::none : Framing::length;
     h.content_length = size;

@@ -115,7 +115,7 @@ awaitable<After> send_named_file(Exchange &ex, const relay::ResponseContext &rc,
     h.status = status;
     h.worker = &rc;
     h.keep_alive = keep_alive;
-    h.http10 = ex.request.version_minor == 0;
+    h.http10 = ex.request.http10();
     FileAnswer answer;
     answer.fd = file.fd;
     answer.size = static_cast<std::uint64_t>(st.st_size);

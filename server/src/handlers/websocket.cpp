@@ -135,7 +135,7 @@ public:
         ex.status = 101;
         if (!co_await ex.transport.flush(out))
             co_return After::close; // the client left while PHP decided (its close event never comes)
-        std::string early(ex.parser.take_buffered());
+        std::string early(ex.parser ? ex.parser->take_buffered() : std::string_view());
         auto conn = take_over(ex, id, false);
         conn->apply(*actions);
         conn->start(early);

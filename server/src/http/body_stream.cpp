@@ -1,14 +1,14 @@
 #include "body_stream.hpp"
 
-#include "transport/transport.hpp"
+#include "transport/wire.hpp"
 
 #include <array>
 #include <charconv>
 
 namespace ferry::server::detail {
 
-BodyStream::BodyStream(Transport &transport, std::string &out, const Request &req)
-    : transport_(transport), out_(out), head_request_(req.method == "HEAD"), http10_(req.version_minor == 0)
+BodyStream::BodyStream(Wire &transport, std::string &out, const Request &req)
+    : transport_(transport), out_(out), head_request_(req.method == "HEAD"), http10_(req.http10())
 {
 }
 

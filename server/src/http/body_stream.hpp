@@ -12,12 +12,12 @@
 
 namespace ferry::server::detail {
 
-class Transport;
+class Wire;
 
 class BodyStream {
 public:
     // `out`: the connection's pending output, written before the first piece.
-    BodyStream(Transport &transport, std::string &out, const Request &req);
+    BodyStream(Wire &transport, std::string &out, const Request &req);
 
     // A 1xx response before the final one (dropped for HTTP/1.0 clients, and once the final one started),
     // with the worker's headers. Scalars only: GCC 12 miscompiles a coroutine taking Head by value.
@@ -34,7 +34,7 @@ public:
     int status() const { return status_; }
 
 private:
-    Transport &transport_;
+    Wire &transport_;
     std::string &out_;
     bool head_request_, http10_;
     bool started_ = false, failed_ = false, chunked_ = false, send_body_ = true, keep_alive_ = true;

@@ -2,9 +2,11 @@
 // keep alive, pipeline, time out, close politely.
 #include "control/limit_metrics.hpp"
 #include "ferry/base/log.hpp"
+#include "h2/connection.hpp"
 #include "handlers/handler.hpp"
 #include "response.hpp"
 #include "shared_state.hpp"
+#include "tls/tls_context.hpp"
 
 #include <memory>
 #include <optional>
@@ -54,16 +56,6 @@ void release_idle_memory(std::string &out, HttpParser &parser, HandlerStates &ha
         parser.release_memory();
 }
 
-// A request done (SharedState::observe): /metrics' counts, the access log's line.
-void observed(SharedState &st, const Transport &tr, const Request &req, int status, int worker_pid,
-              steady::time_point started, std::uint64_t bytes)
-{
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - started);
-    st.http_stats.record(status, static_cast<std::uint64_t>(us.count()), bytes);
-    if (st.config.http.access_logs)
-        log::access({tr.remote(), req.method, req.target, status, bytes, us, worker_pid});
-}
-
 void log_parse_error(const std::string &remote, const HttpParser &parser)
 {
     auto lvl = parser.error_status() >= 500 ? log::Level::error : log::Level::info;
@@ -73,6 +65,16 @@ void log_parse_error(const std::string &remote, const HttpParser &parser)
 }
 
 } // namespace
+
+// A request done (SharedState::observe): /metrics' counts, the access log's line.
+void observed(SharedState &st, const Wire &tr, const Request &req, int status, int worker_pid,
+              steady::time_point started, std::uint64_t bytes)
+{
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - started);
+    st.http_stats.record(status, static_cast<std::uint64_t>(us.count()), bytes);
+    if (st.config.http.access_logs)
+        log::access({tr.remote(), req.method, req.target, status, bytes, us, worker_pid});
+}
 
 awaitable<void> http_session(SharedState &st, StreamSocket sock)
 {
@@ -86,6 +88,12 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
     Conn &conn = tr.conn();
     if (site.tls && !co_await tr.handshake(*site.tls))
         co_return;
+    if (site.tls && tls_selected_h2(tr.tls())) {
+        co_await h2::serve(st, tr, site, lease, {});
+        co_return;
+    }
+    // h2c by prior knowledge: its preface opens with "PRI " where a request line would be.
+    bool sniff_h2c = st.config.http.h2c && !site.tls && &site == &st.http_site;
     HttpParser parser(*site.limits);
     parser.set_buffer_budget(st.head_budget);
     HandlerStates handlers(*site.router);
@@ -171,6 +179,17 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
                 break;
             }
             parser.commit(n);
+            if (sniff_h2c) {
+                std::string_view first = parser.peek_buffered();
+                if (first.size() >= 4 || !std::string_view("PRI ").starts_with(first)) {
+                    sniff_h2c = false;
+                    if (first.starts_with("PRI ")) {
+                        std::string received(parser.take_buffered());
+                        co_await h2::serve(st, tr, site, lease, received);
+                        co_return;
+                    }
+                }
+            }
             if (body_started)
                 body_read += n;
             conn.idle = idle = false;
@@ -220,7 +239,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
         if (lease)
             lease->busy(true);
         if (handler) {
-            Exchange ex{req, tr, parser, out, parser.has_buffered(), keep_alive};
+            Exchange ex{req, tr, &parser, out, parser.has_buffered(), keep_alive};
             after = co_await handler->handle(ex);
             status = ex.status;
             worker_pid = ex.worker_pid;

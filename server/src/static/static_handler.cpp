@@ -82,7 +82,7 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
         h.status = 301;
         h.extra = extra_;
         h.keep_alive = ex.keep_alive;
-        h.http10 = req.version_minor == 0;
+        h.http10 = req.http10();
         ex.status = h.status;
         append_head(ex.out, h);
         co_return done;
@@ -103,7 +103,7 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
 
     Head h;
     h.keep_alive = ex.keep_alive;
-    h.http10 = req.version_minor == 0;
+    h.http10 = req.http10();
     h.content_type = d.content_type;
     FileAnswer answer;
     answer.fd = f.fd;

@@ -44,7 +44,8 @@ std::string openssl_error()
 int select_alpn(SSL *, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                 unsigned inlen, void *)
 {
-    static const unsigned char ours[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    // h2 first: a client offering both gets HTTP/2 (our order, RFC 7301 §3.2 lets the server choose).
+    static const unsigned char ours[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
     unsigned char *selected = nullptr;
     if (SSL_select_next_proto(&selected, outlen, ours, sizeof ours, in, inlen) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_NOACK;
@@ -331,6 +332,14 @@ void add_tls_attributes(SSL *ssl, std::vector<std::pair<std::string, std::string
         return;
     attributes.emplace_back("SSL_CLIENT_S_DN", peer->subject);
     attributes.emplace_back("SSL_CLIENT_VERIFY", peer->verified ? "SUCCESS" : "GENEROUS");
+}
+
+bool tls_selected_h2(SSL *ssl)
+{
+    const unsigned char *p = nullptr;
+    unsigned len = 0;
+    SSL_get0_alpn_selected(ssl, &p, &len);
+    return len == 2 && p[0] == 'h' && p[1] == '2';
 }
 
 std::string_view tls_version(SSL *ssl)

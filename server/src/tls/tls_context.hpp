@@ -68,5 +68,7 @@ std::string peer_subject(SSL *ssl);
 void add_tls_attributes(SSL *ssl, std::vector<std::pair<std::string, std::string>> &attributes);
 // The protocol version negotiated ("TLSv1.3").
 std::string_view tls_version(SSL *ssl);
+// ALPN chose HTTP/2 ("h2") in this handshake.
+bool tls_selected_h2(SSL *ssl);
 
 } // namespace ferry::server::detail

@@ -9,6 +9,7 @@
 #include "ferry/conf/config.hpp"
 #include "timer_wheel.hpp"
 #include "transport/stream.hpp"
+#include "transport/wire.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -38,20 +39,20 @@ struct Connections {
     void expire_due(std::chrono::steady_clock::time_point now);
 };
 
-class Transport {
+class Transport final : public Wire {
 public:
     // Registers the connection; `write_timeout` bounds every write's wait for progress.
     Transport(Connections &conns, StreamSocket socket, conf::Duration write_timeout);
-    ~Transport(); // unregisters and closes
+    ~Transport() override; // unregisters and closes
     Transport(const Transport &) = delete;
     Transport &operator=(const Transport &) = delete;
 
-    const std::string &remote() const { return remote_; } // the peer's address, "" if unknown
+    const std::string &remote() const override { return remote_; } // the peer's address, "" if unknown
     // The socket's descriptor, for questions that read nothing (pool::Client: has the client left?).
-    int native_handle() { return stream_.native_handle(); }
+    int native_handle() override { return stream_.native_handle(); }
     Conn &conn() { return conn_; }
     // Bytes handed to the socket so far (the access log's and /metrics' response sizes).
-    std::uint64_t sent() const { return sent_; }
+    std::uint64_t sent() const override { return sent_; }
 
     // Deadlines for the next read (a write arms its own).
     void arm(std::chrono::milliseconds timeout) { conns_.wheel.schedule(conn_, steady::now() + timeout); }
@@ -63,31 +64,31 @@ public:
     // garbage or a client gone mid-handshake is not the server's problem).
     awaitable<bool> handshake(TlsContext &tls);
     bool secure() const { return stream_.tls() != nullptr; }
-    SSL *tls() const { return stream_.tls(); }
+    SSL *tls() const override { return stream_.tls(); }
+    Stream &stream() { return stream_; } // HTTP/2 looks at its ALPN and waits on it
 
     // Reads what has arrived into `buf` (at least one byte): yields {error, bytes}. Not a coroutine: no
     // frame of its own per read.
     auto read_some(std::span<char> buf) { return stream_.async_read_some(buf); }
     // Writes all of `bufs` (at most 4); the write timeout counts from the last progress, so a slow but
     // moving download is never cut. False when the client is gone or stalled. `more`: see flush().
-    awaitable<bool> write(std::span<const asio::const_buffer> bufs, bool more = false);
+    awaitable<bool> write(std::span<const asio::const_buffer> bufs, bool more = false) override;
     // Writes and empties `out` (and gives back its memory if a large response grew it). `more`: a body
     // follows at once (send_file), so the kernel may hold a small head to fill a segment with it (MSG_MORE).
-    awaitable<bool> flush(std::string &out, bool more = false);
-    enum class Sent { all, client_gone, file_short };
+    awaitable<bool> flush(std::string &out, bool more = false) override;
     // Sends `count` bytes of the file `fd` from `offset` with sendfile(2): no copy through user space,
     // never blocking the loop (the socket is non-blocking; a wait for room counts against the write
     // timeout from the last progress). After every `fair_share` bytes in a row it lets the loop run other
     // connections first. file_short: the file ended early (truncated while sent): the caller must close.
-    awaitable<Sent> send_file(int fd, std::uint64_t offset, std::uint64_t count);
+    awaitable<Sent> send_file(int fd, std::uint64_t offset, std::uint64_t count) override;
     // A protocol switch (WebSocket, an event stream) takes the stream over: it leaves this loop's connection
     // list and wheel here (its new owner registers it again); the Transport then holds nothing.
-    Stream take_stream();
+    Stream take_stream() override;
     // The client reset the connection (a FIN, a half-close, is not "gone").
     bool client_gone() { return stream_.peer_reset(); }
     // client_gone(), or the client closed its side (a FIN with nothing unread before it): nobody will read an
     // answer (nginx's 499). One recv(MSG_PEEK) that takes nothing.
-    bool client_left() { return stream_.peer_left(); }
+    bool client_left() override { return stream_.peer_left(); }
     // Sends FIN. With `linger`, then reads and drops what the client still sends (at most 4 MiB, 2 s) so
     // that closing with unread input does not reset the connection and destroy the answer before the
     // client reads it (nginx's lingering close). `scratch` is any free memory to read into.

@@ -145,6 +145,9 @@ async function main() {
   const alice = await signIn(await browser.newContext(contextOptions), 'alice');
   const bob = await signIn(await browser.newContext(contextOptions), 'bob');
   detail.secure = await alice.evaluate(() => window.isSecureContext && location.protocol === 'https:');
+  // The page's own protocol ("h2" over https: ALPN), and the feed's, an EventSource on the same connection.
+  detail.protocols = await alice.evaluate(() => performance.getEntries()
+    .filter((e) => e.nextHopProtocol).map((e) => new URL(e.name).pathname + ' ' + e.nextHopProtocol));
 
   step = 'the feeds';
   await waitLine(alice, '#feed', 'bob joined', 'alice');

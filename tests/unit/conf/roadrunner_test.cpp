@@ -59,7 +59,7 @@ TEST(ConfRoadRunner, HttpSslNeedsItsCertificateAndKey)
 TEST(ConfRoadRunner, StrictListsUnknownAndUnsupportedKeysOnly)
 {
     const auto r = ferry::conf::load_string(
-        minimal + "http:\n  adress: :8080\n  http2: {h2c: true}\n  timeouts:\n    idle: 30\nstatus:\n"
+        minimal + "http:\n  adress: :8080\n  http3: {enabled: true}\n  timeouts:\n    idle: 30\nstatus:\n"
                   "  address: :2114\n",
         ".rr.yaml", {}, fake_env({}));
     ASSERT_TRUE(r) << r.error().message;
@@ -68,7 +68,7 @@ TEST(ConfRoadRunner, StrictListsUnknownAndUnsupportedKeysOnly)
     EXPECT_TRUE(
         contains(r->strict[0], ":5:3: unknown key \"http.adress\" (ignored); did you mean \"http.address\"?"))
         << r->strict[0];
-    EXPECT_TRUE(contains(r->strict[1], "key \"http.http2\" is recognised but not supported yet"))
+    EXPECT_TRUE(contains(r->strict[1], "key \"http.http3\" is recognised but not supported yet"))
         << r->strict[1];
 }
 
@@ -115,6 +115,8 @@ TEST(ConfRoadRunner, AFullRoadRunnerConfigLoadsWithWarningsForWhatFerryLacks)
     EXPECT_EQ(c.http.internal_error_code, 505u);
     EXPECT_EQ(c.http.pool.num_workers, 4u);
     EXPECT_EQ(c.http.pool.max_jobs, 64u);
+    EXPECT_FALSE(c.http.h2c);
+    EXPECT_EQ(c.http.max_concurrent_streams, 100u); // http.http2, read (no longer warned)
     EXPECT_EQ(c.http.pool.max_worker_memory, 128u << 20);
     EXPECT_EQ(c.http.static_files.forbid, (std::vector<std::string>{""}));
     EXPECT_TRUE(c.websockets.enabled);
@@ -128,7 +130,6 @@ TEST(ConfRoadRunner, AFullRoadRunnerConfigLoadsWithWarningsForWhatFerryLacks)
                             "server.relay_timeout",
                             "logs.channels",
                             "logs.file_logger_options",
-                            "http.http2",
                             "http.fcgi",
                             "http.headers",
                             "http.new_relic",

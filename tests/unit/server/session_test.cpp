@@ -112,16 +112,17 @@ private:
         awaitable<After> handle(Exchange &ex) override
         {
             ex.out += "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n";
-            ex.out += ex.parser.take_buffered(); // what the client sent right behind the request
+            ex.out += ex.parser->take_buffered(); // what the client sent right behind the request
             if (!co_await ex.transport.flush(ex.out))
                 co_return After::ended;
             std::string buf(1024, '\0');
+            auto &tr = static_cast<Transport &>(ex.transport); // HTTP/1.1: the connection itself
             for (;;) {
-                auto [ec, n] = co_await ex.transport.read_some(std::span(buf.data(), buf.size()));
+                auto [ec, n] = co_await tr.read_some(std::span(buf.data(), buf.size()));
                 if (ec)
                     break;
                 std::array<asio::const_buffer, 1> b{asio::buffer(buf.data(), n)};
-                if (!co_await ex.transport.write(b))
+                if (!co_await tr.write(b))
                     break;
             }
             co_return After::ended;

@@ -219,6 +219,10 @@ struct HttpConfig {
     bool access_logs = false;  // http.access_logs: a log line per request (logger "http.access")
     StaticConfig static_files; // http.static
     SslConfig ssl;             // http.ssl
+    // http.http2 (RoadRunner's keys; server/src/h2/): HTTP/2 over TLS is offered by ALPN whenever http.ssl is
+    // on; h2c (cleartext, by prior knowledge or Upgrade) on http.address only when asked for.
+    bool h2c = false;
+    unsigned max_concurrent_streams = 128;
     PoolConfig pool;
 
     friend bool operator==(const HttpConfig &, const HttpConfig &) = default;

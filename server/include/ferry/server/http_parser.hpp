@@ -62,6 +62,7 @@ struct Request {
         false; // Upgrade header: closes after the answer unless a handler takes the connection over
     bool chunked = false;
     std::string_view header(std::string_view name) const; // first value, case-insensitive; "" if absent
+    bool http10() const { return version_major == 1 && version_minor == 0; } // (HTTP/2 is 2.0)
 };
 
 class HttpParser {
@@ -94,6 +95,8 @@ public:
     // At Event::request: hands over the bytes received after this request (a protocol switch takes them),
     // which the parser then forgets.
     std::string_view take_buffered();
+    // The bytes received and not yet parsed, left where they are.
+    std::string_view peek_buffered() const { return {buf_.data() + parsed_, end_ - parsed_}; }
 
     int error_status() const { return err_status_; }
     const std::string &error_message() const { return err_msg_; }

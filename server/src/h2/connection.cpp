@@ -1,0 +1,528 @@
+// One HTTP/2 connection: nghttp2's server session fed by a reader and drained by a writer, both on the
+// connection's Transport; each complete request runs its handler as a task of its own (h2/stream.hpp), so a
+// slow PHP request never holds the others. Limits: docs/http2.md.
+#include "h2/connection.hpp"
+
+#include "control/limit_metrics.hpp"
+#include "ferry/base/log.hpp"
+#include "h2/stream.hpp"
+#include "http/response.hpp"
+#include "shared_state.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <array>
+#include <charconv>
+
+namespace ferry::server::detail::h2 {
+
+namespace {
+
+constexpr std::int32_t stream_window = 256 * 1024;  // what a client may send ahead on one stream
+constexpr std::int32_t connection_window = 1 << 20; // and on all together
+constexpr std::size_t read_size = 16 * 1024;
+
+std::string_view sv(const std::uint8_t *p, std::size_t n)
+{
+    return {reinterpret_cast<const char *>(p), n};
+}
+
+} // namespace
+
+struct Connection::Callbacks {
+    static Connection &self(void *user) { return *static_cast<Connection *>(user); }
+    static H2Stream *stream(nghttp2_session *ng, std::int32_t id)
+    {
+        return static_cast<H2Stream *>(nghttp2_session_get_stream_user_data(ng, id));
+    }
+
+    static int begin_headers(nghttp2_session *, const nghttp2_frame *frame, void *user)
+    {
+        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+            self(user).begin_stream(frame->hd.stream_id);
+        return 0;
+    }
+
+    static int header(nghttp2_session *ng, const nghttp2_frame *frame, const std::uint8_t *name,
+                      std::size_t namelen, const std::uint8_t *value, std::size_t valuelen, std::uint8_t,
+                      void *user)
+    {
+        H2Stream *s = stream(ng, frame->hd.stream_id);
+        if (!s || s->refused || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+            return 0; // trailers are not passed on (PSR-7 has no place for them)
+        Connection &c = self(user);
+        Request &req = s->request;
+        // The decoded list is capped as HTTP/1.1's head is (an HPACK bomb decodes to no more than this).
+        s->header_bytes += namelen + valuelen + 32;
+        if (s->header_bytes > c.st_.limits.max_header_size ||
+            req.headers.size() >= c.st_.limits.max_headers) {
+            s->refused = 431;
+            return 0;
+        }
+        std::string_view n = sv(name, namelen), v = sv(value, valuelen);
+        if (n.starts_with(':')) {
+            if (n == ":method")
+                req.method = v;
+            else if (n == ":path")
+                req.target = v;
+            else if (n == ":authority")
+                req.authority = v;
+            return 0; // :scheme, and :protocol (not offered)
+        }
+        if (n == "cookie") { // split into several fields by HTTP/2 (RFC 9113 §8.2.3): one again for PHP
+            for (auto &[hn, hv] : req.headers)
+                if (hn == "cookie") {
+                    hv.append("; ").append(v);
+                    return 0;
+                }
+        }
+        req.headers.emplace_back(n, v);
+        return 0;
+    }
+
+    static int frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *user)
+    {
+        Connection &c = self(user);
+        H2Stream *s = stream(ng, frame->hd.stream_id);
+        if (!s)
+            return 0;
+        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+            c.head_done(*s);
+        if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+            (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && !s->refused && s->open && !s->ready) {
+            s->ready = true;
+            c.ready_.push_back(s);
+        }
+        return 0;
+    }
+
+    static int data_chunk(nghttp2_session *ng, std::uint8_t, std::int32_t id, const std::uint8_t *data,
+                          std::size_t len, void *user)
+    {
+        Connection &c = self(user);
+        H2Stream *s = stream(ng, id);
+        if (!s)
+            return 0;
+        if (s->refused) {
+            // Answered already: once the answer is all out, the upload is stopped (nginx does the same).
+            if (s->all_taken() && !s->reset_sent) {
+                s->reset_sent = true;
+                nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+            }
+            return 0;
+        }
+        s->body_bytes += len;
+        if (s->body_bytes > c.st_.limits.max_body_size) {
+            c.refuse(*s, 413, "the request body is larger than http.max_request_size");
+            return 0;
+        }
+        if (s->sink) {
+            if (auto r = s->sink->write(sv(data, len)); !r)
+                c.refuse(*s, r.error().status, r.error().message);
+        } else {
+            s->request.body.append(sv(data, len));
+        }
+        return 0;
+    }
+
+    static int stream_close(nghttp2_session *ng, std::int32_t id, std::uint32_t code, void *user)
+    {
+        H2Stream *s = stream(ng, id);
+        if (!s)
+            return 0;
+        nghttp2_session_set_stream_user_data(ng, id, nullptr);
+        s->closed(code);
+        if (s->users == 0 && !s->ready)
+            self(user).forget(*s);
+        return 0;
+    }
+
+    static ssize_t read_data(nghttp2_session *, std::int32_t, std::uint8_t *buf, std::size_t len,
+                             std::uint32_t *flags, nghttp2_data_source *source, void *)
+    {
+        return static_cast<H2Stream *>(source->ptr)->read_data(buf, len, flags);
+    }
+
+    static int error(nghttp2_session *, int code, const char *msg, std::size_t len, void *user)
+    {
+        if (log::enabled(log::Level::debug))
+            log::debug("http2", self(user).tr_.remote() + ": " + std::string(msg, len) + " (" +
+                                    nghttp2_strerror(code) + ")");
+        return 0;
+    }
+};
+
+Connection::Connection(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease)
+    : st_(st), tr_(tr), site_(site), lease_(lease), wake_(st.io)
+{
+    using C = Callbacks;
+    nghttp2_session_callbacks *cb = nullptr;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, C::begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, C::header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, C::frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, C::data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, C::stream_close);
+    nghttp2_session_callbacks_set_error_callback2(cb, C::error);
+    nghttp2_option *opt = nullptr;
+    nghttp2_option_new(&opt);
+    // Rapid reset (CVE-2023-44487): past a burst of 1000 resets, 33 a second (nghttp2's and nginx's
+    // figures), the connection ends with a GOAWAY. Reset streams cost no PHP request unless already running,
+    // and those count against max_concurrent_streams until their handler returns (begin_stream).
+    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+    // Unanswered SETTINGS / PING: at most 1000 acknowledgements queued (a client that does not read).
+    nghttp2_option_set_max_outbound_ack(opt, 1000);
+    nghttp2_option_set_max_settings(opt, 32);
+    nghttp2_session_server_new2(&ng_, cb, this, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+}
+
+Connection::~Connection()
+{
+    nghttp2_session_del(ng_);
+}
+
+void Connection::wake()
+{
+    woken_ = true;
+    if (writer_waiting_)
+        wake_.cancel();
+}
+
+H2Stream *Connection::begin_stream(std::int32_t id)
+{
+    const unsigned max = st_.config.http.max_concurrent_streams;
+    if (st_.draining || running_ >= max) {
+        // Open streams are capped by nghttp2 from our SETTINGS; these are requests whose streams the client
+        // reset while their handlers still run. A client that keeps opening them is told to calm down.
+        nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
+        if (!st_.draining && ++refusals_ > 2 * max) {
+            log::info("http2", tr_.remote() + ": " + std::to_string(refusals_) + " streams refused with " +
+                                   std::to_string(running_) +
+                                   " requests running (http.http2.max_concurrent_streams): closing");
+            st_.counters.limits.count(LimitEvent::http2_abuse);
+            nghttp2_session_terminate_session(ng_, NGHTTP2_ENHANCE_YOUR_CALM);
+        }
+        return nullptr;
+    }
+    auto s = std::make_unique<H2Stream>(*this, id);
+    H2Stream *p = s.get();
+    s->request.version_major = 2;
+    s->request.version_minor = 0;
+    streams_.emplace(id, std::move(s));
+    nghttp2_session_set_stream_user_data(ng_, id, p);
+    spoke_ = true;
+    return p;
+}
+
+void Connection::head_done(H2Stream &s)
+{
+    Request &req = s.request;
+    if (s.refused) {
+        refuse(s, s.refused, "the request's header fields are larger than http.limits.max_header_size");
+        return;
+    }
+    if (req.method ==
+        "CONNECT") { // no tunnels (and no extended CONNECT: SETTINGS_ENABLE_CONNECT_PROTOCOL off)
+        refuse(s, 405, "CONNECT is not supported");
+        return;
+    }
+    if (!req.authority.empty() && req.header("host").empty())
+        req.headers.emplace_back("host", req.authority);
+    req.form = req.target == "*" ? TargetForm::asterisk : TargetForm::origin;
+    req.keep_alive = true;
+    const int index = st_.router.select(req);
+    s.handler_index = index;
+    if (index >= 0) {
+        if (idle_handlers_.empty())
+            idle_handlers_.resize(st_.router.size());
+        auto &idle = idle_handlers_[static_cast<std::size_t>(index)];
+        if (!idle.empty()) {
+            s.handler = std::move(idle.back());
+            idle.pop_back();
+        } else {
+            s.handler = st_.router.at(index).connect();
+        }
+        s.sink = s.handler->body_sink(req);
+        if (s.sink) {
+            std::uint64_t length = 0;
+            auto cl = req.header("content-length");
+            std::from_chars(cl.data(), cl.data() + cl.size(), length);
+            s.sink->begin(length);
+        }
+    }
+    if (iequals(req.header("expect"), "100-continue")) {
+        const nghttp2_nv nv{const_cast<std::uint8_t *>(reinterpret_cast<const std::uint8_t *>(":status")),
+                            const_cast<std::uint8_t *>(reinterpret_cast<const std::uint8_t *>("100")), 7, 3,
+                            NGHTTP2_NV_FLAG_NONE};
+        nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, s.id(), nullptr, &nv, 1, nullptr);
+    }
+}
+
+void Connection::refuse(H2Stream &s, int status, std::string_view detail)
+{
+    s.refused = status;
+    s.sink = nullptr;
+    s.handler.reset(); // whatever its body sink holds (a temp file) goes with it
+    log::info("http2", tr_.remote() + ": stream " + std::to_string(s.id()) + " " + s.request.method + " " +
+                           s.request.target + ": " + std::to_string(status) + " " + std::string(detail));
+    if (st_.observe && site_.observed)
+        st_.http_stats.record_refused(status);
+    std::string bytes;
+    append_error(bytes, status, status >= 500 ? std::string_view() : detail, true,
+                 s.request.method == "HEAD");
+    s.answer(bytes);
+}
+
+bool Connection::submit_head(H2Stream &s, Framer::Head &head)
+{
+    std::vector<nghttp2_nv> nv;
+    nv.reserve(head.fields.size() + 1);
+    char status[4];
+    std::to_chars(status, status + 3, head.status);
+    const auto add = [&nv](const char *n, std::size_t nl, const char *v, std::size_t vl) {
+        nv.push_back({reinterpret_cast<std::uint8_t *>(const_cast<char *>(n)),
+                      reinterpret_cast<std::uint8_t *>(const_cast<char *>(v)), nl, vl, NGHTTP2_NV_FLAG_NONE});
+    };
+    add(":status", 7, status, 3);
+    for (const auto &[n, v] : head.fields)
+        add(n.data(), n.size(), v.data(), v.size());
+    int rv;
+    if (head.status < 200) {
+        rv = nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, s.id(), nullptr, nv.data(), nv.size(), nullptr);
+    } else if (head.body) {
+        nghttp2_data_provider dp;
+        dp.source.ptr = &s;
+        dp.read_callback = Callbacks::read_data;
+        rv = nghttp2_submit_response(ng_, s.id(), nv.data(), nv.size(), &dp);
+    } else {
+        rv = nghttp2_submit_response(ng_, s.id(), nv.data(), nv.size(), nullptr);
+    }
+    wake();
+    return rv == 0;
+}
+
+void Connection::resume(H2Stream &s)
+{
+    nghttp2_session_resume_data(ng_, s.id());
+    wake();
+}
+
+void Connection::reset(H2Stream &s, std::uint32_t code)
+{
+    if (s.open)
+        nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, s.id(), code);
+    s.closed(code); // no more writes: the close callback comes when the frame is sent
+    wake();
+}
+
+void Connection::track(H2Stream &s)
+{
+    if (s.users++ == 0)
+        ++running_;
+}
+
+void Connection::release(H2Stream &s)
+{
+    if (--s.users > 0)
+        return;
+    --running_;
+    refusals_ = 0;
+    if (s.handler && s.handler_index >= 0) {
+        s.handler->release_idle_memory(false);
+        idle_handlers_[static_cast<std::size_t>(s.handler_index)].push_back(std::move(s.handler));
+    }
+    if (!s.open)
+        forget(s);
+    if (running_ == 0 && (ending_ || st_.draining))
+        tr_.stream().cancel(); // the reader ends: nothing runs, and nothing new may start
+    wake();
+}
+
+void Connection::forget(H2Stream &s)
+{
+    streams_.erase(s.id());
+}
+
+void Connection::dispatch()
+{
+    for (H2Stream *s : ready_) {
+        s->ready = false;
+        if (!s->open) { // reset in the same read that completed it: it costs no request
+            forget(*s);
+            continue;
+        }
+        track(*s);
+        asio::co_spawn(st_.io, handle(s, tasks_.enter_anyway()), asio::detached);
+    }
+    ready_.clear();
+}
+
+awaitable<void> Connection::handle(H2Stream *s, TaskGroup::Hold)
+{
+    const Request &req = s->request;
+    const bool observe = st_.observe && site_.observed;
+    const auto started = observe ? steady::now() : steady::time_point();
+    int status = 404, pid = 0;
+    if (s->handler) {
+        Exchange ex{req, *s, nullptr, s->out, false, !st_.draining};
+        co_await s->handler->handle(ex);
+        status = ex.status;
+        pid = ex.worker_pid;
+    } else {
+        append_error(s->out, 404, "no handler serves this request", true, req.method == "HEAD");
+    }
+    s->finish();
+    if (observe)
+        observed(st_, *s, req, status, pid, started, s->sent());
+    release(*s);
+}
+
+void Connection::set_deadline()
+{
+    Conn &c = tr_.conn();
+    const bool quiet = running_ == 0 && streams_.empty();
+    c.idle = quiet && site_.drains;
+    if (quiet) {
+        tr_.arm(site_.idle);
+    } else if (running_ == 0) {
+        tr_.arm(st_.config.http.read_body_timeout); // streams wait for the rest of their requests
+    } else {
+        tr_.disarm(); // handlers run: their own limits (and the writes' timeout) apply
+    }
+}
+
+awaitable<void> Connection::writer(TaskGroup::Hold)
+{
+    for (;;) {
+        for (;;) {
+            const std::uint8_t *data = nullptr;
+            const ssize_t n = nghttp2_session_mem_send(ng_, &data);
+            if (n < 0) {
+                log::error("http2", tr_.remote() + ": " + nghttp2_strerror(static_cast<int>(n)));
+                ending_ = true;
+                break;
+            }
+            if (n == 0)
+                break;
+            wbuf_.append(reinterpret_cast<const char *>(data), static_cast<std::size_t>(n));
+            if (wbuf_.size() >= 64 * 1024)
+                break;
+        }
+        if (!wbuf_.empty()) {
+            std::array<asio::const_buffer, 1> b{asio::buffer(wbuf_)};
+            const bool ok = co_await tr_.write(b);
+            wbuf_.clear();
+            if (!ok) {
+                ending_ = true;
+                tr_.stream().cancel();
+                break;
+            }
+            if (!ending_)
+                set_deadline();
+            continue;
+        }
+        if (ending_ || (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)))
+            break;
+        if (!woken_) {
+            writer_waiting_ = true;
+            wake_.expires_at(steady::time_point::max());
+            co_await wake_.async_wait(nothrow);
+            writer_waiting_ = false;
+        }
+        woken_ = false;
+    }
+    if (!ending_) { // the session is over (GOAWAY both ways): the reader stops
+        ending_ = true;
+        tr_.stream().cancel();
+    }
+}
+
+awaitable<void> Connection::run(std::string_view received)
+{
+    const nghttp2_settings_entry settings[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, st_.config.http.max_concurrent_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(stream_window)},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(st_.limits.max_header_size)},
+    };
+    nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+    nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, connection_window);
+    asio::co_spawn(st_.io, writer(tasks_.enter_anyway()), asio::detached);
+
+    std::string buf(read_size, '\0');
+    std::string_view input = received;
+    bool goaway = false;
+    for (;;) {
+        if (!input.empty()) {
+            const auto rv = nghttp2_session_mem_recv(
+                ng_, reinterpret_cast<const std::uint8_t *>(input.data()), input.size());
+            if (rv < 0) {
+                log::info("http2",
+                          tr_.remote() + ": " + nghttp2_strerror(static_cast<int>(rv)) + ": closing");
+                if (rv == NGHTTP2_ERR_FLOODED)
+                    st_.counters.limits.count(LimitEvent::http2_abuse);
+                nghttp2_session_terminate_session(ng_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                                                 : NGHTTP2_PROTOCOL_ERROR);
+                break;
+            }
+            dispatch();
+            wake();
+        }
+        if (ending_ || (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)))
+            break;
+        if (st_.draining && !goaway) {
+            goaway = true;
+            nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_),
+                                  NGHTTP2_NO_ERROR, nullptr, 0);
+            wake();
+        }
+        if (st_.draining && running_ == 0)
+            break;
+        set_deadline();
+        auto [ec, n] = co_await tr_.read_some(std::span(buf.data(), buf.size()));
+        tr_.disarm();
+        if (ec) {
+            if (tr_.conn().timed_out) {
+                tr_.conn().timed_out = false;
+                if (!streams_.empty())
+                    log::info("http2",
+                              tr_.remote() + ": " + std::to_string(streams_.size()) +
+                                  " streams' requests incomplete for http.timeouts.read_body: closing");
+                nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_),
+                                      NGHTTP2_NO_ERROR, nullptr, 0);
+            } else if (st_.draining && !goaway) {
+                nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_),
+                                      NGHTTP2_NO_ERROR, nullptr, 0);
+            }
+            break;
+        }
+        input = std::string_view(buf.data(), n);
+    }
+    // The writer sends what is queued (a GOAWAY) and stops; every stream still open ends, so handlers
+    // writing to them return; then all of them are joined.
+    ending_ = true;
+    wake();
+    for (auto it = streams_.begin(); it != streams_.end();) {
+        H2Stream &s = *it->second;
+        ++it;
+        nghttp2_session_set_stream_user_data(ng_, s.id(), nullptr);
+        s.closed(NGHTTP2_CANCEL);
+        if (s.users == 0)
+            forget(s);
+    }
+    ready_.clear();
+    co_await tasks_.join(steady::time_point::max());
+}
+
+awaitable<void> serve(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease,
+                      std::string_view received)
+{
+    auto c = std::make_unique<Connection>(st, tr, site, lease);
+    co_await c->run(received);
+}
+
+} // namespace ferry::server::detail::h2

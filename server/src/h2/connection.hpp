@@ -1,0 +1,89 @@
+// One HTTP/2 connection (internal to server/; docs/http2.md): nghttp2's server session over the connection's
+// Transport, a reader and a writer, and a task per stream running the same handlers HTTP/1.1 requests reach.
+#pragma once
+
+#include "control/conn_slots.hpp"
+#include "ferry/base/io.hpp"
+#include "ferry/base/task_group.hpp"
+#include "h2/framer.hpp"
+#include "handlers/handler.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+struct nghttp2_session;
+
+namespace ferry::server::detail {
+struct SharedState;
+struct Site;
+class Transport;
+namespace h2 {
+
+class H2Stream;
+
+// Serves `tr` as HTTP/2 until it closes; `received`: bytes already read (h2c's preface).
+awaitable<void> serve(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease,
+                      std::string_view received);
+
+class Connection {
+public:
+    Connection(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease);
+    ~Connection();
+    Connection(const Connection &) = delete;
+    Connection &operator=(const Connection &) = delete;
+
+    awaitable<void> run(std::string_view received);
+
+    // For its streams.
+    SharedState &state() { return st_; }
+    Transport &transport() { return tr_; }
+    nghttp2_session *session() { return ng_; }
+    void wake(); // the writer has frames to send
+    // Submits a stream's head: a 1xx, or the final head with its body to come (`body`) or none.
+    bool submit_head(H2Stream &s, Framer::Head &head);
+    void resume(H2Stream &s); // held DATA came for a deferred stream
+    void reset(H2Stream &s, std::uint32_t code);
+    void release(H2Stream &s); // its handler (or pump) is done with it
+    void track(H2Stream &s);   // a task (an event stream's pump) runs on it
+    TaskGroup::Hold hold() { return tasks_.enter_anyway(); }
+
+    struct Callbacks; // nghttp2's, in connection.cpp
+
+private:
+    awaitable<void> writer(TaskGroup::Hold hold);
+    awaitable<void> handle(H2Stream *s, TaskGroup::Hold hold);
+    void dispatch(); // requests completed by the last read get their handlers
+    void set_deadline();
+    bool end_all(); // every stream closed (the connection ends); true when none is running
+    H2Stream *begin_stream(std::int32_t id);
+    void head_done(H2Stream &s);
+    void refuse(H2Stream &s, int status, std::string_view detail);
+    void forget(H2Stream &s);
+
+    SharedState &st_;
+    Transport &tr_;
+    const Site &site_;
+    ConnSlots::Lease *lease_;
+    nghttp2_session *ng_ = nullptr;
+    std::unordered_map<std::int32_t, std::unique_ptr<H2Stream>> streams_;
+    std::vector<H2Stream *> ready_;
+    // Handlers' per-connection state, one per stream at a time, kept for the next stream (by handler).
+    std::vector<std::vector<std::unique_ptr<Handler::Connection>>> idle_handlers_;
+    unsigned running_ = 0;  // handler tasks (a reset stream's still counts until its handler returns)
+    unsigned refusals_ = 0; // streams refused for running_ at max_concurrent_streams, since the last answer
+    std::string wbuf_;
+    asio::steady_timer wake_;
+    bool woken_ = false, writer_waiting_ = false;
+    bool ending_ = false; // no more reads: the writer sends what is queued (a GOAWAY) and stops
+    bool spoke_ = false;
+    TaskGroup tasks_;
+};
+
+} // namespace h2
+} // namespace ferry::server::detail
