@@ -14,6 +14,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -86,6 +87,8 @@ struct Connection::Callbacks {
     static int frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *user)
     {
         Connection &c = self(user);
+        if (frame->hd.type == NGHTTP2_RST_STREAM)
+            c.count_reset();
         H2Stream *s = stream(ng, frame->hd.stream_id);
         if (!s)
             return 0;
@@ -148,9 +151,10 @@ struct Connection::Callbacks {
 
     static int error(nghttp2_session *, int code, const char *msg, std::size_t len, void *user)
     {
-        if (log::enabled(log::Level::debug))
-            log::debug("http2", self(user).tr_.remote() + ": " + std::string(msg, len) + " (" +
-                                    nghttp2_strerror(code) + ")");
+        // The client broke the protocol (nghttp2 answers it: RST_STREAM or GOAWAY): said at info, as nginx
+        // logs a client's errors.
+        log::info("http2", self(user).tr_.remote() + ": " + std::string(msg, len) + " (" +
+                               nghttp2_strerror(code) + ")");
         return 0;
     }
 };
@@ -169,10 +173,11 @@ Connection::Connection(SharedState &st, Transport &tr, const Site &site, ConnSlo
     nghttp2_session_callbacks_set_error_callback2(cb, C::error);
     nghttp2_option *opt = nullptr;
     nghttp2_option_new(&opt);
-    // Rapid reset (CVE-2023-44487): past a burst of 1000 resets, 33 a second (nghttp2's and nginx's
-    // figures), the connection ends with a GOAWAY. Reset streams cost no PHP request unless already running,
-    // and those count against max_concurrent_streams until their handler returns (begin_stream).
-    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+    // Rapid reset (CVE-2023-44487): count_reset() ends the connection with ENHANCE_YOUR_CALM past a burst of
+    // 1000 resets then 33 a second (nghttp2's own figures, whose limit, answering INTERNAL_ERROR, is set
+    // above ours as a backstop). Reset streams cost no PHP request unless already running, and those count
+    // against max_concurrent_streams until their handler returns (begin_stream).
+    nghttp2_option_set_stream_reset_rate_limit(opt, 2 * reset_burst, 2 * reset_rate);
     // Unanswered SETTINGS / PING: at most 1000 acknowledgements queued (a client that does not read).
     nghttp2_option_set_max_outbound_ack(opt, 1000);
     nghttp2_option_set_max_settings(opt, 32);
@@ -184,6 +189,27 @@ Connection::Connection(SharedState &st, Transport &tr, const Site &site, ConnSlo
 Connection::~Connection()
 {
     nghttp2_session_del(ng_);
+}
+
+void Connection::count_reset()
+{
+    const auto now = steady::now();
+    if (resets_at_ != steady::time_point()) {
+        const double elapsed = std::chrono::duration<double>(now - resets_at_).count();
+        reset_tokens_ = std::min<double>(reset_burst, reset_tokens_ + elapsed * reset_rate);
+    }
+    resets_at_ = now;
+    if (reset_tokens_ >= 1) {
+        reset_tokens_ -= 1;
+        return;
+    }
+    if (nghttp2_session_want_read(ng_)) { // once
+        log::info("http2", tr_.remote() + ": streams reset faster than " + std::to_string(reset_rate) +
+                               " a second after a burst of " + std::to_string(reset_burst) +
+                               " (rapid reset): closing with ENHANCE_YOUR_CALM");
+        st_.counters.limits.count(LimitEvent::http2_abuse);
+        nghttp2_session_terminate_session(ng_, NGHTTP2_ENHANCE_YOUR_CALM);
+    }
 }
 
 void Connection::wake()
@@ -463,10 +489,11 @@ awaitable<void> Connection::run(std::string_view received)
             if (rv < 0) {
                 log::info("http2",
                           tr_.remote() + ": " + nghttp2_strerror(static_cast<int>(rv)) + ": closing");
-                if (rv == NGHTTP2_ERR_FLOODED)
+                // A flood of frames to acknowledge, or of CONTINUATION frames (CVE-2024-27316): nginx's answer.
+                const bool abuse = rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
+                if (abuse)
                     st_.counters.limits.count(LimitEvent::http2_abuse);
-                nghttp2_session_terminate_session(ng_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
-                                                                                 : NGHTTP2_PROTOCOL_ERROR);
+                nghttp2_session_terminate_session(ng_, abuse ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
                 break;
             }
             dispatch();

@@ -10,6 +10,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +53,9 @@ public:
     void release(H2Stream &s); // its handler (or pump) is done with it
     void track(H2Stream &s);   // a task (an event stream's pump) runs on it
     TaskGroup::Hold hold() { return tasks_.enter_anyway(); }
+    void count_reset(); // a RST_STREAM came: the rapid-reset rate
+
+    static constexpr unsigned reset_burst = 1000, reset_rate = 33;
 
     struct Callbacks; // nghttp2's, in connection.cpp
 
@@ -82,6 +86,8 @@ private:
     bool woken_ = false, writer_waiting_ = false;
     bool ending_ = false; // no more reads: the writer sends what is queued (a GOAWAY) and stops
     bool spoke_ = false;
+    double reset_tokens_ = reset_burst;
+    std::chrono::steady_clock::time_point resets_at_{};
     TaskGroup tasks_;
 };
 
