@@ -53,6 +53,21 @@ class Requests(H2Case):
             self.assertEqual(body["query"], {"y": "1"})
             self.assertEqual(body["cookies"], {"a": "1", "b": "2"})
 
+    def test_upgrade_from_http11_to_h2c(self):
+        url = self.server.url("/up?x=1")
+        p = tool("curl", "-sS", "-v", "--max-time", "10", "--http2", url)
+        err = p.stderr.decode()
+        self.assertIn("< HTTP/1.1 101 Switching Protocols", err)
+        self.assertIn("< HTTP/2 200", err)
+        body = json.loads(p.stdout)
+        self.assertEqual(body["protocol"], "HTTP/2.0")
+        self.assertNotIn("Http2-Settings", body["headers"])
+        self.assertNotIn("Upgrade", body["headers"])
+        # A request with a body is answered in HTTP/1.1 (RFC 7540 §3.2 lets the server ignore the Upgrade).
+        p = tool("curl", "-sS", "-v", "--max-time", "10", "--http2", "-d", "a=1", url)
+        self.assertNotIn("101", p.stderr.decode())
+        self.assertEqual(json.loads(p.stdout)["protocol"], "HTTP/1.1")
+
     def test_bodies_forms_and_uploads(self):
         data = os.urandom(1536 * 1024)  # past body_buffer_size? no: 1 MiB default spills it to a file
         path = pki().path("body.bin")
@@ -146,6 +161,9 @@ class Cleartext(unittest.TestCase):
         p = tool("curl", "-sS", "--max-time", "5", "--http2-prior-knowledge", srv.url("/"))
         self.assertNotEqual(p.returncode, 0)
         p = tool("curl", "-sS", "--max-time", "5", srv.url("/plain"))
+        self.assertEqual(json.loads(p.stdout)["protocol"], "HTTP/1.1")
+        p = tool("curl", "-sS", "-v", "--max-time", "5", "--http2", srv.url("/upgrade"))  # Upgrade: h2c ignored
+        self.assertNotIn("101", p.stderr.decode())
         self.assertEqual(json.loads(p.stdout)["protocol"], "HTTP/1.1")
         srv.stop()
 

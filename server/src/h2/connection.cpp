@@ -5,6 +5,7 @@
 
 #include "control/limit_metrics.hpp"
 #include "ferry/base/log.hpp"
+#include "ferry/server/http_grammar.hpp"
 #include "h2/stream.hpp"
 #include "http/response.hpp"
 #include "shared_state.hpp"
@@ -29,6 +30,50 @@ constexpr std::size_t read_size = 16 * 1024;
 std::string_view sv(const std::uint8_t *p, std::size_t n)
 {
     return {reinterpret_cast<const char *>(p), n};
+}
+
+// base64url without padding (HTTP2-Settings, RFC 7540 §3.2.1); false on another character.
+bool base64url_decode(std::string_view in, std::string &out)
+{
+    std::uint32_t acc = 0;
+    int bits = 0;
+    for (char c : in) {
+        int v;
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '-' || c == '+')
+            v = 62;
+        else if (c == '_' || c == '/')
+            v = 63;
+        else if (c == '=')
+            break;
+        else
+            return false;
+        acc = (acc << 6) | static_cast<std::uint32_t>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out.push_back(static_cast<char>((acc >> bits) & 0xff));
+        }
+    }
+    return true;
+}
+
+bool has_token(std::string_view list, std::string_view token)
+{
+    while (!list.empty()) {
+        auto comma = list.find(',');
+        if (iequals(trim_ows(list.substr(0, comma)), token))
+            return true;
+        if (comma == list.npos)
+            break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
 }
 
 } // namespace
@@ -478,6 +523,7 @@ awaitable<void> Connection::run(std::string_view received)
     nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
     nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, connection_window);
     asio::co_spawn(st_.io, writer(tasks_.enter_anyway()), asio::detached);
+    dispatch(); // an upgrade's stream 1
 
     std::string buf(read_size, '\0');
     std::string_view input = received;
@@ -489,11 +535,13 @@ awaitable<void> Connection::run(std::string_view received)
             if (rv < 0) {
                 log::info("http2",
                           tr_.remote() + ": " + nghttp2_strerror(static_cast<int>(rv)) + ": closing");
-                // A flood of frames to acknowledge, or of CONTINUATION frames (CVE-2024-27316): nginx's answer.
+                // A flood of frames to acknowledge, or of CONTINUATION frames (CVE-2024-27316): nginx's
+                // answer.
                 const bool abuse = rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
                 if (abuse)
                     st_.counters.limits.count(LimitEvent::http2_abuse);
-                nghttp2_session_terminate_session(ng_, abuse ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+                nghttp2_session_terminate_session(ng_,
+                                                  abuse ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
                 break;
             }
             dispatch();
@@ -543,6 +591,52 @@ awaitable<void> Connection::run(std::string_view received)
     }
     ready_.clear();
     co_await tasks_.join(steady::time_point::max());
+}
+
+bool upgrade_requested(const Request &req)
+{
+    std::string settings;
+    const auto length = req.header("Content-Length");
+    return has_token(req.header("Upgrade"), "h2c") && !req.header("HTTP2-Settings").empty() &&
+           base64url_decode(req.header("HTTP2-Settings"), settings) && settings.size() % 6 == 0 &&
+           !req.chunked && (length.empty() || length == "0") && req.body.empty();
+}
+
+bool Connection::upgraded(Request req)
+{
+    std::string settings;
+    base64url_decode(req.header("HTTP2-Settings"), settings);
+    const int rv = nghttp2_session_upgrade2(ng_, reinterpret_cast<const std::uint8_t *>(settings.data()),
+                                            settings.size(), req.method == "HEAD", nullptr);
+    if (rv != 0) {
+        log::info("http2", tr_.remote() + ": HTTP2-Settings of an h2c upgrade: " + nghttp2_strerror(rv));
+        return false;
+    }
+    H2Stream *s = begin_stream(1);
+    if (!s)
+        return false;
+    std::erase_if(req.headers, [](const auto &h) {
+        return iequals(h.first, "Connection") || iequals(h.first, "Upgrade") ||
+               iequals(h.first, "HTTP2-Settings");
+    });
+    req.version_major = 2;
+    req.version_minor = 0;
+    req.upgrade = false;
+    s->request = std::move(req);
+    head_done(*s);
+    if (!s->refused) {
+        s->ready = true;
+        ready_.push_back(s);
+    }
+    return true;
+}
+
+awaitable<void> serve_upgraded(SharedState &st, Transport &tr, const Site &site, Request req,
+                               std::string_view received)
+{
+    auto c = std::make_unique<Connection>(st, tr, site, nullptr);
+    if (c->upgraded(std::move(req)))
+        co_await c->run(received);
 }
 
 awaitable<void> serve(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease,

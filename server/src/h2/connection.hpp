@@ -32,6 +32,13 @@ class H2Stream;
 awaitable<void> serve(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease,
                       std::string_view received);
 
+// An HTTP/1.1 request asking to go on in HTTP/2 (`Upgrade: h2c` with HTTP2-Settings, RFC 7540 §3.2) that
+// can: one without a body (one with a body is answered in HTTP/1.1, as the RFC lets a server do).
+bool upgrade_requested(const Request &req);
+// After the 101: `req` is stream 1's request, answered over HTTP/2; `received`: the bytes after it.
+awaitable<void> serve_upgraded(SharedState &st, Transport &tr, const Site &site, Request req,
+                               std::string_view received);
+
 class Connection {
 public:
     Connection(SharedState &st, Transport &tr, const Site &site, ConnSlots::Lease *lease);
@@ -40,6 +47,8 @@ public:
     Connection &operator=(const Connection &) = delete;
 
     awaitable<void> run(std::string_view received);
+    // Stream 1 from an HTTP/1.1 upgrade (its SETTINGS from HTTP2-Settings); false: they are not valid.
+    bool upgraded(Request req);
 
     // For its streams.
     SharedState &state() { return st_; }

@@ -233,6 +233,14 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
 
         // A whole request.
         const Request &req = parser.request();
+        if (req.upgrade && st.config.http.h2c && &site == &st.http_site && h2::upgrade_requested(req)) {
+            out += "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+            if (!co_await tr.flush(out))
+                break;
+            std::string received(parser.take_buffered());
+            co_await h2::serve_upgraded(st, tr, site, std::move(parser.request()), received);
+            co_return;
+        }
         bool keep_alive = req.keep_alive && !draining() && !req.upgrade;
         After after;
         int status = 404, worker_pid = 0;
