@@ -68,6 +68,28 @@ class Requests(H2Case):
         self.assertNotIn("101", p.stderr.decode())
         self.assertEqual(json.loads(p.stdout)["protocol"], "HTTP/1.1")
 
+    def test_trailers_named_by_php_follow_the_body(self):
+        import socket
+        from h2peer import Peer
+        want = hashlib.md5(b"trailed body").hexdigest()
+        p = Peer().connect(HOST, self.server.port)
+        self.addCleanup(p.close)
+        status, headers, body, trailers, _ = p.response(p.request("GET", "/trailers"))
+        self.assertEqual((status, body), (200, b"trailed body"))
+        self.assertEqual(trailers, {"x-checksum": want})
+        self.assertNotIn("x-checksum", headers)
+        # HTTP/1.1: the chunked body's trailer section.
+        s = socket.create_connection((HOST, self.server.port), timeout=5)
+        self.addCleanup(s.close)
+        s.sendall(b"GET /trailers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1)
+        self.assertIn(b"Transfer-Encoding: chunked", head)
+        self.assertNotIn(b"\r\nX-Checksum:", head)
+        self.assertEqual(rest, b"c\r\ntrailed body\r\n0\r\nX-Checksum: " + want.encode() + b"\r\n\r\n")
+
     def test_bodies_forms_and_uploads(self):
         data = os.urandom(1536 * 1024)  # past body_buffer_size? no: 1 MiB default spills it to a file
         path = pki().path("body.bin")

@@ -6,6 +6,7 @@
 //   /stdout  echoes stray output first  /stop  requestStop() once per $FERRY_TEST_STOP_ONCE file
 //   /stop-always  requestStop() every time
 //   /head-length  empty body with Content-Length: 1234 (an app answering HEAD itself)
+//   /trailers  X-Checksum sent as a trailer (named in the Trailer header)
 declare(strict_types=1);
 
 require __DIR__ . '/../../php-worker/autoload.php';
@@ -41,6 +42,11 @@ $worker->serve(static function (Request $req) use ($worker, $pid): Response|Ferr
                 yield ['event' => 'tick', 'id' => (string) $i, 'data' => "line $i\nsecond line"];
             }
         })());
+    }
+    if ($path === '/trailers') {
+        // RoadRunner's rule: headers named in Trailer are sent after the body.
+        return new Response(200, ['Content-Type' => 'text/plain', 'Trailer' => 'X-Checksum',
+            'X-Checksum' => md5('trailed body')], 'trailed body');
     }
     if ($path === '/hints') {
         $worker->earlyHints(['Link' => ['</a.css>; rel=preload; as=style', '</b.js>; rel=preload; as=script']]);

@@ -377,6 +377,17 @@ bool Connection::submit_head(H2Stream &s, Framer::Head &head)
     return rv == 0;
 }
 
+void Connection::submit_trailers(H2Stream &s, const std::vector<std::pair<std::string, std::string>> &fields)
+{
+    std::vector<nghttp2_nv> nv;
+    nv.reserve(fields.size());
+    for (const auto &[n, v] : fields)
+        nv.push_back({reinterpret_cast<std::uint8_t *>(const_cast<char *>(n.data())),
+                      reinterpret_cast<std::uint8_t *>(const_cast<char *>(v.data())), n.size(), v.size(),
+                      NGHTTP2_NV_FLAG_NONE});
+    nghttp2_submit_trailer(ng_, s.id(), nv.data(), nv.size()); // nghttp2 copies the fields
+}
+
 void Connection::resume(H2Stream &s)
 {
     nghttp2_session_resume_data(ng_, s.id());

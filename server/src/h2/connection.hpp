@@ -58,6 +58,7 @@ public:
     // Submits a stream's head: a 1xx, or the final head with its body to come (`body`) or none.
     bool submit_head(H2Stream &s, Framer::Head &head);
     void resume(H2Stream &s); // held DATA came for a deferred stream
+    void submit_trailers(H2Stream &s, const std::vector<std::pair<std::string, std::string>> &fields);
     void reset(H2Stream &s, std::uint32_t code);
     void release(H2Stream &s); // its handler (or pump) is done with it
     void track(H2Stream &s);   // a task (an event stream's pump) runs on it

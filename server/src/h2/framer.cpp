@@ -86,8 +86,19 @@ bool Framer::feed(std::string_view in, Sink &sink)
             } else if (state_ == State::trailers) {
                 if (line == "\r\n") {
                     state_ = State::done;
+                    if (!trailers_.empty())
+                        sink.on_trailers(trailers_);
                     sink.on_end();
-                } // trailer fields: none of our writers sends any; skipped
+                } else {
+                    auto colon = line.find(':');
+                    if (colon == 0 || colon == line.npos || !line.ends_with("\r\n"))
+                        return fail("a bad trailer line");
+                    std::string name = lower(std::string_view(line).substr(0, colon));
+                    std::string_view value =
+                        trim_ows(std::string_view(line).substr(colon + 1, line.size() - colon - 3));
+                    if (!hop_by_hop(name))
+                        trailers_.emplace_back(std::move(name), std::string(value));
+                }
             } else {
                 std::uint64_t size = 0;
                 auto r = std::from_chars(line.data(), line.data() + line.size(), size, 16);

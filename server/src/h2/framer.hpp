@@ -27,6 +27,8 @@ public:
         virtual ~Sink() = default;
         virtual void on_head(Head &head) = 0; // a 1xx (informational) or the final head
         virtual void on_data(std::string_view bytes) = 0;
+        // Trailer fields after a chunked body (lower-case names), just before on_end.
+        virtual void on_trailers(std::vector<std::pair<std::string, std::string>> &fields) = 0;
         virtual void on_end() = 0; // the final response is complete
     };
 
@@ -53,6 +55,7 @@ private:
     bool started_ = false;
     std::string line_; // a head or a chunk-size line split across writes
     std::uint64_t left_ = 0;
+    std::vector<std::pair<std::string, std::string>> trailers_;
     std::string error_;
 };
 

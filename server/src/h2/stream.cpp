@@ -52,6 +52,11 @@ void H2Stream::on_data(std::string_view bytes)
     }
 }
 
+void H2Stream::on_trailers(std::vector<std::pair<std::string, std::string>> &fields)
+{
+    trailers_ = std::move(fields);
+}
+
 void H2Stream::on_end()
 {
     ended_ = true;
@@ -185,6 +190,10 @@ long H2Stream::read_data(std::uint8_t *buf, std::size_t len, std::uint32_t *flag
     taken_bytes_ += n;
     if (taken_bytes_ == pending_.size() && ended_) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (!trailers_.empty()) { // the stream ends with them, not with this DATA frame
+            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            c_.submit_trailers(*this, trailers_);
+        }
     } else if (n == 0) {
         deferred_ = true;
         return NGHTTP2_ERR_DEFERRED;

@@ -68,6 +68,7 @@ public:
 private:
     void on_head(Framer::Head &head) override;
     void on_data(std::string_view bytes) override;
+    void on_trailers(std::vector<std::pair<std::string, std::string>> &fields) override;
     void on_end() override;
     bool emit(std::string_view bytes); // through the framer; false: reset (a bug logged)
     // Until fewer than high_water bytes are held: false if the stream closed or made no progress for
@@ -83,6 +84,7 @@ private:
     std::size_t taken_bytes_ = 0;
     bool ended_ = false, deferred_ = false, taken_ = false;
     std::uint64_t sent_ = 0;
+    std::vector<std::pair<std::string, std::string>> trailers_; // sent after the last DATA frame
     asio::steady_timer room_; // a waiting write sleeps on it; taking bytes or a close cancels it
     bool waiting_ = false;
     StreamSocket *pumped_ = nullptr; // the pump's end of the socket pair, while it runs

@@ -219,7 +219,8 @@ public:
             const After sent = co_await send_named_file(ex, reply_.response, status, *path, reply_.worker_pid,
                                                         keep_alive, st_.counters.descriptors);
             keep_alive = keep_alive && sent == After::keep_alive;
-        } else if (reply_.outcome == pool::Outcome::ok && !reply_.more() && !reply_.holds_worker()) {
+        } else if (reply_.outcome == pool::Outcome::ok && !reply_.more() && !reply_.holds_worker() &&
+                   !declares_trailers(reply_.response)) {
             // The common case, written here rather than in a helper coroutine: one coroutine frame less per
             // request.
             if (std::optional<std::string_view> rest = writer.prepare_whole(reply_)) {

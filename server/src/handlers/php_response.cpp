@@ -87,7 +87,7 @@ awaitable<bool> ResponseWriter::write(pool::Reply *r)
     pool::Reply &reply = *r;
     // (GCC 12: no co_await in a conditional expression or an unbraced if-body; it breaks the frame.)
     bool ok = false;
-    if (reply.more()) {
+    if (reply.more() || !declared_trailers(reply.response).empty()) {
         ok = co_await write_stream(&reply);
     } else {
         ok = co_await write_held(&reply);
@@ -104,6 +104,11 @@ awaitable<bool> ResponseWriter::write_stream(pool::Reply *r)
     ex_.status = h.status;
     h.worker = &reply.response;
     h.keep_alive = keep_alive_ && !st_.draining;
+    const std::vector<std::string> trailers = declared_trailers(reply.response);
+    if (!trailers.empty()) {
+        h.trailers = &trailers;
+        stream_.set_trailers(trailer_lines(reply.response, trailers));
+    }
     stream_.start(h);
     for (;;) {
         const bool last = !reply.more();

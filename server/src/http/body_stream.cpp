@@ -64,7 +64,7 @@ awaitable<bool> BodyStream::write(std::string_view body, bool last)
         trailer_.clear();
     }
     if (last && chunked_ && send_body_)
-        trailer_ += "0\r\n\r\n";
+        trailer_.append("0\r\n").append(trailer_fields_).append("\r\n");
     if (!trailer_.empty())
         bufs[nb++] = asio::buffer(trailer_);
     bool ok = co_await transport_.write(std::span(bufs.data(), nb));

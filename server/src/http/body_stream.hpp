@@ -25,6 +25,8 @@ public:
     // The final response's head: framing none for statuses without a body, until-close for HTTP/1.0 (which
     // then cannot keep the connection), chunked otherwise. Goes out with the first write().
     void start(Head head);
+    // Trailer lines ("Name: value\r\n") sent after the last chunk (HTTP/1.1 chunked only; else dropped).
+    void set_trailers(std::string lines) { trailer_fields_ = std::move(lines); }
     // The next piece of body (nothing for HEAD, 204, 304); `last` ends it. False when the client is gone.
     awaitable<bool> write(std::string_view body, bool last);
 
@@ -40,6 +42,7 @@ private:
     bool started_ = false, failed_ = false, chunked_ = false, send_body_ = true, keep_alive_ = true;
     int status_ = 200;
     std::string trailer_;
+    std::string trailer_fields_;
 };
 
 } // namespace ferry::server::detail

@@ -161,6 +161,59 @@ void append_uint(std::string &out, std::uint64_t v)
 
 } // namespace
 
+bool names_trailer(const std::vector<std::string> &names, std::string_view name)
+{
+    for (const auto &n : names)
+        if (iequals(n, name))
+            return true;
+    return false;
+}
+
+bool declares_trailers(const relay::ResponseContext &rc)
+{
+    for (const auto &f : rc.headers)
+        if (iequals(f.name, "Trailer"))
+            return true;
+    return false;
+}
+
+std::vector<std::string> declared_trailers(const relay::ResponseContext &rc)
+{
+    std::vector<std::string> names;
+    for (const auto &f : rc.headers) {
+        if (!iequals(f.name, "Trailer"))
+            continue;
+        for (std::string_view list : f.values) {
+            while (!list.empty()) {
+                const auto comma = list.find(',');
+                std::string_view n = trim_ows(list.substr(0, comma));
+                // Never framing or routing fields (RFC 9110 §6.5.1): those stay headers.
+                if (!n.empty() && is_token(n) && !iequals(n, "Content-Length") &&
+                    !iequals(n, "Transfer-Encoding") && !iequals(n, "Host") && !iequals(n, "Trailer") &&
+                    !iequals(n, "Content-Type"))
+                    names.emplace_back(n);
+                if (comma == list.npos)
+                    break;
+                list.remove_prefix(comma + 1);
+            }
+        }
+    }
+    return names;
+}
+
+std::string trailer_lines(const relay::ResponseContext &rc, const std::vector<std::string> &names)
+{
+    std::string out;
+    for (const auto &f : rc.headers) {
+        if (!names_trailer(names, f.name) || !is_token(f.name))
+            continue;
+        for (const auto &v : f.values)
+            if (valid_value(v))
+                out.append(f.name).append(": ").append(v).append("\r\n");
+    }
+    return out;
+}
+
 void append_head(std::string &out, const Head &h, int *dropped)
 {
     out += "HTTP/1.1 ";
@@ -173,7 +226,7 @@ void append_head(std::string &out, const Head &h, int *dropped)
         for (const auto &f : h.worker->headers) {
             if (iequals(f.name, "Content-Length") || iequals(f.name, "Transfer-Encoding") ||
                 iequals(f.name, "Connection") || iequals(f.name, "Keep-Alive") ||
-                (h.reserved && h.reserved(f.name)))
+                (h.reserved && h.reserved(f.name)) || (h.trailers && names_trailer(*h.trailers, f.name)))
                 continue;
             if (!is_token(f.name)) {
                 if (dropped)

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferry::server::detail {
 
@@ -30,6 +31,8 @@ struct Head {
     std::string_view extra; // more header lines, each "Name: value\r\n", already valid
     // Worker headers the response's own kind keeps for itself (a 101's handshake headers): left out.
     bool (*reserved)(std::string_view name) = nullptr;
+    // Worker headers sent as trailers instead (named in its Trailer header: RoadRunner's rule): left out.
+    const std::vector<std::string> *trailers = nullptr;
     Framing framing = Framing::length;
     std::size_t content_length = 0;
     bool keep_alive = true;
@@ -50,5 +53,13 @@ void append_error(std::string &out, int status, std::string_view detail, bool ke
                   std::string_view extra = {});
 
 bool no_body_status(int status);
+
+// Trailers (RoadRunner's rule, as Go's net/http): a worker header named in the response's Trailer header is
+// sent after the body — HTTP/1.1: in the chunked body's trailer section; HTTP/2: a trailing HEADERS frame.
+std::vector<std::string> declared_trailers(const relay::ResponseContext &rc);
+bool declares_trailers(const relay::ResponseContext &rc); // has a Trailer header (no allocation)
+bool names_trailer(const std::vector<std::string> &names, std::string_view name);
+// "Name: value\r\n" for each worker header in `names` (valid ones only).
+std::string trailer_lines(const relay::ResponseContext &rc, const std::vector<std::string> &names);
 
 } // namespace ferry::server::detail

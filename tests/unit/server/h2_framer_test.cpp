@@ -20,6 +20,8 @@ struct Recorder : Framer::Sink {
     int ends = 0;
     void on_head(Framer::Head &h) override { heads.push_back(h); }
     void on_data(std::string_view b) override { body.append(b); }
+    std::vector<std::pair<std::string, std::string>> trailers;
+    void on_trailers(std::vector<std::pair<std::string, std::string>> &t) override { trailers = t; }
     void on_end() override { ++ends; }
 };
 
@@ -128,4 +130,15 @@ TEST(H2Framer, WhatIsNotOurResponseIsRefused)
         feed(bad, false, &ok);
         EXPECT_FALSE(ok) << bad;
     }
+}
+
+TEST(H2Framer, TrailersAfterTheLastChunkComeBeforeTheEnd)
+{
+    auto r = feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3\r\nabc\r\n"
+                  "0\r\nX-Sum: 900150983cd24fb0\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.body, "abc");
+    ASSERT_EQ(r.trailers.size(), 1u); // hop-by-hop left out there too
+    EXPECT_EQ(r.trailers[0].first, "x-sum");
+    EXPECT_EQ(r.trailers[0].second, "900150983cd24fb0");
+    EXPECT_EQ(r.ends, 1);
 }
