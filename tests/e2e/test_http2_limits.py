@@ -165,6 +165,20 @@ class Limits(ServerTestCase):
         self.assertEqual(p.goaway_code, NO_ERROR)
         self.assertGreaterEqual(time.monotonic() - t0, 2.5)
 
+    def test_a_stop_finishes_streams_in_flight_and_says_goaway(self):
+        srv = self.start_server({"http": {"http2": {"h2c": True}}})
+        p = Peer().connect(HOST, srv.port)
+        self.addCleanup(p.close)
+        slow = p.request("GET", "/sleep?ms=800")
+        p.read_events(timeout=0.3)
+        srv.terminate()
+        status, _, _, _, _ = p.response(slow, timeout=10)
+        self.assertEqual(status, 200, "the request in flight is answered")
+        self.assertEqual(p.goaway(timeout=5), NO_ERROR)
+        p.read_events(until=lambda ev: p.closed, timeout=10)
+        self.assertTrue(p.closed)
+        srv.stop()  # exit code 0, no worker left, no forced stop of a loop
+
     def test_a_bad_preface_is_closed(self):
         s = socket.create_connection((HOST, self.server.port), timeout=5)
         self.addCleanup(s.close)

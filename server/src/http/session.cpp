@@ -90,6 +90,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
         co_return;
     if (site.tls && tls_selected_h2(tr.tls())) {
         co_await h2::serve(st, tr, site, lease, {});
+        co_await tr.shut_down(false, {}); // close_notify, FIN
         co_return;
     }
     // h2c by prior knowledge: its preface opens with "PRI " where a request line would be.
@@ -186,7 +187,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
                     if (first.starts_with("PRI ")) {
                         std::string received(parser.take_buffered());
                         co_await h2::serve(st, tr, site, lease, received);
-                        co_return;
+                        break;
                     }
                 }
             }
@@ -239,7 +240,7 @@ awaitable<void> http_session(SharedState &st, StreamSocket sock, const Site &sit
                 break;
             std::string received(parser.take_buffered());
             co_await h2::serve_upgraded(st, tr, site, std::move(parser.request()), received);
-            co_return;
+            break;
         }
         bool keep_alive = req.keep_alive && !draining() && !req.upgrade;
         After after;
