@@ -70,6 +70,7 @@ public:
     struct Callbacks; // nghttp2's, in connection.cpp
 
 private:
+    nghttp2_session *new_session(); // h2/callbacks.cpp: the session, its callbacks and limits
     awaitable<void> writer(TaskGroup::Hold hold);
     awaitable<void> handle(H2Stream *s, TaskGroup::Hold hold);
     void dispatch(); // requests completed by the last read get their handlers
