@@ -2,7 +2,7 @@
 """Memory Ferry keeps per idle keep-alive connection (RSS of the ferry process, workers excluded), after
 small and after large requests and responses.
 
-    python3 bench/idle_memory.py [connections] [--large-connections M] [--bin PATH] [--only a,b] [--tls]
+    python3 bench/idle_memory.py [connections] [--large-connections M] [--bin PATH] [--only a,b] [--tls | --h2]
 
 Each scenario runs against its own fresh ferry (`--bin`, default build/ferry) serving the echo fixture
 tests/php/echo.php (2 workers, `http.limits.max_header_size: 128KB`), on fresh connections:
@@ -21,7 +21,8 @@ request, then "max: X KiB per idle connection" (the largest idle-after-request f
 is at most 16 KiB). Everything runs on 127.0.0.1 and stops by itself; RLIMIT_NOFILE is raised as needed
 (ferry inherits it). The exit status is 0 whatever the figures: this measures, it does not judge.
 With --tls every connection is HTTPS (http.ssl with a P-256 certificate made by `openssl`; TLS 1.3): the
-figures then include what OpenSSL keeps per connection.
+figures then include what OpenSSL keeps per connection. With --h2 every connection is HTTP/2 over TLS (ALPN
+h2; Python's h2 from Debian's python3-h2): the figures then include nghttp2's session and HPACK tables.
 """
 import argparse
 import os
@@ -91,15 +92,71 @@ def rss_kib(pid):
 
 
 class Conn:
-    """One client connection with just enough HTTP/1.1 to read Content-Length and chunked answers."""
+    """One client connection with just enough HTTP/1.1 to read Content-Length and chunked answers (or, with
+    --h2, an HTTP/2 connection sending the same requests as streams)."""
 
-    tls = None  # an ssl.SSLContext with --tls
+    tls = None  # an ssl.SSLContext with --tls or --h2
+    h2 = False
 
     def __init__(self, port):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
         if Conn.tls is not None:
             self.sock = Conn.tls.wrap_socket(self.sock)
         self.buf = bytearray()
+        if Conn.h2:
+            from h2.config import H2Configuration
+            from h2.connection import H2Connection
+            self.h2c = H2Connection(H2Configuration(client_side=True))
+            self.h2c.initiate_connection()
+            self.sock.sendall(self.h2c.data_to_send())
+
+    def send(self, request):
+        if not Conn.h2:
+            self.sock.sendall(request)
+            return
+        head, _, body = request.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        method, path, _ = lines[0].split(b" ", 2)
+        fields = [(b":method", method), (b":scheme", b"https"), (b":authority", b"x"), (b":path", path)]
+        fields += [(k.strip().lower(), v.strip()) for k, _, v in (x.partition(b":") for x in lines[1:])
+                   if k.strip().lower() != b"host"]
+        self.sid = self.h2c.get_next_available_stream_id()
+        self.h2c.send_headers(self.sid, fields, end_stream=not body)
+        off = 0
+        while off < len(body):  # within the windows: wait for ferry's SETTINGS or WINDOW_UPDATE when shut
+            n = min(len(body) - off, self.h2c.max_outbound_frame_size, self.h2c.local_flow_control_window(self.sid))
+            if n <= 0:
+                self.sock.sendall(self.h2c.data_to_send())
+                self.pending_events = getattr(self, "pending_events", []) + self.h2c.receive_data(self.sock.recv(65536))
+                continue
+            self.h2c.send_data(self.sid, body[off:off + n], end_stream=off + n == len(body))
+            off += n
+        self.sock.sendall(self.h2c.data_to_send())
+
+    def read_h2(self):
+        import h2.events as ev
+        status, body = None, bytearray()
+        events, self.pending_events = getattr(self, "pending_events", []), []
+        while True:
+            if not events:
+                data = self.sock.recv(256 * 1024)
+                if not data:
+                    raise ConnectionError("connection closed by ferry")
+                events = self.h2c.receive_data(data)
+            batch, events = events, []
+            for e in batch:
+                if isinstance(e, ev.ResponseReceived) and e.stream_id == self.sid:
+                    status = int(dict(e.headers)[b":status"])
+                elif isinstance(e, ev.DataReceived):
+                    self.h2c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    if e.stream_id == self.sid:
+                        body += e.data
+                elif isinstance(e, ev.StreamEnded) and e.stream_id == self.sid:
+                    self.sock.sendall(self.h2c.data_to_send())
+                    return status, bytes(body)
+                elif isinstance(e, (ev.StreamReset, ev.ConnectionTerminated)):
+                    raise ConnectionError(f"ferry reset the stream or the connection: {e}")
+            self.sock.sendall(self.h2c.data_to_send())
 
     def _fill(self):
         chunk = self.sock.recv(256 * 1024)
@@ -122,6 +179,8 @@ class Conn:
             self._fill()
 
     def read_response(self):
+        if Conn.h2:
+            return self.read_h2()
         status_line = self._line()
         parts = status_line.split(b" ", 2)
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
@@ -159,7 +218,7 @@ def request_all(conns, sc):
     for i in range(0, len(conns), BATCH):
         batch = conns[i:i + BATCH]
         for c in batch:
-            c.sock.sendall(sc.request)
+            c.send(sc.request)
         for c in batch:
             status, body = c.read_response()
             problem = sc.check(status, body)
@@ -266,11 +325,20 @@ def main():
     ap.add_argument("--only", default=",".join(names),
                     help=f"comma-separated scenarios (default all: {','.join(names)})")
     ap.add_argument("--tls", action="store_true", help="every connection over TLS (http.ssl)")
+    ap.add_argument("--h2", action="store_true", help="every connection HTTP/2 over TLS (ALPN h2)")
     args = ap.parse_args()
+    if args.h2:
+        try:
+            import h2  # noqa: F401
+        except ImportError:  # a python3 other than Debian's (pyenv) still finds the python3-h2 package
+            sys.path.append("/usr/lib/python3/dist-packages")
+        Conn.h2 = args.tls = True
     if args.tls:
         Conn.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         Conn.tls.check_hostname = False
         Conn.tls.verify_mode = ssl.CERT_NONE
+        if Conn.h2:
+            Conn.tls.set_alpn_protocols(["h2"])
     args.bin = os.path.abspath(args.bin)   # ferry runs in a temp dir
     global IO_THREADS
     IO_THREADS = max(1, args.io_threads)
@@ -291,7 +359,7 @@ def main():
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
     print(f"ferry {args.bin}; {IO_THREADS} event loop(s); fixture tests/php/echo.php, 2 workers; "
-          f"{'TLS 1.3; ' if args.tls else ''}KiB of ferry RSS per connection")
+          f"{'HTTP/2 over ' if args.h2 else ''}{'TLS 1.3; ' if args.tls else ''}KiB of ferry RSS per connection")
     worst = None
     for sc in all_sc:
         if sc.name not in chosen:

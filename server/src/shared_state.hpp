@@ -68,6 +68,10 @@ struct SharedState {
     // group while it runs. A stop closes their connections and joins them (server.cpp: drain_loop,
     // close_loop).
     TaskGroup sessions;
+    // Reads consumed before anything else runs (HTTP/2's: nghttp2 takes the bytes at once) go here, one
+    // buffer for the loop instead of one per idle connection: the reader waits for readability first, then
+    // reads.
+    std::string scratch = std::string(16 * 1024, '\0');
 };
 
 // A request done (SharedState::observe): /metrics' counts, the access log's line (http/session.cpp).

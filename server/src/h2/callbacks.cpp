@@ -125,6 +125,7 @@ struct Connection::Callbacks {
         if (!s)
             return 0;
         nghttp2_session_set_stream_user_data(ng, id, nullptr);
+        s->finished = true;
         s->closed(code);
         if (s->users == 0 && !s->ready)
             self(user).forget(*s);

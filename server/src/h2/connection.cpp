@@ -25,7 +25,6 @@ namespace {
 
 constexpr std::int32_t stream_window = 256 * 1024;  // what a client may send ahead on one stream
 constexpr std::int32_t connection_window = 1 << 20; // and on all together
-constexpr std::size_t read_size = 16 * 1024;
 
 } // namespace
 
@@ -183,7 +182,7 @@ void Connection::release(H2Stream &s)
         s.handler->release_idle_memory(false);
         idle_handlers_[static_cast<std::size_t>(s.handler_index)].push_back(std::move(s.handler));
     }
-    if (!s.open)
+    if (s.finished)
         forget(s);
     if (running_ == 0 && (ending_ || st_.draining))
         tr_.stream().cancel(); // the reader ends: nothing runs, and nothing new may start
@@ -200,7 +199,8 @@ void Connection::dispatch()
     for (H2Stream *s : ready_) {
         s->ready = false;
         if (!s->open) { // reset in the same read that completed it: it costs no request
-            forget(*s);
+            if (s->finished)
+                forget(*s);
             continue;
         }
         track(*s);
@@ -275,6 +275,8 @@ awaitable<void> Connection::writer(TaskGroup::Hold)
         }
         if (ending_ || (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)))
             break;
+        if (wbuf_.capacity() > 16 * 1024)
+            std::string().swap(wbuf_); // a large answer went out: a connection waiting keeps no more
         if (!woken_) {
             writer_waiting_ = true;
             wake_.expires_at(steady::time_point::max());
@@ -286,6 +288,25 @@ awaitable<void> Connection::writer(TaskGroup::Hold)
     if (!ending_) { // the session is over (GOAWAY both ways): the reader stops
         ending_ = true;
         tr_.stream().cancel();
+    }
+}
+
+awaitable<std::pair<error_code, std::size_t>> Connection::read()
+{
+    // Wait until there is something, then read it into the loop's scratch, which mem_recv consumes before
+    // this coroutine waits again: an idle connection holds no read buffer (nginx's model).
+    detail::Stream &stream = tr_.stream();
+    for (;;) {
+        const Io r = stream.read(std::span(st_.scratch.data(), st_.scratch.size()));
+        if (r.status == Io::done)
+            co_return std::pair{error_code{}, r.n};
+        if (r.status == Io::eof)
+            co_return std::pair{error_code(asio::error::eof), std::size_t{0}};
+        if (r.status == Io::failed)
+            co_return std::pair{error_code(r.error, asio::error::get_system_category()), std::size_t{0}};
+        auto [ec] = co_await stream.async_wait(r.status, nothrow);
+        if (ec)
+            co_return std::pair{ec, std::size_t{0}};
     }
 }
 
@@ -301,7 +322,6 @@ awaitable<void> Connection::run(std::string_view received)
     asio::co_spawn(st_.io, writer(tasks_.enter_anyway()), asio::detached);
     dispatch(); // an upgrade's stream 1
 
-    std::string buf(read_size, '\0');
     std::string_view input = received;
     bool goaway = false;
     for (;;) {
@@ -334,7 +354,7 @@ awaitable<void> Connection::run(std::string_view received)
         if (st_.draining && running_ == 0)
             break;
         set_deadline();
-        auto [ec, n] = co_await tr_.read_some(std::span(buf.data(), buf.size()));
+        const auto [ec, n] = co_await read();
         tr_.disarm();
         if (ec) {
             if (tr_.conn().timed_out) {
@@ -351,20 +371,15 @@ awaitable<void> Connection::run(std::string_view received)
             }
             break;
         }
-        input = std::string_view(buf.data(), n);
+        input = std::string_view(st_.scratch.data(), n);
     }
     // The writer sends what is queued (a GOAWAY) and stops; every stream still open ends, so handlers
-    // writing to them return; then all of them are joined.
+    // writing to them return; then all of them are joined. The streams themselves go with the connection
+    // (nghttp2 may still read a stream's data while the writer sends its last frames).
     ending_ = true;
     wake();
-    for (auto it = streams_.begin(); it != streams_.end();) {
-        H2Stream &s = *it->second;
-        ++it;
-        nghttp2_session_set_stream_user_data(ng_, s.id(), nullptr);
-        s.closed(NGHTTP2_CANCEL);
-        if (s.users == 0)
-            forget(s);
-    }
+    for (auto &[id, s] : streams_)
+        s->closed(NGHTTP2_CANCEL);
     ready_.clear();
     co_await tasks_.join(steady::time_point::max());
 }

@@ -72,6 +72,8 @@ public:
 private:
     nghttp2_session *new_session(); // h2/callbacks.cpp: the session, its callbacks and limits
     awaitable<void> writer(TaskGroup::Hold hold);
+    // What arrives next, read into the loop's scratch (SharedState::scratch): {error, bytes}.
+    awaitable<std::pair<error_code, std::size_t>> read();
     awaitable<void> handle(H2Stream *s, TaskGroup::Hold hold);
     void dispatch(); // requests completed by the last read get their handlers
     void set_deadline();

@@ -230,12 +230,12 @@ awaitable<void> H2Stream::pump(StreamSocket inner)
     auto hold = c_.hold();
     inner.non_blocking(true);
     pumped_ = &inner;
-    char buf[16 * 1024];
+    std::string &buf = c_.state().scratch; // read, then handed on before anything else runs
     while (open) {
         auto [ec] = co_await inner.async_wait(tcp::socket::wait_read, nothrow); // closed() cancels it
         if (ec || !open)
             break;
-        const std::size_t n = inner.read_some(asio::buffer(buf), ec);
+        const std::size_t n = inner.read_some(asio::buffer(buf.data(), buf.size()), ec);
         if (ec == asio::error::would_block)
             continue;
         if (ec || n == 0) { // the taker is done: its response ends here
@@ -243,7 +243,7 @@ awaitable<void> H2Stream::pump(StreamSocket inner)
             finish();
             break;
         }
-        if (!emit(std::string_view(buf, n)) || !co_await drain())
+        if (!emit(std::string_view(buf.data(), n)) || !co_await drain())
             break;
     }
     pumped_ = nullptr;

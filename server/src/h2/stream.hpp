@@ -37,9 +37,10 @@ public:
     std::unique_ptr<Handler::Connection> handler; // its state for this stream (kept for the next one)
     BodySink *sink = nullptr;
     std::uint64_t body_bytes = 0;
-    unsigned users = 0; // its handler and an event stream's pump, while they run
-    bool open = true;   // nghttp2 has not closed it
-    bool ready = false; // the request is complete and waits to be dispatched
+    unsigned users = 0;    // its handler and an event stream's pump, while they run
+    bool open = true;      // writes go on (false once reset or closed)
+    bool finished = false; // nghttp2 closed it (its close callback came): it may be forgotten
+    bool ready = false;    // the request is complete and waits to be dispatched
     std::chrono::steady_clock::time_point started;
 
     // Wire
