@@ -132,10 +132,16 @@ struct Connection::Callbacks {
         return 0;
     }
 
-    static ssize_t read_data(nghttp2_session *, std::int32_t, std::uint8_t *buf, std::size_t len,
+    static ssize_t read_data(nghttp2_session *, std::int32_t, std::uint8_t *, std::size_t len,
                              std::uint32_t *flags, nghttp2_data_source *source, void *)
     {
-        return static_cast<H2Stream *>(source->ptr)->read_data(buf, len, flags);
+        return static_cast<H2Stream *>(source->ptr)->read_data(len, flags);
+    }
+
+    static int send_data(nghttp2_session *, nghttp2_frame *, const std::uint8_t *framehd, std::size_t length,
+                         nghttp2_data_source *source, void *user)
+    {
+        return static_cast<H2Stream *>(source->ptr)->send_frame(self(user).wbuf_, framehd, length);
     }
 
     static int error(nghttp2_session *, int code, const char *msg, std::size_t len, void *user)
@@ -159,6 +165,7 @@ nghttp2_session *Connection::new_session()
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, C::data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, C::stream_close);
     nghttp2_session_callbacks_set_error_callback2(cb, C::error);
+    nghttp2_session_callbacks_set_send_data_callback(cb, C::send_data);
     nghttp2_option *opt = nullptr;
     nghttp2_option_new(&opt);
     // Rapid reset (CVE-2023-44487): count_reset() ends the connection with ENHANCE_YOUR_CALM past a burst of

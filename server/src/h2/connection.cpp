@@ -25,6 +25,7 @@ namespace {
 
 constexpr std::int32_t stream_window = 256 * 1024;  // what a client may send ahead on one stream
 constexpr std::int32_t connection_window = 1 << 20; // and on all together
+constexpr std::size_t write_batch = 64 * 1024;      // frames gathered into one write
 
 } // namespace
 
@@ -256,8 +257,10 @@ awaitable<void> Connection::writer(TaskGroup::Hold)
             }
             if (n == 0)
                 break;
+            if (wbuf_.empty() && n > 1024)
+                wbuf_.reserve(write_batch + 16 * 1024 + 64); // at most a batch and a frame: never regrown
             wbuf_.append(reinterpret_cast<const char *>(data), static_cast<std::size_t>(n));
-            if (wbuf_.size() >= 64 * 1024)
+            if (wbuf_.size() >= write_batch)
                 break;
         }
         if (!wbuf_.empty()) {
@@ -275,8 +278,8 @@ awaitable<void> Connection::writer(TaskGroup::Hold)
         }
         if (ending_ || (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)))
             break;
-        if (wbuf_.capacity() > 16 * 1024)
-            std::string().swap(wbuf_); // a large answer went out: a connection waiting keeps no more
+        if (streams_.empty() && wbuf_.capacity() > 16 * 1024)
+            std::string().swap(wbuf_); // a quiet connection keeps no write buffer beyond 16 KiB
         if (!woken_) {
             writer_waiting_ = true;
             wake_.expires_at(steady::time_point::max());

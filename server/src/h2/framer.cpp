@@ -135,6 +135,17 @@ bool Framer::feed(std::string_view in, Sink &sink)
     return true;
 }
 
+void Framer::skip(std::uint64_t n, Sink &sink)
+{
+    if (state_ != State::length)
+        return;
+    left_ -= std::min(n, left_);
+    if (left_ == 0) {
+        state_ = State::done;
+        sink.on_end();
+    }
+}
+
 bool Framer::parse_head(std::string_view head, Sink &sink)
 {
     // "HTTP/1.1 200 OK\r\n" then "Name: value\r\n" lines.

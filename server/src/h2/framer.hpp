@@ -37,6 +37,13 @@ public:
 
     // Reads the next bytes; false on input that is not a response (error() says why).
     bool feed(std::string_view in, Sink &sink);
+    // Body bytes that the caller sends itself (a file read straight into DATA frames): whether `n` of them
+    // fit here (a body by length, or until the end; not chunked), and counting them as sent.
+    bool can_skip(std::uint64_t n) const
+    {
+        return (state_ == State::length && n <= left_) || state_ == State::until_end;
+    }
+    void skip(std::uint64_t n, Sink &sink);
     // The response so far is complete (on_end was called).
     bool done() const { return state_ == State::done; }
     // A head has gone out (the final one or a 1xx).

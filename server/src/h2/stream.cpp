@@ -93,18 +93,18 @@ void H2Stream::wake()
         room_.cancel();
 }
 
-awaitable<bool> H2Stream::drain()
+awaitable<bool> H2Stream::drain(std::size_t limit)
 {
     const auto timeout = c_.state().config.http.write_timeout;
-    std::size_t last = taken_bytes_;
+    std::uint64_t last = taken_total_;
     auto deadline = steady::now() + timeout;
-    while (open && pending_.size() - taken_bytes_ > high_water) {
+    while (open && held() + file_left_ > limit) {
         room_.expires_at(deadline);
         waiting_ = true;
         auto [ec] = co_await room_.async_wait(nothrow);
         waiting_ = false;
-        if (taken_bytes_ != last || pending_.size() - taken_bytes_ <= high_water) {
-            last = taken_bytes_;
+        if (taken_total_ != last) {
+            last = taken_total_;
             deadline = steady::now() + timeout;
             continue;
         }
@@ -124,7 +124,7 @@ awaitable<bool> H2Stream::write(std::span<const asio::const_buffer> bufs, bool)
     for (const auto &b : bufs)
         if (b.size() > 0 && !emit(std::string_view(static_cast<const char *>(b.data()), b.size())))
             co_return false;
-    co_return co_await drain();
+    co_return co_await drain(high_water);
 }
 
 awaitable<bool> H2Stream::flush(std::string &bytes, bool)
@@ -135,21 +135,42 @@ awaitable<bool> H2Stream::flush(std::string &bytes, bool)
     bytes.clear();
     if (bytes.capacity() > 64 * 1024)
         std::string().swap(bytes);
-    co_return ok &&co_await drain();
+    co_return ok &&co_await drain(high_water);
 }
 
 awaitable<Wire::Sent> H2Stream::send_file(int fd, std::uint64_t offset, std::uint64_t count)
 {
-    // Read in pieces as the window lets them go: held bytes stay under high_water + one piece.
+    if (!open)
+        co_return Sent::client_gone;
+    if (framer_.can_skip(count)) {
+        // Read by read_data() straight into nghttp2's frames as the window lets them go: no copy held here,
+        // nothing read ahead of the client.
+        file_fd_ = fd;
+        file_offset_ = offset;
+        file_left_ = count;
+        file_short_ = false;
+        if (deferred_) {
+            deferred_ = false;
+            c_.resume(*this);
+        }
+        c_.wake();
+        const bool ok = co_await drain(0);
+        file_fd_ = -1;
+        file_left_ = 0;
+        if (file_short_)
+            co_return Sent::file_short;
+        co_return ok ? Sent::all : Sent::client_gone;
+    }
+    // A chunked body (not ours today): read in pieces, held bytes under high_water + one piece.
     std::string piece;
     while (count > 0) {
-        piece.resize(static_cast<std::size_t>(std::min<std::uint64_t>(count, 32 * 1024)));
+        piece.resize(static_cast<std::size_t>(std::min<std::uint64_t>(count, 16 * 1024)));
         const ssize_t n = ::pread(fd, piece.data(), piece.size(), static_cast<off_t>(offset));
         if (n <= 0)
             co_return Sent::file_short;
         offset += static_cast<std::uint64_t>(n);
         count -= static_cast<std::uint64_t>(n);
-        if (!emit(std::string_view(piece.data(), static_cast<std::size_t>(n))) || !co_await drain())
+        if (!emit(std::string_view(piece.data(), static_cast<std::size_t>(n))) || !co_await drain(high_water))
             co_return Sent::client_gone;
     }
     co_return Sent::all;
@@ -183,12 +204,21 @@ void H2Stream::closed(std::uint32_t)
         pumped_->cancel();
 }
 
-long H2Stream::read_data(std::uint8_t *buf, std::size_t len, std::uint32_t *flags)
+long H2Stream::read_data(std::size_t len, std::uint32_t *flags)
 {
-    const std::size_t n = std::min(len, pending_.size() - taken_bytes_);
-    std::copy_n(pending_.data() + taken_bytes_, n, buf);
-    taken_bytes_ += n;
-    if (taken_bytes_ == pending_.size() && ended_) {
+    // How much the next DATA frame carries; send_frame() copies it (held bytes first, then the file) straight
+    // into the connection's write buffer (NGHTTP2_DATA_FLAG_NO_COPY: no copy through nghttp2's own).
+    const std::uint64_t avail = held() + file_left_;
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, avail));
+    const std::size_t from_file = n - std::min(n, held());
+    if (from_file > 0) {
+        file_left_ -= from_file;
+        framer_.skip(from_file, *this); // may end the response (on_end)
+    }
+    taken_total_ += n;
+    if (n > 0)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (avail == n && file_left_ == 0 && ended_) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
         if (!trailers_.empty()) { // the stream ends with them, not with this DATA frame
             *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -201,6 +231,37 @@ long H2Stream::read_data(std::uint8_t *buf, std::size_t len, std::uint32_t *flag
     if (n > 0)
         wake();
     return static_cast<long>(n);
+}
+
+int H2Stream::send_frame(std::string &wbuf, const std::uint8_t *framehd, std::size_t length)
+{
+    const std::size_t mark = wbuf.size();
+    wbuf.append(reinterpret_cast<const char *>(framehd), 9);
+    const std::size_t from_held = std::min(length, held());
+    wbuf.append(pending_, taken_bytes_, from_held);
+    taken_bytes_ += from_held;
+    std::size_t from_file = length - from_held;
+    if (from_file > 0) {
+        std::size_t at = wbuf.size();
+        wbuf.resize(at + from_file);
+        while (from_file > 0) {
+            const ssize_t r =
+                ::pread(file_fd_, wbuf.data() + at, from_file, static_cast<off_t>(file_offset_));
+            if (r <=
+                0) { // the file was cut while sent: the stream is reset (its client must not take it whole)
+                wbuf.resize(mark);
+                file_short_ = true;
+                file_left_ = 0;
+                wake();
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+            }
+            file_offset_ += static_cast<std::uint64_t>(r);
+            at += static_cast<std::size_t>(r);
+            from_file -= static_cast<std::size_t>(r);
+        }
+    }
+    // A batch is gathered: nghttp2 returns from mem_send, the writer writes it, then asks for more.
+    return wbuf.size() >= batch ? NGHTTP2_ERR_PAUSE : 0;
 }
 
 // An event stream (or another protocol switch) takes a byte stream: one end of a socket pair, whose other
@@ -243,7 +304,7 @@ awaitable<void> H2Stream::pump(StreamSocket inner)
             finish();
             break;
         }
-        if (!emit(std::string_view(buf.data(), n)) || !co_await drain())
+        if (!emit(std::string_view(buf.data(), n)) || !co_await drain(high_water))
             break;
     }
     pumped_ = nullptr;

@@ -62,9 +62,13 @@ public:
     bool taken() const { return taken_; } // an event stream's pump runs it
     // nghttp2 closed the stream (its end, or a reset: `code`).
     void closed(std::uint32_t code);
-    // nghttp2's data source: up to `len` held bytes; NGHTTP2_ERR_DEFERRED when none is held yet.
-    long read_data(std::uint8_t *buf, std::size_t len, std::uint32_t *flags);
-    bool all_taken() const { return ended_ && taken_bytes_ == pending_.size(); }
+    // nghttp2's data source: how many of the held bytes (then the file's) the next DATA frame of at most
+    // `len` carries; NGHTTP2_ERR_DEFERRED when none is held yet. send_frame() then appends that frame to
+    // `out`, the connection's write buffer: its 9-byte header, then the bytes (0, or a reset of the stream).
+    long read_data(std::size_t len, std::uint32_t *flags);
+    int send_frame(std::string &wbuf, const std::uint8_t *framehd, std::size_t length);
+    static constexpr std::size_t batch = 64 * 1024; // send_frame pauses nghttp2 past it (the writer's batch)
+    bool all_taken() const { return ended_ && held() == 0 && file_left_ == 0; }
 
 private:
     void on_head(Framer::Head &head) override;
@@ -72,9 +76,9 @@ private:
     void on_trailers(std::vector<std::pair<std::string, std::string>> &fields) override;
     void on_end() override;
     bool emit(std::string_view bytes); // through the framer; false: reset (a bug logged)
-    // Until fewer than high_water bytes are held: false if the stream closed or made no progress for
-    // http.timeouts.write (then reset).
-    awaitable<bool> drain();
+    // Until no more than `limit` bytes are held (a file being sent counts whole): false if the stream closed
+    // or made no progress for http.timeouts.write (then reset).
+    awaitable<bool> drain(std::size_t limit);
     awaitable<void> pump(StreamSocket inner); // an event stream's bytes from its socket pair to DATA
     void wake();
 
@@ -85,6 +89,12 @@ private:
     std::size_t taken_bytes_ = 0;
     bool ended_ = false, deferred_ = false, taken_ = false;
     std::uint64_t sent_ = 0;
+    std::uint64_t taken_total_ = 0; // bytes nghttp2 has taken (a waiting write's progress)
+    // A file being sent (send_file): read_data() reads it into nghttp2's frames once the held bytes are out.
+    int file_fd_ = -1;
+    std::uint64_t file_offset_ = 0, file_left_ = 0;
+    bool file_short_ = false;
+    std::size_t held() const { return pending_.size() - taken_bytes_; }
     std::vector<std::pair<std::string, std::string>> trailers_; // sent after the last DATA frame
     asio::steady_timer room_; // a waiting write sleeps on it; taking bytes or a close cancels it
     bool waiting_ = false;
