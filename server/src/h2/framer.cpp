@@ -15,15 +15,6 @@ bool hop_by_hop(std::string_view name)
            name == "proxy-connection";
 }
 
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char &c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
 } // namespace
 
 bool Framer::fail(std::string why)
@@ -93,7 +84,7 @@ bool Framer::feed(std::string_view in, Sink &sink)
                     auto colon = line.find(':');
                     if (colon == 0 || colon == line.npos || !line.ends_with("\r\n"))
                         return fail("a bad trailer line");
-                    std::string name = lower(std::string_view(line).substr(0, colon));
+                    std::string name = ascii_lower(std::string_view(line).substr(0, colon));
                     std::string_view value =
                         trim_ows(std::string_view(line).substr(colon + 1, line.size() - colon - 3));
                     if (!hop_by_hop(name))
@@ -169,7 +160,7 @@ bool Framer::parse_head(std::string_view head, Sink &sink)
         auto colon = line.find(':');
         if (colon == line.npos || colon == 0)
             return fail("a header line without a name");
-        std::string name = lower(line.substr(0, colon));
+        std::string name = ascii_lower(line.substr(0, colon));
         std::string_view value = trim_ows(line.substr(colon + 1));
         if (name == "transfer-encoding") {
             chunked = iequals(value, "chunked");

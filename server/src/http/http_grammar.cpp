@@ -249,6 +249,15 @@ bool is_token(std::string_view s)
     return true;
 }
 
+std::string ascii_lower(std::string_view s)
+{
+    std::string out(s);
+    for (char &c : out)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
 bool iequals(std::string_view a, std::string_view b)
 {
     if (a.size() != b.size())

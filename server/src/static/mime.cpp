@@ -1,19 +1,12 @@
 #include "mime.hpp"
 
+#include "ferry/server/http_grammar.hpp"
+
 #include <fstream>
 #include <sstream>
 
 namespace ferry::server::detail {
 namespace {
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char &c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
 
 bool wants_charset(std::string_view type)
 {
@@ -37,7 +30,7 @@ MimeTypes::MimeTypes(const std::string &path)
         if (wants_charset(type))
             type += "; charset=utf-8";
         while (words >> ext)
-            types_.emplace(lower(ext), type); // the first type listed for an extension wins
+            types_.emplace(ascii_lower(ext), type); // the first type listed for an extension wins
     }
 }
 
@@ -50,7 +43,7 @@ std::string_view MimeTypes::for_file(std::string_view name) const
     auto dot = name.rfind('.');
     if (dot == std::string_view::npos || dot + 1 == name.size())
         return fallback;
-    auto it = types_.find(lower(name.substr(dot + 1)));
+    auto it = types_.find(ascii_lower(name.substr(dot + 1)));
     return it == types_.end() ? std::string_view(fallback) : std::string_view(it->second);
 }
 
