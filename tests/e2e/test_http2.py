@@ -173,6 +173,17 @@ class Streaming(H2Case):
         self.assertEqual(body[:3], b"aaa")
 
 
+class RedirectedCleartext(TlsCase):
+    """With http.ssl.redirect, h2c on http.address gets the redirect as HTTP/1.1 does, not the app."""
+    SSL = {"redirect": True}
+    SSL_HTTP = {"http2": {"h2c": True}}
+
+    def test_h2c_requests_are_redirected_to_https(self):
+        p = tool("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version} %{redirect_url}",
+                 "--max-time", "5", "--http2-prior-knowledge", self.server.url("/a?b=1"))
+        self.assertEqual(p.stdout.decode(), f"308 2 https://127.0.0.1:{self.tls_port}/a?b=1")
+
+
 class Cleartext(unittest.TestCase):
     """Without http.http2.h2c, HTTP/2's preface on http.address is a bad HTTP/1.1 request."""
 

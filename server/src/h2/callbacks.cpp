@@ -46,8 +46,8 @@ struct Connection::Callbacks {
         Request &req = s->request;
         // The decoded list is capped as HTTP/1.1's head is (an HPACK bomb decodes to no more than this).
         s->header_bytes += namelen + valuelen + 32;
-        if (s->header_bytes > c.st_.limits.max_header_size ||
-            req.headers.size() >= c.st_.limits.max_headers) {
+        if (s->header_bytes > c.site_.limits->max_header_size ||
+            req.headers.size() >= c.site_.limits->max_headers) {
             s->refused = 431;
             return 0;
         }
@@ -106,7 +106,7 @@ struct Connection::Callbacks {
             return 0;
         }
         s->body_bytes += len;
-        if (s->body_bytes > c.st_.limits.max_body_size) {
+        if (s->body_bytes > c.site_.limits->max_body_size) {
             c.refuse(*s, 413, "the request body is larger than http.max_request_size");
             return 0;
         }

@@ -110,17 +110,17 @@ void Connection::head_done(H2Stream &s)
         req.headers.emplace_back("host", req.authority);
     req.form = req.target == "*" ? TargetForm::asterisk : TargetForm::origin;
     req.keep_alive = true;
-    const int index = st_.router.select(req);
+    const int index = site_.router->select(req);
     s.handler_index = index;
     if (index >= 0) {
         if (idle_handlers_.empty())
-            idle_handlers_.resize(st_.router.size());
+            idle_handlers_.resize(site_.router->size());
         auto &idle = idle_handlers_[static_cast<std::size_t>(index)];
         if (!idle.empty()) {
             s.handler = std::move(idle.back());
             idle.pop_back();
         } else {
-            s.handler = st_.router.at(index).connect();
+            s.handler = site_.router->at(index).connect();
         }
         s.sink = s.handler->body_sink(req);
         if (s.sink) {
@@ -318,7 +318,7 @@ awaitable<void> Connection::run(std::string_view received)
     const nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, st_.config.http.max_concurrent_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(stream_window)},
-        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(st_.limits.max_header_size)},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(site_.limits->max_header_size)},
     };
     nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
     nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, connection_window);
