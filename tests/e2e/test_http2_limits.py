@@ -179,6 +179,25 @@ class Limits(ServerTestCase):
         self.assertTrue(p.closed)
         srv.stop()  # exit code 0, no worker left, no forced stop of a loop
 
+    def test_heads_of_streams_waiting_for_their_bodies_take_from_max_head_memory(self):
+        srv = self.start_server({"http": {"http2": {"h2c": True},
+                                          "limits": {"max_head_memory": "256KB", "max_header_size": "64KB"}}})
+        p = Peer().connect(HOST, srv.port)
+        self.addCleanup(p.close)
+        pad = [("x-pad", "p" * 60000)]
+        sids = [p.request("POST", f"/w{i}", pad, end_stream=False) for i in range(8)]  # ~480 KB of heads
+        p.read_events(timeout=1)
+        refused = [sid for sid in sids if p.stream(sid).status == 503]
+        self.assertGreaterEqual(len(refused), 4, "past 256 KB the heads are refused")
+        self.assertLessEqual(len(refused), 5, "the first ones are held")
+        srv.wait_for_log("http.limits.max_head_memory is spent")
+        p.close()  # the held heads go with their connection: the budget is whole again
+        q = Peer().connect(HOST, srv.port)
+        self.addCleanup(q.close)
+        time.sleep(0.3)
+        status, _, _, _, _ = q.response(q.request("GET", "/after", pad))
+        self.assertEqual(status, 200)
+
     def test_a_bad_preface_is_closed(self):
         s = socket.create_connection((HOST, self.server.port), timeout=5)
         self.addCleanup(s.close)

@@ -51,6 +51,17 @@ struct Connection::Callbacks {
             s->refused = 431;
             return 0;
         }
+        // Every connection's streams together hold their heads from http.limits.max_head_memory, as
+        // HTTP/1.1's large heads do: 128 streams of 64 KiB heads waiting for their bodies would otherwise be
+        // 8 MiB a connection that no budget sees.
+        if (Budget *b = c.st_.head_budget) {
+            if (!b->try_take(namelen + valuelen + 32)) {
+                s->refused = 503;
+                c.st_.counters.limits.count(LimitEvent::head_memory);
+                return 0;
+            }
+            s->budgeted += namelen + valuelen + 32;
+        }
         std::string_view n = sv(name, namelen), v = sv(value, valuelen);
         if (n.starts_with(':')) {
             if (n == ":method")

@@ -98,7 +98,10 @@ void Connection::head_done(H2Stream &s)
 {
     Request &req = s.request;
     if (s.refused) {
-        refuse(s, s.refused, "the request's header fields are larger than http.limits.max_header_size");
+        refuse(s, s.refused,
+               s.refused == 503
+                   ? "http.limits.max_head_memory is spent: the request's header fields cannot be held"
+                   : "the request's header fields are larger than http.limits.max_header_size");
         return;
     }
     if (req.method ==

@@ -18,7 +18,11 @@ namespace ferry::server::detail::h2 {
 
 H2Stream::H2Stream(Connection &c, std::int32_t id) : c_(c), id_(id), room_(c.state().io) {}
 
-H2Stream::~H2Stream() = default;
+H2Stream::~H2Stream()
+{
+    if (budgeted > 0)
+        c_.state().head_budget->give(budgeted);
+}
 
 const std::string &H2Stream::remote() const
 {

@@ -31,9 +31,10 @@ public:
     std::string out; // the Exchange's pending output
     // While the request comes (h2/connection.cpp's callbacks).
     std::size_t header_bytes = 0;
-    int refused = 0;         // a status answered without a handler (431, 413, ...); later input ignored
-    bool reset_sent = false; // refused: a RST_STREAM(NO_ERROR) ended the client's upload
-    int handler_index = -1;  // the Router's choice at the head (-1: none: 404)
+    std::uint64_t budgeted = 0; // of header_bytes, held from http.limits.max_head_memory until it goes
+    int refused = 0;            // a status answered without a handler (431, 413, ...); later input ignored
+    bool reset_sent = false;    // refused: a RST_STREAM(NO_ERROR) ended the client's upload
+    int handler_index = -1;     // the Router's choice at the head (-1: none: 404)
     std::unique_ptr<Handler::Connection> handler; // its state for this stream (kept for the next one)
     BodySink *sink = nullptr;
     std::uint64_t body_bytes = 0;
