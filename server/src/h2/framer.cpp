@@ -24,6 +24,15 @@ bool Framer::fail(std::string why)
     return false;
 }
 
+bool Framer::take_body(std::string_view &in, Sink &sink)
+{
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, in.size()));
+    sink.on_data(in.substr(0, n));
+    in.remove_prefix(n);
+    left_ -= n;
+    return left_ == 0;
+}
+
 bool Framer::feed(std::string_view in, Sink &sink)
 {
     while (!in.empty()) {
@@ -47,17 +56,12 @@ bool Framer::feed(std::string_view in, Sink &sink)
                 return false;
             break;
         }
-        case State::length: {
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, in.size()));
-            sink.on_data(in.substr(0, n));
-            in.remove_prefix(n);
-            left_ -= n;
-            if (left_ == 0) {
+        case State::length:
+            if (take_body(in, sink)) {
                 state_ = State::done;
                 sink.on_end();
             }
             break;
-        }
         case State::chunk_size:
         case State::chunk_crlf:
         case State::trailers: {
@@ -104,15 +108,10 @@ bool Framer::feed(std::string_view in, Sink &sink)
             }
             break;
         }
-        case State::chunk_data: {
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, in.size()));
-            sink.on_data(in.substr(0, n));
-            in.remove_prefix(n);
-            left_ -= n;
-            if (left_ == 0)
+        case State::chunk_data:
+            if (take_body(in, sink))
                 state_ = State::chunk_crlf;
             break;
-        }
         case State::until_end:
             sink.on_data(in);
             in = {};

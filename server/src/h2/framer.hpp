@@ -56,6 +56,8 @@ private:
     enum class State { head, length, chunk_size, chunk_data, chunk_crlf, trailers, until_end, done, failed };
     bool fail(std::string why);
     bool parse_head(std::string_view head, Sink &sink);
+    // Up to left_ body bytes from the front of `in` to the sink: true when left_ reached 0.
+    bool take_body(std::string_view &in, Sink &sink);
 
     State state_ = State::head;
     bool head_request_ = false;
