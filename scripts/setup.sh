@@ -38,7 +38,7 @@ done
 # Building ferry and serving the examples (scripts/serve.sh installs these alone).
 PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
-  libboost1.81-dev libyaml-cpp-dev node-llhttp libssl-dev libnghttp2-dev media-types procps
+  libboost1.81-dev libyaml-cpp-dev node-llhttp libssl-dev libnghttp2-dev zlib1g-dev libbrotli-dev media-types procps
   php8.2-cli php-msgpack php-nyholm-psr7
   # examples/symfony (Ferry\Runtime\Runtime): Symfony 5.4 from Debian
   php-symfony-runtime php-symfony-http-kernel php-symfony-framework-bundle php-symfony-routing
@@ -51,6 +51,7 @@ TEST_PKGS=(
   libgtest-dev phpunit python3
   python3-prometheus-client  # tests/e2e/test_metrics.py: /metrics checked by the reference parser
   python3-h2 nghttp2-client  # tests/e2e/test_http2.py: raw HTTP/2 frames (the attacks), nghttp and h2load
+  python3-brotli  # tests/e2e/test_compression.py: brotli responses decoded piece by piece
   composer  # tests/e2e/test_install.py: php-worker/composer.json validated and required by an app (offline)
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)
 )

@@ -33,6 +33,7 @@ const schema::Table<HttpConfig> &http();             // keys_http.cpp
 const schema::Table<SslConfig> &ssl();               // keys_ssl.cpp
 const schema::Table<PoolConfig> &pool();             // keys_pool.cpp
 const schema::Table<StaticConfig> &static_files();   // keys_static.cpp
+const schema::Table<CompressionConfig> &compression(); // keys_compression.cpp
 const schema::Table<RpcConfig> &rpc();               // keys_rpc.cpp
 const schema::Table<ReloadConfig> &reload();         // keys_reload.cpp
 const schema::Table<WebsocketsConfig> &websockets(); // keys_websockets.cpp

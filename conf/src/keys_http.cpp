@@ -19,9 +19,8 @@ namespace {
 // with "did you mean"). Both warnings are errors with --strict: the file asks for something not done.
 std::optional<std::string> middleware_names(const schema::Value &value, const std::string &)
 {
-    static constexpr std::string_view done[] = {"static", "sendfile", "proxy_ip_parser"};
-    static constexpr std::string_view lacking[] = {"headers", "gzip",      "http_metrics",
-                                                   "otel",    "new_relic", "cache"};
+    static constexpr std::string_view done[] = {"static", "sendfile", "proxy_ip_parser", "gzip"};
+    static constexpr std::string_view lacking[] = {"headers", "http_metrics", "otel", "new_relic", "cache"};
     std::vector<std::string> ignored, unknown;
     for (const std::string &name : std::get<std::vector<std::string>>(value)) {
         if (std::find(std::begin(done), std::end(done), name) != std::end(done))
@@ -56,7 +55,7 @@ std::optional<std::string> middleware_names(const schema::Value &value, const st
         message += (message.empty() ? "lists " : ", and ") + joined(unknown) +
                    ", not middleware Ferry or RoadRunner knows";
     if (!message.empty())
-        message += ": ignored (Ferry's are \"static\", \"sendfile\" and \"proxy_ip_parser\")";
+        message += ": ignored (Ferry's are \"static\", \"sendfile\", \"gzip\" and \"proxy_ip_parser\")";
     if (message.empty())
         return std::nullopt;
     return message;
@@ -234,14 +233,18 @@ const schema::Table<HttpConfig> &http()
             group("http2", http2()).described("HTTP/2 (docs/http2.md)."),
             list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
                 .warned(middleware_names, true)
-                .described("`static` (files from `http.static.dir` before PHP) and `sendfile` (a worker's "
-                           "`X-Sendfile` header answered from the file); `proxy_ip_parser` is accepted (see "
+                .described("`static` (files from `http.static.dir` before PHP), `sendfile` (a worker's "
+                           "`X-Sendfile` header answered from the file) and `gzip` (PHP responses compressed, "
+                           "gzip or brotli: `compression`); `proxy_ip_parser` is accepted (see "
                            "`trusted_subnets`); other RoadRunner middleware and unknown names are warned and "
                            "ignored (errors with `--strict`)."),
             boolean("access_logs", &HttpConfig::access_logs)
                 .described("One log line per request (logger `http.access`, info level)."),
             section("static", &HttpConfig::static_files, static_files())
                 .described("Static files, served before PHP when `middleware` lists `static`."),
+            section("compression", &HttpConfig::compression, compression())
+                .described("Ferry's own: how `gzip` in `middleware` compresses PHP responses "
+                           "(docs/compression.md)."),
             section("ssl", &HttpConfig::ssl, ssl())
                 .described("TLS on its own address (docs/tls.md); present, `cert` and `key` are required."),
             section("pool", &HttpConfig::pool, pool()).described("The HTTP workers."),
@@ -256,6 +259,8 @@ const schema::Table<HttpConfig> &http()
                 std::find(h.middleware.begin(), h.middleware.end(), "static") != h.middleware.end();
             h.sendfile =
                 std::find(h.middleware.begin(), h.middleware.end(), "sendfile") != h.middleware.end();
+            h.compression.enabled =
+                std::find(h.middleware.begin(), h.middleware.end(), "gzip") != h.middleware.end();
         },
     };
     return table;

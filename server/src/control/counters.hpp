@@ -3,6 +3,7 @@
 // run() and reached through every loop's SharedState and the control listeners: no process state in statics.
 #pragma once
 
+#include "compress/policy.hpp"
 #include "control/conn_slots.hpp"
 #include "control/limit_metrics.hpp"
 #include "descriptors.hpp"
@@ -13,6 +14,7 @@ struct ServerCounters {
     LimitCounters limits;
     ControlCounters control;
     DescriptorRefusals descriptors;
+    compress::Counters compression; // http.compression: responses compressed, streams being compressed
 };
 
 } // namespace ferry::server::detail

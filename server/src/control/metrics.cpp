@@ -250,6 +250,7 @@ struct MetricsServer::Impl {
                                           ws_budgets ? &budgets : nullptr);
         format_descriptor_metrics(body, counters.descriptors);
         counters.limits.format(body);
+        counters.compression.format(body);
         h.content_length = body.size();
         h.keep_alive = false;
         append_head(out, h);

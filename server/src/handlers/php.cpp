@@ -220,7 +220,7 @@ public:
                                                         keep_alive, st_.counters.descriptors);
             keep_alive = keep_alive && sent == After::keep_alive;
         } else if (reply_.outcome == pool::Outcome::ok && !reply_.more() && !reply_.holds_worker() &&
-                   !declares_trailers(reply_.response)) {
+                   !declares_trailers(reply_.response) && writer.whole_at_once(reply_)) {
             // The common case, written here rather than in a helper coroutine: one coroutine frame less per
             // request.
             if (std::optional<std::string_view> rest = writer.prepare_whole(reply_)) {

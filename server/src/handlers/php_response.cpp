@@ -8,6 +8,8 @@
 #include "transport/transport.hpp"
 
 #include <array>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -55,6 +57,47 @@ ResponseWriter::~ResponseWriter()
 {
     if (spill_fd_ >= 0)
         ::close(spill_fd_);
+    if (encoder_) {
+        st_.counters.compression.compressed(encoder_->coding(), stream_.bytes_in() + encoded_in_,
+                                            stream_.bytes_out() + encoded_out_);
+        st_.counters.compression.give_stream();
+    }
+}
+
+const compress::Plan &ResponseWriter::plan(const pool::Reply &reply)
+{
+    if (planned_)
+        return plan_;
+    planned_ = true;
+    const int status = reply.response.status;
+    if (!st_.config.http.compression.enabled || status < 200 || status > 599)
+        return plan_;
+    std::optional<std::size_t> whole;
+    if (!reply.more() && !declares_trailers(reply.response))
+        whole = reply.body().size();
+    plan_ = compress::plan(st_.config.http.compression, ex_.request, reply.response, status, whole);
+    return plan_;
+}
+
+bool ResponseWriter::whole_at_once(const pool::Reply &reply)
+{
+    return plan(reply).coding == compress::Coding::identity || reply.body().size() <= compress::slice_size;
+}
+
+int ResponseWriter::level() const
+{
+    const auto &c = st_.config.http.compression;
+    return plan_.coding == compress::Coding::br ? c.brotli_quality : c.gzip_level;
+}
+
+bool ResponseWriter::take_encoder(std::size_t size_hint)
+{
+    if (!st_.counters.compression.take_stream(st_.config.http.compression.max_streams)) {
+        plan_.coding = compress::Coding::identity;
+        return false;
+    }
+    encoder_ = std::make_unique<compress::Encoder>(plan_.coding, level(), size_hint);
+    return true;
 }
 
 awaitable<bool> ResponseWriter::informational(pool::Reply *r)
@@ -73,6 +116,15 @@ awaitable<bool> ResponseWriter::informational(pool::Reply *r)
 std::optional<std::string_view> ResponseWriter::prepare_whole(const pool::Reply &reply)
 {
     std::string_view body = reply.body();
+    if (plan(reply).coding != compress::Coding::identity) {
+        if (compress::compress_whole(plan_.coding, level(), body, packed_)) {
+            st_.counters.compression.compressed(plan_.coding, body.size(), packed_.size());
+            body = packed_;
+        } else {
+            log::warn("http", "cannot compress a response body (out of memory?): sent as it is");
+            plan_.coding = compress::Coding::identity;
+        }
+    }
     if (!append_whole_head(reply.response, body.size(), reply.worker_pid))
         body = {};
     if (ex_.may_batch && body.size() <= inline_body_max) {
@@ -89,6 +141,10 @@ awaitable<bool> ResponseWriter::write(pool::Reply *r)
     bool ok = false;
     if (reply.more() || !declared_trailers(reply.response).empty()) {
         ok = co_await write_stream(&reply);
+    } else if (plan(reply).coding != compress::Coding::identity &&
+               (reply.body().size() > compress::slice_size || reply.holds_worker()) &&
+               take_encoder(reply.body().size())) {
+        ok = co_await write_compressed(&reply);
     } else {
         ok = co_await write_held(&reply);
     }
@@ -104,6 +160,10 @@ awaitable<bool> ResponseWriter::write_stream(pool::Reply *r)
     ex_.status = h.status;
     h.worker = &reply.response;
     h.keep_alive = keep_alive_ && !st_.draining;
+    if (plan(reply).coding != compress::Coding::identity && take_encoder(0))
+        stream_.set_encoder(encoder_.get());
+    h.content_encoding = compress::coding_name(plan_.coding);
+    h.vary_accept_encoding = plan_.vary;
     const std::vector<std::string> trailers = declared_trailers(reply.response);
     if (!trailers.empty()) {
         h.trailers = &trailers;
@@ -148,6 +208,66 @@ awaitable<bool> ResponseWriter::write_held(pool::Reply *r)
     co_return ok;
 }
 
+awaitable<bool> ResponseWriter::write_compressed(pool::Reply *r)
+{
+    pool::Reply &reply = *r;
+    std::string_view body = reply.body();
+    if (reply.holds_worker()) {
+        const bool spilled = co_await spill_encoded(body);
+        if (spilled) {
+            reply.finish(); // the worker is free: what is left is the server's and the client's
+            append_whole_head(reply.response, spill_size_, reply.worker_pid);
+            const bool flushed = co_await ex_.transport.flush(ex_.out, true);
+            if (!flushed)
+                co_return false;
+            const auto sent = co_await ex_.transport.send_file(spill_fd_, 0, spill_size_);
+            co_return sent == Transport::Sent::all;
+        }
+        encoder_->reset(body.size()); // no temp file: streamed while the worker waits
+    }
+    Head h;
+    h.status = final_status(reply.response.status, reply.worker_pid);
+    ex_.status = h.status;
+    h.worker = &reply.response;
+    h.keep_alive = keep_alive_ && !st_.draining;
+    h.content_encoding = compress::coding_name(plan_.coding);
+    h.vary_accept_encoding = plan_.vary;
+    stream_.set_encoder(encoder_.get());
+    stream_.start(h);
+    co_return co_await stream_.write(body, true);
+}
+
+awaitable<bool> ResponseWriter::spill_encoded(std::string_view body)
+{
+    const int fd = open_temp_file(st_.temp_dir);
+    if (fd < 0)
+        co_return false;
+    std::string piece;
+    encoded_in_ = body.size();
+    bool first = true;
+    do {
+        if (!first) { // a slice's CPU at a time: the loop's other connections go between them
+            const auto executor = co_await asio::this_coro::executor;
+            co_await asio::post(executor, use_awaitable);
+        }
+        first = false;
+        const std::string_view slice = body.substr(0, compress::slice_size);
+        body.remove_prefix(slice.size());
+        piece.clear();
+        const auto flush = body.empty() ? compress::Encoder::Flush::finish : compress::Encoder::Flush::none;
+        if (!encoder_->write(slice, flush, piece) || !write_fd(fd, piece)) {
+            ::close(fd);
+            spill_size_ = 0;
+            encoded_in_ = encoded_out_ = 0;
+            co_return false;
+        }
+        spill_size_ += piece.size();
+    } while (!body.empty());
+    encoded_out_ = spill_size_;
+    spill_fd_ = fd;
+    co_return true;
+}
+
 bool ResponseWriter::append_whole_head(const relay::ResponseContext &rc, std::size_t size, int worker_pid)
 {
     Head h;
@@ -161,6 +281,8 @@ bool ResponseWriter::append_whole_head(const relay::ResponseContext &rc, std::si
     bool no_body = no_body_status(h.status);
     h.framing = no_body ? Framing::none : Framing::length;
     h.content_length = size;
+    h.content_encoding = compress::coding_name(plan_.coding);
+    h.vary_accept_encoding = plan_.vary;
     if (head_request_ && size == 0)
         h.content_length = head_content_length(rc, 0);
     int dropped = 0;
@@ -176,22 +298,29 @@ bool ResponseWriter::spill(std::string_view body)
     int fd = open_temp_file(st_.temp_dir);
     if (fd < 0)
         return false;
-    while (!body.empty()) {
-        ssize_t n = ::write(fd, body.data(), body.size());
+    if (!write_fd(fd, body)) {
+        ::close(fd);
+        return false;
+    }
+    spill_size_ = body.size();
+    spill_fd_ = fd;
+    return true;
+}
+
+bool ResponseWriter::write_fd(int fd, std::string_view data)
+{
+    while (!data.empty()) {
+        ssize_t n = ::write(fd, data.data(), data.size());
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             log::warn("http", "cannot write a response body to a temp file in " + st_.temp_dir + ": " +
                                   std::strerror(n < 0 ? errno : ENOSPC) +
                                   "; sending it while the worker waits");
-            ::close(fd);
-            spill_size_ = 0;
             return false;
         }
-        spill_size_ += static_cast<std::size_t>(n);
-        body.remove_prefix(static_cast<std::size_t>(n));
+        data.remove_prefix(static_cast<std::size_t>(n));
     }
-    spill_fd_ = fd;
     return true;
 }
 

@@ -6,10 +6,12 @@
 // free before a slow client reads it.
 #pragma once
 
+#include "compress/policy.hpp"
 #include "ferry/pool/pool.hpp"
 #include "handler.hpp"
 #include "http/body_stream.hpp"
 
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -28,6 +30,10 @@ public:
     // Writes the informational heads of `*reply` (103 Early Hints) and reads on to its final head. False when
     // the client is gone (the reply is then finished: the worker's stream stopped).
     awaitable<bool> informational(pool::Reply *reply);
+    // Whether prepare_whole() may answer `reply` (a whole body, its own): not when its body is to be compressed
+    // and is larger than compress::slice_size (write() then compresses it in slices, the loop served between
+    // them).
+    bool whole_at_once(const pool::Reply &reply);
     // A whole reply whose body is its own (reply.holds_worker() false: the common case): its head into
     // ex.out; with more pipelined requests buffered a small body joins it there (nullopt: nothing to write
     // now), else the body to write after ex.out in one writev (empty for HEAD, 1xx, 204, 304). The caller
@@ -46,11 +52,23 @@ private:
     // (Pointers, not references: GCC 12 passes a member coroutine's reference parameter wrong.)
     awaitable<bool> write_stream(pool::Reply *reply);
     awaitable<bool> write_held(pool::Reply *reply);
+    // A whole body compressed in slices: into a temp file when it is in the worker's buffer (the worker is
+    // free before a slow client reads it), else straight to the client as a stream.
+    awaitable<bool> write_compressed(pool::Reply *reply);
+    // How the reply's final head is compressed (decided once: compress/policy.hpp).
+    const compress::Plan &plan(const pool::Reply &reply);
+    // An encoder for a body compressed across writes, if http.compression.max_streams allows one (else the
+    // body goes uncompressed: plan_.coding becomes identity).
+    bool take_encoder(std::size_t size_hint);
+    int level() const;
     // The head of a whole response (Content-Length: `size`) into ex.out; false when no body follows (HEAD,
     // 1xx, 204, 304, an empty body).
     bool append_whole_head(const relay::ResponseContext &rc, std::size_t size, int worker_pid);
     // A body into an unnamed temp file (disk, not the server's memory); false when none can be had.
     bool spill(std::string_view body);
+    // The same through encoder_, in slices with the loop served between them; false when no temp file.
+    awaitable<bool> spill_encoded(std::string_view body);
+    bool write_fd(int fd, std::string_view data); // all of it, or false (logged)
 
     const SharedState &st_;
     Exchange &ex_;
@@ -58,6 +76,11 @@ private:
     bool head_request_, keep_alive_;
     int spill_fd_ = -1;
     std::size_t spill_size_ = 0;
+    compress::Plan plan_;
+    bool planned_ = false;
+    std::string packed_;                        // a whole body compressed at once
+    std::unique_ptr<compress::Encoder> encoder_; // a body compressed across writes (holds a max_streams slot)
+    std::uint64_t encoded_in_ = 0, encoded_out_ = 0; // what spill_encoded() took and wrote
 };
 
 // The status a worker's head gives the client: its own when 200-599, else 500 (logged).

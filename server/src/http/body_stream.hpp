@@ -4,6 +4,8 @@
 
 #include "response.hpp"
 
+#include "compress/encoder.hpp"
+
 #include "ferry/base/io.hpp"
 #include "ferry/server/http_parser.hpp"
 
@@ -27,8 +29,15 @@ public:
     void start(Head head);
     // Trailer lines ("Name: value\r\n") sent after the last chunk (HTTP/1.1 chunked only; else dropped).
     void set_trailers(std::string lines) { trailer_fields_ = std::move(lines); }
+    // The body goes through `encoder` (set before the first write; the head says its Content-Encoding): each
+    // write is compressed in slices of compress::slice_size, the loop served between them, and flushed at its
+    // end, so what the worker flushed reaches the client decodable.
+    void set_encoder(compress::Encoder *encoder) { encoder_ = encoder; }
     // The next piece of body (nothing for HEAD, 204, 304); `last` ends it. False when the client is gone.
     awaitable<bool> write(std::string_view body, bool last);
+    // Bytes of body handed to write() and bytes that went out after the encoder.
+    std::uint64_t bytes_in() const { return bytes_in_; }
+    std::uint64_t bytes_out() const { return bytes_out_; }
 
     bool started() const { return started_; }
     bool failed() const { return failed_; }
@@ -36,6 +45,9 @@ public:
     int status() const { return status_; }
 
 private:
+    awaitable<bool> write_piece(std::string_view body, bool last);
+    awaitable<bool> write_encoded(std::string_view body, bool last);
+
     Wire &transport_;
     std::string &out_;
     bool head_request_, http10_;
@@ -43,6 +55,9 @@ private:
     int status_ = 200;
     std::string trailer_;
     std::string trailer_fields_;
+    compress::Encoder *encoder_ = nullptr;
+    std::string encoded_;
+    std::uint64_t bytes_in_ = 0, bytes_out_ = 0;
 };
 
 } // namespace ferry::server::detail

@@ -249,6 +249,17 @@ bool is_token(std::string_view s)
     return true;
 }
 
+bool list_has(std::string_view list, std::string_view item)
+{
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        if (iequals(trim_ows(list.substr(0, comma)), item))
+            return true;
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+    return false;
+}
+
 std::string ascii_lower(std::string_view s)
 {
     std::string out(s);

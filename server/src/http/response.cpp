@@ -214,6 +214,19 @@ std::string trailer_lines(const relay::ResponseContext &rc, const std::vector<st
     return out;
 }
 
+namespace {
+
+// A Vary header's values already cover Accept-Encoding ("*" covers everything).
+bool vary_names_accept_encoding(const std::vector<std::string> &values)
+{
+    for (std::string_view v : values)
+        if (list_has(v, "Accept-Encoding") || list_has(v, "*"))
+            return true;
+    return false;
+}
+
+} // namespace
+
 void append_head(std::string &out, const Head &h, int *dropped)
 {
     out += "HTTP/1.1 ";
@@ -221,7 +234,7 @@ void append_head(std::string &out, const Head &h, int *dropped)
     out += ' ';
     out += reason_phrase(h.status);
     out += "\r\n";
-    bool has_server = false, has_date = false, has_retry_after = false;
+    bool has_server = false, has_date = false, has_retry_after = false, has_vary = false;
     if (h.worker) {
         for (const auto &f : h.worker->headers) {
             if (iequals(f.name, "Content-Length") || iequals(f.name, "Transfer-Encoding") ||
@@ -239,6 +252,9 @@ void append_head(std::string &out, const Head &h, int *dropped)
                 has_date = true;
             if (iequals(f.name, "Retry-After"))
                 has_retry_after = true;
+            const bool etag = !h.content_encoding.empty() && iequals(f.name, "ETag");
+            if (h.vary_accept_encoding && iequals(f.name, "Vary"))
+                has_vary |= vary_names_accept_encoding(f.values);
             for (const auto &v : f.values) {
                 if (!valid_value(v)) {
                     if (dropped)
@@ -247,6 +263,8 @@ void append_head(std::string &out, const Head &h, int *dropped)
                 }
                 out += f.name;
                 out += ": ";
+                if (etag && v.starts_with('"')) // the compressed bytes are not the ones a strong tag names
+                    out += "W/";
                 out += v;
                 out += "\r\n";
             }
@@ -257,6 +275,13 @@ void append_head(std::string &out, const Head &h, int *dropped)
         out += "\r\n";
     }
     out += h.extra;
+    if (!h.content_encoding.empty()) {
+        out += "Content-Encoding: ";
+        out += h.content_encoding;
+        out += "\r\n";
+    }
+    if (h.vary_accept_encoding && !has_vary)
+        out += "Vary: Accept-Encoding\r\n";
     if (!has_server)
         out += "Server: ferry\r\n";
     if (!has_date) {

@@ -33,6 +33,10 @@ struct Head {
     bool (*reserved)(std::string_view name) = nullptr;
     // Worker headers sent as trailers instead (named in its Trailer header: RoadRunner's rule): left out.
     const std::vector<std::string> *trailers = nullptr;
+    // Compression (compress/policy.hpp): "Content-Encoding: <content_encoding>" when set, strong worker ETags
+    // sent weak (W/), and "Vary: Accept-Encoding" unless a worker Vary already names it (or is "*").
+    std::string_view content_encoding;
+    bool vary_accept_encoding = false;
     Framing framing = Framing::length;
     std::size_t content_length = 0;
     bool keep_alive = true;

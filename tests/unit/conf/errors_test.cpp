@@ -143,7 +143,7 @@ TEST(ConfWarnings, RecognisedButUnsupported)
 logs:
   channels: {http: {level: debug}}
 http:
-  middleware: [static, gzip, sendfile]
+  middleware: [static, headers, sendfile]
   static:
     dir: public
   pool:
@@ -157,7 +157,7 @@ http:
     // supervisor's limits.
     ASSERT_EQ(r.warnings.size(), 5u);
     EXPECT_TRUE(contains(r.warnings[2],
-                         ".rr.yaml:9:15: http.middleware lists \"gzip\", RoadRunner middleware "
+                         ".rr.yaml:9:15: http.middleware lists \"headers\", RoadRunner middleware "
                          "that Ferry does not have: ignored"))
         << r.warnings[2];
     r.warnings.erase(r.warnings.begin() + 2);

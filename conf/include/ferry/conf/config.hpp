@@ -172,6 +172,39 @@ struct SslConfig {
     friend bool operator==(const SslConfig &, const SslConfig &) = default;
 };
 
+// http.compression (Ferry's own; server/src/compress/): PHP responses compressed when http.middleware lists
+// "gzip" (RoadRunner's name), gzip or brotli as the client's Accept-Encoding prefers.
+struct CompressionConfig {
+    bool enabled = false; // "gzip" in http.middleware
+    // Media types compressed ("text/*" matches a whole type; parameters are not compared).
+    std::vector<std::string> types{"text/html",
+                                   "text/plain",
+                                   "text/css",
+                                   "text/javascript",
+                                   "text/xml",
+                                   "text/csv",
+                                   "text/markdown",
+                                   "application/json",
+                                   "application/javascript",
+                                   "application/xml",
+                                   "application/xhtml+xml",
+                                   "application/rss+xml",
+                                   "application/atom+xml",
+                                   "application/ld+json",
+                                   "application/problem+json",
+                                   "application/manifest+json",
+                                   "image/svg+xml"};
+    std::uint64_t min_length = 1024; // bytes: smaller whole bodies go as they are
+    int gzip_level = 5;              // 1 (fastest) to 9
+    bool brotli = true;              // offer br to clients that prefer it
+    int brotli_quality = 4;          // 0 to 11
+    // Streamed responses compressed at once, all loops together (each holds an encoder's state until it ends,
+    // ~300 KiB for gzip); past it a stream goes uncompressed.
+    unsigned max_streams = 256;
+
+    friend bool operator==(const CompressionConfig &, const CompressionConfig &) = default;
+};
+
 struct HttpConfig {
     Address address; // http.address
     // http.io_threads: event loops (threads) of the front end. The YAML's 0 (the default) is resolved by
@@ -223,6 +256,7 @@ struct HttpConfig {
     // on; h2c (cleartext, by prior knowledge or Upgrade) on http.address only when asked for.
     bool h2c = false;
     unsigned max_concurrent_streams = 128;
+    CompressionConfig compression; // http.compression, on with "gzip" in http.middleware
     PoolConfig pool;
 
     friend bool operator==(const HttpConfig &, const HttpConfig &) = default;

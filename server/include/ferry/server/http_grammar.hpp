@@ -40,6 +40,8 @@ std::vector<std::string> query_values(std::string_view target, std::string_view 
 std::string_view trim_ows(std::string_view s);
 // ASCII case-insensitive equality (header names).
 bool iequals(std::string_view a, std::string_view b);
+// Whether a comma-separated header list ("no-cache, no-transform") has `item`, case-insensitively.
+bool list_has(std::string_view list, std::string_view item);
 // ASCII lower case ("Content-Type" -> "content-type": HTTP/2's field names, file extensions).
 std::string ascii_lower(std::string_view s);
 // "content-type" -> "Content-Type" (as Go's CanonicalMIMEHeaderKey).

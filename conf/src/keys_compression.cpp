@@ -1,0 +1,72 @@
+// http.compression (Ferry's own; server/src/compress/): what PHP responses are compressed and how, when
+// http.middleware lists "gzip" (keys_http.cpp turns it on).
+#include "keys.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace ferry::conf::keys {
+
+namespace {
+
+bool token(std::string_view s)
+{
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+        return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
+                                      std::string_view::npos;
+    });
+}
+
+// "type/subtype" or "type/*", lower-cased by resolve().
+std::optional<schema::Problem> media_types(const schema::Value &value, const std::string &)
+{
+    const auto &list = std::get<std::vector<std::string>>(value);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string &t = list[i];
+        const auto slash = t.find('/');
+        if (slash == std::string::npos || !token(std::string_view(t).substr(0, slash)) ||
+            !token(std::string_view(t).substr(slash + 1)) || t.substr(0, slash) == "*")
+            return schema::Problem{"\"" + t + "\" is not a media type (expected e.g. \"application/json\" or "
+                                              "\"text/*\")",
+                                   i};
+    }
+    return std::nullopt;
+}
+
+void resolve(CompressionConfig &c)
+{
+    for (std::string &t : c.types)
+        std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
+}
+
+} // namespace
+
+const schema::Table<CompressionConfig> &compression()
+{
+    using namespace schema;
+    static const Table<CompressionConfig> table{
+        {
+            list("types", &CompressionConfig::types, "a list of media types such as \"application/json\"")
+                .checked(media_types)
+                .described("The media types compressed (`text/*` for a whole type); the default is text, "
+                           "JSON, JavaScript, XML and SVG (docs/compression.md)."),
+            integer("min_length", &CompressionConfig::min_length, "a number of bytes", 0, 1u << 30)
+                .described("Whole bodies shorter than this go uncompressed (streamed ones are compressed "
+                           "whatever their length)."),
+            integer("gzip_level", &CompressionConfig::gzip_level, "an integer from 1 to 9", 1, 9)
+                .described("zlib's level: 1 is the fastest, 9 the smallest."),
+            boolean("brotli", &CompressionConfig::brotli)
+                .described("Brotli for clients that prefer it (`br` in Accept-Encoding, at least gzip's q)."),
+            integer("brotli_quality", &CompressionConfig::brotli_quality, "an integer from 0 to 11", 0, 11)
+                .described("Brotli's quality: 0 is the fastest, 11 the smallest."),
+            integer("max_streams", &CompressionConfig::max_streams, "a positive integer", 1, 1u << 20)
+                .described("Streamed responses compressed at once, all loops together (each holds an "
+                           "encoder, ~270 KiB); past it a stream goes uncompressed."),
+        },
+        {},
+        resolve,
+    };
+    return table;
+}
+
+} // namespace ferry::conf::keys
