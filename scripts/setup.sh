@@ -38,7 +38,7 @@ done
 # Building ferry and serving the examples (scripts/serve.sh installs these alone).
 PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
-  libboost1.81-dev libyaml-cpp-dev node-llhttp libssl-dev libnghttp2-dev zlib1g-dev libbrotli-dev media-types procps
+  libboost1.81-dev libyaml-cpp-dev node-llhttp libssl-dev libnghttp2-dev zlib1g-dev libdeflate-dev libbrotli-dev media-types procps
   php8.2-cli php-msgpack php-nyholm-psr7
   # examples/symfony (Ferry\Runtime\Runtime): Symfony 5.4 from Debian
   php-symfony-runtime php-symfony-http-kernel php-symfony-framework-bundle php-symfony-routing

@@ -54,9 +54,16 @@ const schema::Table<CompressionConfig> &compression()
                 .described("Whole bodies shorter than this go uncompressed (streamed ones are compressed "
                            "whatever their length)."),
             integer("gzip_level", &CompressionConfig::gzip_level, "an integer from 1 to 9", 1, 9)
-                .described("zlib's level: 1 is the fastest, 9 the smallest."),
+                .described("gzip's level: 1 is the fastest (nginx's default too), 9 the smallest."),
             boolean("brotli", &CompressionConfig::brotli)
-                .described("Brotli for clients that prefer it (`br` in Accept-Encoding, at least gzip's q)."),
+                .described("Brotli for clients that accept it (`br` in Accept-Encoding) and rank it above "
+                           "gzip, or as high when `prefer` is `br`."),
+            string("prefer", &CompressionConfig::prefer, "\"gzip\" or \"br\"")
+                .checked([](const schema::Value &v, const std::string &shown) {
+                    return one_of(v, shown, {"gzip", "br"}, "\"gzip\" or \"br\"");
+                })
+                .described("The coding sent when the client ranks gzip and br alike (browsers do): `gzip` is "
+                           "~4× faster at a few per cent more bytes (docs/compression.md)."),
             integer("brotli_quality", &CompressionConfig::brotli_quality, "an integer from 0 to 11", 0, 11)
                 .described("Brotli's quality: 0 is the fastest, 11 the smallest."),
             integer("max_streams", &CompressionConfig::max_streams, "a positive integer", 1, 1u << 20)

@@ -1,7 +1,6 @@
 // gzip and brotli encoders (internal to server/): zlib's deflate with the gzip wrapper and libbrotlienc's
-// streaming encoder, both Debian's, behind one interface that appends to a string. Written here rather than
-// taken whole from elsewhere because the two libraries are the codecs; this is only their loop over an output
-// buffer.
+// streaming encoder behind one interface that appends to a string, and libdeflate for whole gzip bodies (all
+// three Debian's). The libraries are the codecs; this is only their loop over an output buffer.
 #pragma once
 
 #include <cstddef>
@@ -50,8 +49,8 @@ private:
     std::unique_ptr<State> state_;
 };
 
-// `in` compressed whole into `out` (replaced) with an encoder this thread keeps for the next body (gzip: the
-// loop's one zlib stream, reset; brotli: sized by the input). False on failure.
+// `in` compressed whole into `out` (replaced): gzip by libdeflate with the compressor this thread keeps for the
+// next body, brotli by an encoder sized for the input. False on failure.
 bool compress_whole(Coding coding, int level, std::string_view in, std::string &out);
 
 } // namespace ferry::server::detail::compress

@@ -75,7 +75,7 @@ Plan plan(const conf::CompressionConfig &config, const Request &req, const relay
         return p;
     const double gzip = std::max(accept_encoding_q(accept, "gzip"), accept_encoding_q(accept, "x-gzip"));
     const double br = config.brotli ? accept_encoding_q(accept, "br") : 0.0;
-    if (br > 0 && br >= gzip)
+    if (br > 0 && (br > gzip || (br == gzip && config.prefer == "br")))
         p.coding = Coding::br;
     else if (gzip > 0)
         p.coding = Coding::gzip;

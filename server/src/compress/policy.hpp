@@ -25,8 +25,8 @@ struct Plan {
 // For the final response `rc` (status `status`) to `req`: `whole_size` is the body's length, nullopt for a
 // stream. Compressed when "gzip" is in http.middleware, the request is not HEAD, the status has a body and is
 // not 206, the response has no Content-Encoding, Content-Range or `Cache-Control: no-transform`, its media type
-// is one of `types`, a whole body is at least `min_length`, and the client accepts gzip or br (br when its q
-// is at least gzip's and brotli is on).
+// is one of `types`, a whole body is at least `min_length`, and the client accepts gzip or br (br when brotli
+// is on and the client ranks it above gzip, or as high and `prefer` is br).
 Plan plan(const conf::CompressionConfig &config, const Request &req, const relay::ResponseContext &rc, int status,
           std::optional<std::size_t> whole_size);
 

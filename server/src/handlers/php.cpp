@@ -1,5 +1,8 @@
 #include "php.hpp"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+
 #include "control/limit_metrics.hpp"
 #include "failure.hpp"
 #include "ferry/base/log.hpp"
@@ -223,6 +226,12 @@ public:
                    !declares_trailers(reply_.response) && writer.whole_at_once(reply_)) {
             // The common case, written here rather than in a helper coroutine: one coroutine frame less per
             // request.
+            if (writer.compresses(reply_)) {
+                // What is queued on the loop goes first (the next request for the worker just freed): the
+                // workers do not wait while this body is compressed.
+                const auto executor = co_await asio::this_coro::executor;
+                co_await asio::post(executor, use_awaitable);
+            }
             if (std::optional<std::string_view> rest = writer.prepare_whole(reply_)) {
                 std::array<asio::const_buffer, 2> bufs{asio::buffer(ex.out),
                                                        asio::buffer(rest->data(), rest->size())};

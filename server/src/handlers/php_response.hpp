@@ -34,6 +34,8 @@ public:
     // and is larger than compress::slice_size (write() then compresses it in slices, the loop served between
     // them).
     bool whole_at_once(const pool::Reply &reply);
+    // Whether `reply`'s body is to be compressed.
+    bool compresses(const pool::Reply &reply) { return plan(reply).coding != compress::Coding::identity; }
     // A whole reply whose body is its own (reply.holds_worker() false: the common case): its head into
     // ex.out; with more pipelined requests buffered a small body joins it there (nullopt: nothing to write
     // now), else the body to write after ex.out in one writev (empty for HEAD, 1xx, 204, 304). The caller

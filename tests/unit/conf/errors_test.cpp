@@ -255,3 +255,36 @@ TEST(ConfErrors, TextThatIsNotUtf8)
     ASSERT_FALSE(r.config.server.env.empty());
     EXPECT_EQ(r.config.server.env.back().second, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\xa2");
 }
+
+// http.compression: read with "gzip" in http.middleware; each bad value named with its line and what is expected.
+TEST(ConfCompression, KeysAndTheirErrors)
+{
+    const std::string h = minimal + "http:\n  middleware: [gzip]\n  compression:\n";
+    const LoadResult r = load(h + "    types: [Text/HTML, \"application/*\"]\n    min_length: 256\n"
+                                  "    gzip_level: 6\n    brotli_quality: 5\n    prefer: br\n    max_streams: 8\n");
+    ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
+    const auto &c = r.config.http.compression;
+    EXPECT_TRUE(c.enabled);
+    EXPECT_EQ(c.types, (std::vector<std::string>{"text/html", "application/*"})) << "lower-cased";
+    EXPECT_EQ(c.min_length, 256u);
+    EXPECT_EQ(c.gzip_level, 6);
+    EXPECT_EQ(c.brotli_quality, 5);
+    EXPECT_EQ(c.prefer, "br");
+    EXPECT_EQ(c.max_streams, 8u);
+    EXPECT_FALSE(load(minimal).config.http.compression.enabled) << "off without the middleware";
+
+    const std::vector<ErrorCase> cases{
+        {h + "    types: [json]\n", {":7:13:", "http.compression.types[0]", "\"json\" is not a media type"}},
+        {h + "    types: [\"*/*\"]\n", {":7:13:", "\"*/*\" is not a media type"}},
+        {h + "    gzip_level: 0\n", {":7:17:", "http.compression.gzip_level", "from 1 to 9"}},
+        {h + "    gzip_level: 10\n", {":7:17:", "http.compression.gzip_level", "from 1 to 9"}},
+        {h + "    brotli_quality: 12\n", {":7:21:", "http.compression.brotli_quality", "from 0 to 11"}},
+        {h + "    prefer: zstd\n", {":7:13:", "http.compression.prefer", "\"zstd\"", "\"gzip\" or \"br\""}},
+        {h + "    max_streams: 0\n", {":7:18:", "http.compression.max_streams"}},
+    };
+    for (const ErrorCase &e : cases) {
+        const std::string message = error_of(e.yaml);
+        for (const std::string &part : e.expected)
+            EXPECT_TRUE(contains(message, part)) << message << "\n(expected to contain: " << part << ")";
+    }
+}

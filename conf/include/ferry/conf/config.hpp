@@ -195,8 +195,9 @@ struct CompressionConfig {
                                    "application/manifest+json",
                                    "image/svg+xml"};
     std::uint64_t min_length = 1024; // bytes: smaller whole bodies go as they are
-    int gzip_level = 5;              // 1 (fastest) to 9
-    bool brotli = true;              // offer br to clients that prefer it
+    int gzip_level = 1;              // 1 (fastest) to 9; nginx's default gzip_comp_level is 1 too
+    bool brotli = true;              // offer br at all
+    std::string prefer = "gzip";     // on a tie of q-values: "gzip" (faster) or "br"
     int brotli_quality = 4;          // 0 to 11
     // Streamed responses compressed at once, all loops together (each holds an encoder's state until it ends,
     // ~300 KiB for gzip); past it a stream goes uncompressed.
