@@ -101,16 +101,23 @@ for k in "${!V[@]}"; do
   M[$k]=$(median ${V[$k]}); C[$k]=$(median ${T[$k]})
 done
 cost() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f %%", 100 * (1 - a / b); else print "—" }'; }
+paired() {  # "a1 a2 .." "b1 b2 .." -> the lowest and highest cost of round i's a against round i's b
+  awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); lo = 100; hi = -100
+    for (i = 1; i <= n; i++) { c = 100 * (1 - x[i] / y[i]); if (c < lo) lo = c; if (c > hi) hi = c }
+    printf "%.0f–%.0f %%", lo, hi }'
+}
 size_of() { local v="SIZE_$1"; echo "${!v:-}"; }
 table=$(
-  echo "| ~20 KiB JSON from PHP | req/s | cost against identity | bytes sent | front end's CPU µs/request | rounds |"
+  echo "| ~20 KiB JSON from PHP | req/s | cost against identity (medians; round by round) | bytes sent | front end's CPU µs/request | rounds |"
   echo "|---|---:|---:|---:|---:|---|"
   for t in "${ORDER[@]}"; do
     name="Ferry"; [[ $t == fpm ]] && name="nginx + php-fpm"
     for c in identity gzip br; do
       [[ -n "${M[$t.$c]:-}" ]] || continue
       size=$SIZE_identity; [[ $c == gzip ]] && size=$(size_of "gzip_$t"); [[ $c == br ]] && size=$SIZE_br_ferry
-      if [[ $c == identity ]]; then cst="—"; else cst=$(cost "${M[$t.$c]}" "${M[$t.identity]}"); fi
+      if [[ $c == identity ]]; then cst="—"; else
+        cst="$(cost "${M[$t.$c]}" "${M[$t.identity]}"); $(paired "${V[$t.$c]}" "${V[$t.identity]}")"
+      fi
       printf '| %s, %s | %s | %s | %s | %s | %s |\n' "$name" "$c" "${M[$t.$c]}" "$cst" "$size" "${C[$t.$c]}" "${V[$t.$c]% }"
     done
   done
