@@ -27,18 +27,18 @@ std::optional<schema::Problem> positive_duration(const schema::Value &value, con
 // listeners meant for the local machine (status, metrics). keys.cpp.
 std::optional<std::string> every_interface(const schema::Value &value, const std::string &shown);
 
-const schema::Table<Config> &config();               // keys.cpp
-const schema::Table<ServerConfig> &server();         // keys_server.cpp
-const schema::Table<HttpConfig> &http();             // keys_http.cpp
-const schema::Table<SslConfig> &ssl();               // keys_ssl.cpp
-const schema::Table<PoolConfig> &pool();             // keys_pool.cpp
-const schema::Table<StaticConfig> &static_files();   // keys_static.cpp
+const schema::Table<Config> &config();                 // keys.cpp
+const schema::Table<ServerConfig> &server();           // keys_server.cpp
+const schema::Table<HttpConfig> &http();               // keys_http.cpp
+const schema::Table<SslConfig> &ssl();                 // keys_ssl.cpp
+const schema::Table<PoolConfig> &pool();               // keys_pool.cpp
+const schema::Table<StaticConfig> &static_files();     // keys_static.cpp
 const schema::Table<CompressionConfig> &compression(); // keys_compression.cpp
-const schema::Table<RpcConfig> &rpc();               // keys_rpc.cpp
-const schema::Table<ReloadConfig> &reload();         // keys_reload.cpp
-const schema::Table<WebsocketsConfig> &websockets(); // keys_websockets.cpp
-const schema::Table<StatusConfig> &status();         // keys_status.cpp
-const schema::Table<MetricsConfig> &metrics();       // keys_metrics.cpp
-const schema::Table<LogsConfig> &logs();             // keys_logs.cpp
+const schema::Table<RpcConfig> &rpc();                 // keys_rpc.cpp
+const schema::Table<ReloadConfig> &reload();           // keys_reload.cpp
+const schema::Table<WebsocketsConfig> &websockets();   // keys_websockets.cpp
+const schema::Table<StatusConfig> &status();           // keys_status.cpp
+const schema::Table<MetricsConfig> &metrics();         // keys_metrics.cpp
+const schema::Table<LogsConfig> &logs();               // keys_logs.cpp
 
 } // namespace ferry::conf::keys

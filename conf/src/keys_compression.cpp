@@ -12,8 +12,8 @@ namespace {
 bool token(std::string_view s)
 {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-        return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
-                                      std::string_view::npos;
+        return std::isalnum(c) ||
+               std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
     });
 }
 
@@ -26,8 +26,9 @@ std::optional<schema::Problem> media_types(const schema::Value &value, const std
         const auto slash = t.find('/');
         if (slash == std::string::npos || !token(std::string_view(t).substr(0, slash)) ||
             !token(std::string_view(t).substr(slash + 1)) || t.substr(0, slash) == "*")
-            return schema::Problem{"\"" + t + "\" is not a media type (expected e.g. \"application/json\" or "
-                                              "\"text/*\")",
+            return schema::Problem{"\"" + t +
+                                       "\" is not a media type (expected e.g. \"application/json\" or "
+                                       "\"text/*\")",
                                    i};
     }
     return std::nullopt;

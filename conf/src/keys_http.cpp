@@ -233,11 +233,12 @@ const schema::Table<HttpConfig> &http()
             group("http2", http2()).described("HTTP/2 (docs/http2.md)."),
             list("middleware", &HttpConfig::middleware, "a list of middleware names such as \"static\"")
                 .warned(middleware_names, true)
-                .described("`static` (files from `http.static.dir` before PHP), `sendfile` (a worker's "
-                           "`X-Sendfile` header answered from the file) and `gzip` (PHP responses compressed, "
-                           "gzip or brotli: `compression`); `proxy_ip_parser` is accepted (see "
-                           "`trusted_subnets`); other RoadRunner middleware and unknown names are warned and "
-                           "ignored (errors with `--strict`)."),
+                .described(
+                    "`static` (files from `http.static.dir` before PHP), `sendfile` (a worker's "
+                    "`X-Sendfile` header answered from the file) and `gzip` (PHP responses compressed, "
+                    "gzip or brotli: `compression`); `proxy_ip_parser` is accepted (see "
+                    "`trusted_subnets`); other RoadRunner middleware and unknown names are warned and "
+                    "ignored (errors with `--strict`)."),
             boolean("access_logs", &HttpConfig::access_logs)
                 .described("One log line per request (logger `http.access`, info level)."),
             section("static", &HttpConfig::static_files, static_files())

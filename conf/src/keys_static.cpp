@@ -115,6 +115,15 @@ const schema::Table<StaticConfig> &static_files()
                 .described("Ferry's own: a directory's index files, the first found wins."),
             boolean("precompressed", &StaticConfig::precompressed)
                 .described("Ferry's own: serve `foo.css.br` or `foo.css.gz` when the client accepts it."),
+            boolean("compress", &StaticConfig::compress)
+                .described(
+                    "Ferry's own: text files (`http.compression.types`, from its `min_length` to 1 MiB) "
+                    "without a precompressed sibling are compressed on the fly, once per file version, "
+                    "for clients that accept gzip or br (docs/compression.md)."),
+            size("compress_cache", &StaticConfig::compress_cache,
+                 "a positive number of megabytes, or a size such as \"16MB\"")
+                .described("Ferry's own: the compressed files kept, all loops together (least recently used "
+                           "first out)."),
             string("cache_control", &StaticConfig::cache_control,
                    "a Cache-Control value such as \"max-age=3600\"")
                 .checked(header_value)

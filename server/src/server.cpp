@@ -404,8 +404,11 @@ int run(const conf::Config &cfg)
     for (unsigned i = 0; i < n_loops; ++i) {
         std::unique_ptr<detail::StaticHandler> files;
         if (mime)
-            files = std::make_unique<detail::StaticHandler>(cfg.http.static_files, root.fd, *mime,
-                                                            files_per_loop, &counters.descriptors);
+            files = std::make_unique<detail::StaticHandler>(
+                cfg.http.static_files, root.fd, *mime, files_per_loop, &counters.descriptors,
+                &cfg.http.compression,
+                static_cast<std::size_t>(cfg.http.static_files.compress_cache / n_loops),
+                &counters.compression);
         auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, counters, std::move(files),
                                                 ws_pool.get(), &ws_publisher, &ws_budgets);
         if (lr->ws)

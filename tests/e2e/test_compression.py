@@ -252,3 +252,94 @@ class CompressionLimitsTest(ServerTestCase):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class StaticCompressionTest(ServerTestCase):
+    """http.static.compress: text files compressed once per version into a bounded cache; ranges, other types,
+    precompressed siblings and files too small or too large left as they are."""
+    SCRIPT = "compress.php"
+
+    @classmethod
+    def setUpClass(cls):
+        import os
+        import tempfile
+        cls.dir = tempfile.TemporaryDirectory(prefix="ferry-static-compress-")
+        d = cls.dir.name
+        cls.css = b"".join(b".c%d { color: #%06x; margin: %dpx }\n" % (i, i * 77 % 0xffffff, i % 40)
+                           for i in range(6000))  # ~200 KB: several slices
+        cls.files = {"site.css": cls.css, "small.css": b"a{}" * 100, "photo.png": cls.css[:50000],
+                     "huge.js": cls.css * 6, "pre.js": cls.css[:30000]}
+        for name, data in cls.files.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+        with open(os.path.join(d, "pre.js.gz"), "wb") as f:
+            f.write(gzip.compress(cls.css[:30000]))
+        cls.CONFIG = {"http": {"middleware": ["static"],
+                               "static": {"dir": d, "compress": True, "precompressed": True,
+                                          "compress_cache": "1MB"}},
+                      "metrics": {"address": f"{HOST}:0"}}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dir.cleanup()
+
+    def get(self, path, headers=None, method="GET"):
+        status, hdrs, body = self.server.request(method, path, headers=headers)
+        return status, {k.lower(): v for k, v in hdrs}, body
+
+    def test_text_files_are_compressed_once_and_kept(self):
+        for coding in ("gzip", "br"):
+            status, h, body = self.get("/site.css", {"Accept-Encoding": coding})
+            self.assertEqual((status, h["content-encoding"], h["vary"]), (200, coding, "Accept-Encoding"))
+            self.assertEqual(int(h["content-length"]), len(body))
+            self.assertEqual(decode(coding, body), self.css)
+            self.assertTrue(h["etag"].startswith('W/'), h["etag"])
+            self.assertNotIn("accept-ranges", h)
+            # the same bytes again, from the cache; a conditional request gets 304
+            status, h2, body2 = self.get("/site.css", {"Accept-Encoding": coding})
+            self.assertEqual(body2, body)
+            status, h3, _ = self.get("/site.css", {"Accept-Encoding": coding, "If-None-Match": h["etag"]})
+            self.assertEqual(status, 304)
+            status, h4, body4 = self.get("/site.css", {"Accept-Encoding": coding}, method="HEAD")
+            self.assertEqual((body4, h4["content-length"]), (b"", h["content-length"]))
+        self.assertGreater(metric(self.server, "ferry_static_compressed_bytes"), 0)
+        # without Accept-Encoding: the file itself, with its strong validator and ranges
+        status, h, body = self.get("/site.css")
+        self.assertEqual((body, h["vary"], h.get("content-encoding")), (self.css, "Accept-Encoding", None))
+        self.assertEqual(h["accept-ranges"], "bytes")
+
+    def test_what_stays_as_it_is(self):
+        status, h, body = self.get("/site.css", {"Accept-Encoding": "gzip", "Range": "bytes=0-99"})
+        self.assertEqual((status, body, h.get("content-encoding")), (206, self.css[:100], None))
+        for path in ("/small.css", "/photo.png", "/huge.js"):  # below min_length, not text, over 1 MiB
+            status, h, body = self.get(path, {"Accept-Encoding": "gzip, br"})
+            self.assertEqual((status, h.get("content-encoding"), body), (200, None, self.files[path[1:]]), path)
+        status, h, body = self.get("/pre.js", {"Accept-Encoding": "gzip, br"})  # its .gz sibling, as it is
+        self.assertEqual((h["content-encoding"], gzip.decompress(body)), ("gzip", self.css[:30000]))
+        with open(f"{self.dir.name}/pre.js.gz", "rb") as f:
+            self.assertEqual(body, f.read())
+
+    def test_a_changed_file_is_compressed_again_and_the_cache_stays_bounded(self):
+        import os
+        path = os.path.join(self.dir.name, "changing.css")
+        for version in range(3):
+            data = self.css[: 100000 + version * 1000]
+            with open(path, "wb") as f:
+                f.write(data)
+            os.utime(path, (1_700_000_000 + version, 1_700_000_000 + version))
+            deadline = time.monotonic() + 5
+            while True:  # the file cache revalidates within its interval
+                status, h, body = self.get("/changing.css", {"Accept-Encoding": "gzip"})
+                if gzip.decompress(body) == data or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            self.assertEqual(gzip.decompress(body), data)
+        # 1 MB over the loops: many distinct files never hold more
+        for i in range(30):
+            with open(os.path.join(self.dir.name, f"many{i}.css"), "wb") as f:
+                f.write(self.css[: 60000 + i])
+            status, h, body = self.get(f"/many{i}.css", {"Accept-Encoding": "br"})
+            self.assertEqual(brotli.decompress(body), self.css[: 60000 + i])
+        self.assertLessEqual(metric(self.server, "ferry_static_compressed_bytes"), 1024 * 1024)

@@ -3,6 +3,11 @@
 // three Debian's). The libraries are the codecs; this is only their loop over an output buffer.
 #pragma once
 
+#include "ferry/base/io.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -19,6 +24,14 @@ std::string_view coding_name(Coding c);
 // Whole bodies up to this are compressed at once on the event loop (at most ~1 ms at the default levels);
 // larger ones and streams go in slices of this size with the loop served between them.
 constexpr std::size_t slice_size = 64 * 1024;
+
+// Lets what is queued on the loop run first, then goes on: a long computation done in pieces (compression in
+// slices) takes the loop one piece at a time.
+inline awaitable<void> yield_to_loop()
+{
+    const auto executor = co_await asio::this_coro::executor;
+    co_await asio::post(executor, use_awaitable);
+}
 
 class Encoder {
 public:
@@ -49,8 +62,8 @@ private:
     std::unique_ptr<State> state_;
 };
 
-// `in` compressed whole into `out` (replaced): gzip by libdeflate with the compressor this thread keeps for the
-// next body, brotli by an encoder sized for the input. False on failure.
+// `in` compressed whole into `out` (replaced): gzip by libdeflate with the compressor this thread keeps for
+// the next body, brotli by an encoder sized for the input. False on failure.
 bool compress_whole(Coding coding, int level, std::string_view in, std::string &out);
 
 } // namespace ferry::server::detail::compress

@@ -55,8 +55,8 @@ bool type_listed(const std::vector<std::string> &types, std::string_view content
     return false;
 }
 
-Plan plan(const conf::CompressionConfig &config, const Request &req, const relay::ResponseContext &rc, int status,
-          std::optional<std::size_t> whole_size)
+Plan plan(const conf::CompressionConfig &config, const Request &req, const relay::ResponseContext &rc,
+          int status, std::optional<std::size_t> whole_size)
 {
     if (!config.enabled || req.method == "HEAD" || no_body_status(status) || status == 206 || status < 200)
         return {};
@@ -70,16 +70,19 @@ Plan plan(const conf::CompressionConfig &config, const Request &req, const relay
         return {};
     Plan p;
     p.vary = true;
-    const std::string_view accept = req.header("Accept-Encoding");
+    p.coding = choose(config, req.header("Accept-Encoding"));
+    return p;
+}
+
+Coding choose(const conf::CompressionConfig &config, std::string_view accept)
+{
     if (accept.empty())
-        return p;
+        return Coding::identity;
     const double gzip = std::max(accept_encoding_q(accept, "gzip"), accept_encoding_q(accept, "x-gzip"));
     const double br = config.brotli ? accept_encoding_q(accept, "br") : 0.0;
     if (br > 0 && (br > gzip || (br == gzip && config.prefer == "br")))
-        p.coding = Coding::br;
-    else if (gzip > 0)
-        p.coding = Coding::gzip;
-    return p;
+        return Coding::br;
+    return gzip > 0 ? Coding::gzip : Coding::identity;
 }
 
 bool Counters::take_stream(unsigned max)
@@ -113,6 +116,10 @@ void Counters::format(std::string &out) const
            "Streamed responses sent uncompressed because max_streams were being compressed.");
     sample(out, "ferry_http_compression_streams_refused_total", "",
            static_cast<double>(refused_.load(std::memory_order_relaxed)));
+    family(out, "ferry_static_compressed_bytes", "gauge",
+           "Static files compressed on the fly and kept, all loops (http.static.compress_cache).");
+    sample(out, "ferry_static_compressed_bytes", "",
+           static_cast<double>(static_bytes_.load(std::memory_order_relaxed)));
 }
 
 } // namespace ferry::server::detail::compress

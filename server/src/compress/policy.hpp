@@ -24,11 +24,15 @@ struct Plan {
 
 // For the final response `rc` (status `status`) to `req`: `whole_size` is the body's length, nullopt for a
 // stream. Compressed when "gzip" is in http.middleware, the request is not HEAD, the status has a body and is
-// not 206, the response has no Content-Encoding, Content-Range or `Cache-Control: no-transform`, its media type
-// is one of `types`, a whole body is at least `min_length`, and the client accepts gzip or br (br when brotli
-// is on and the client ranks it above gzip, or as high and `prefer` is br).
-Plan plan(const conf::CompressionConfig &config, const Request &req, const relay::ResponseContext &rc, int status,
-          std::optional<std::size_t> whole_size);
+// not 206, the response has no Content-Encoding, Content-Range or `Cache-Control: no-transform`, its media
+// type is one of `types`, a whole body is at least `min_length`, and the client accepts gzip or br (br when
+// brotli is on and the client ranks it above gzip, or as high and `prefer` is br).
+Plan plan(const conf::CompressionConfig &config, const Request &req, const relay::ResponseContext &rc,
+          int status, std::optional<std::size_t> whole_size);
+
+// The coding for a client's Accept-Encoding (`accept`) under `config`'s brotli and prefer: identity when it
+// accepts neither gzip nor br.
+Coding choose(const conf::CompressionConfig &config, std::string_view accept);
 
 // Whether `content_type` (a Content-Type value, parameters ignored) is one of `types` ("text/*" matches the
 // whole type), case-insensitively.
@@ -50,14 +54,19 @@ public:
     void give_stream() { streams_.fetch_sub(1, std::memory_order_relaxed); }
     unsigned streams() const { return streams_.load(std::memory_order_relaxed); }
 
+    // Compressed static files held by the loops' caches (http.static.compress).
+    void static_cached(std::int64_t delta) { static_bytes_.fetch_add(delta, std::memory_order_relaxed); }
+
     // ferry_http_compressed_responses_total{encoding}, ferry_http_compression_bytes_total{stage},
-    // ferry_http_compression_streams, ferry_http_compression_streams_refused_total.
+    // ferry_http_compression_streams, ferry_http_compression_streams_refused_total,
+    // ferry_static_compressed_bytes.
     void format(std::string &out) const;
 
 private:
     std::array<std::atomic<std::uint64_t>, 2> responses_{}; // gzip, br
     std::atomic<std::uint64_t> in_{0}, out_{0}, refused_{0};
     std::atomic<unsigned> streams_{0};
+    std::atomic<std::int64_t> static_bytes_{0};
 };
 
 } // namespace ferry::server::detail::compress

@@ -1,8 +1,5 @@
 #include "php.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
-
 #include "control/limit_metrics.hpp"
 #include "failure.hpp"
 #include "ferry/base/log.hpp"
@@ -229,8 +226,7 @@ public:
             if (writer.compresses(reply_)) {
                 // What is queued on the loop goes first (the next request for the worker just freed): the
                 // workers do not wait while this body is compressed.
-                const auto executor = co_await asio::this_coro::executor;
-                co_await asio::post(executor, use_awaitable);
+                co_await compress::yield_to_loop();
             }
             if (std::optional<std::string_view> rest = writer.prepare_whole(reply_)) {
                 std::array<asio::const_buffer, 2> bufs{asio::buffer(ex.out),

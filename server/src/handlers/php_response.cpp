@@ -8,8 +8,6 @@
 #include "transport/transport.hpp"
 
 #include <array>
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -247,8 +245,7 @@ awaitable<bool> ResponseWriter::spill_encoded(std::string_view body)
     bool first = true;
     do {
         if (!first) { // a slice's CPU at a time: the loop's other connections go between them
-            const auto executor = co_await asio::this_coro::executor;
-            co_await asio::post(executor, use_awaitable);
+            co_await compress::yield_to_loop();
         }
         first = false;
         const std::string_view slice = body.substr(0, compress::slice_size);

@@ -30,9 +30,9 @@ public:
     // Writes the informational heads of `*reply` (103 Early Hints) and reads on to its final head. False when
     // the client is gone (the reply is then finished: the worker's stream stopped).
     awaitable<bool> informational(pool::Reply *reply);
-    // Whether prepare_whole() may answer `reply` (a whole body, its own): not when its body is to be compressed
-    // and is larger than compress::slice_size (write() then compresses it in slices, the loop served between
-    // them).
+    // Whether prepare_whole() may answer `reply` (a whole body, its own): not when its body is to be
+    // compressed and is larger than compress::slice_size (write() then compresses it in slices, the loop
+    // served between them).
     bool whole_at_once(const pool::Reply &reply);
     // Whether `reply`'s body is to be compressed.
     bool compresses(const pool::Reply &reply) { return plan(reply).coding != compress::Coding::identity; }
@@ -80,7 +80,7 @@ private:
     std::size_t spill_size_ = 0;
     compress::Plan plan_;
     bool planned_ = false;
-    std::string packed_;                        // a whole body compressed at once
+    std::string packed_;                         // a whole body compressed at once
     std::unique_ptr<compress::Encoder> encoder_; // a body compressed across writes (holds a max_streams slot)
     std::uint64_t encoded_in_ = 0, encoded_out_ = 0; // what spill_encoded() took and wrote
 };

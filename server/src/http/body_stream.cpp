@@ -3,8 +3,6 @@
 #include "transport/wire.hpp"
 
 #include <array>
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <charconv>
 
 namespace ferry::server::detail {
@@ -66,8 +64,7 @@ awaitable<bool> BodyStream::write_encoded(std::string_view body, bool last)
     bool first = true;
     do {
         if (!first) { // a slice's CPU at a time: the loop's other connections go between them
-            const auto executor = co_await asio::this_coro::executor;
-            co_await asio::post(executor, use_awaitable);
+            co_await compress::yield_to_loop();
         }
         first = false;
         const std::string_view slice = body.substr(0, compress::slice_size);

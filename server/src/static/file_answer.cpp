@@ -4,6 +4,8 @@
 #include "conditional.hpp"
 #include "ferry/base/log.hpp"
 
+#include <array>
+
 namespace ferry::server::detail {
 
 awaitable<After> answer_with_file(Exchange &ex, const FileAnswer &f, Head h, std::string &extra)
@@ -30,6 +32,20 @@ awaitable<After> answer_with_file(Exchange &ex, const FileAnswer &f, Head h, std
         ex.status = h.status;
         append_head(ex.out, h);
         co_return done;
+    }
+
+    if (f.data) { // a compressed copy, whole
+        h.framing = Framing::length;
+        h.content_length = f.data->size();
+        h.extra = extra;
+        ex.status = h.status;
+        append_head(ex.out, h);
+        if (head)
+            co_return done;
+        std::array<asio::const_buffer, 2> bufs{asio::buffer(ex.out), asio::buffer(*f.data)};
+        const bool wrote = co_await ex.transport.write(bufs);
+        ex.out.clear();
+        co_return wrote ? done : After::close;
     }
 
     std::uint64_t first = 0, length = f.size;

@@ -19,6 +19,8 @@ struct FileAnswer {
     std::time_t mtime = 0;     // If-Modified-Since, If-Range with a date
     std::string_view etag;     // If-None-Match, If-Range with an entity tag ("" : none)
     std::string_view log_name; // "static", "http": whose log line a file that shrank while sent gets
+    // Bytes to send instead of the file's (a compressed copy: http.static.compress); no ranges then.
+    const std::string *data = nullptr;
 };
 
 // Answers ex.request with the file. `h` is the head so far (keep-alive, HTTP/1.0, the content type or the

@@ -92,9 +92,18 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     }
 
     const StaticFile &f = *d.file;
+    std::shared_ptr<const std::string> packed;
+    if (d.compress != compress::Coding::identity) {
+        packed = co_await handler_.compressed(&d);
+    }
+    std::string weak_etag;
+    if (packed) { // the compressed bytes are not the ones a strong tag names
+        d.encoding = compress::coding_name(d.compress);
+        weak_etag = f.etag.starts_with("W/") ? f.etag : "W/" + f.etag;
+    }
     extra_.clear();
     add_header(extra_, "Last-Modified", f.last_modified);
-    add_header(extra_, "ETag", f.etag);
+    add_header(extra_, "ETag", packed ? weak_etag : f.etag);
     if (!d.encoding.empty())
         add_header(extra_, "Content-Encoding", d.encoding);
     if (d.vary)
@@ -109,8 +118,9 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     answer.fd = f.fd;
     answer.size = f.size;
     answer.mtime = f.mtime.tv_sec;
-    answer.etag = f.etag;
+    answer.etag = packed ? std::string_view(weak_etag) : std::string_view(f.etag);
     answer.log_name = "static";
+    answer.data = packed.get();
     std::shared_ptr<const StaticFile> keep = d.file; // open until sent, even if the cache drops it
     co_return co_await answer_with_file(ex, answer, h, extra_);
 }
@@ -123,11 +133,15 @@ int open_static_root(const std::string &dir)
 }
 
 StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
-                             std::size_t max_open, DescriptorRefusals *refusals)
+                             std::size_t max_open, DescriptorRefusals *refusals,
+                             const conf::CompressionConfig *compression, std::size_t compress_capacity,
+                             compress::Counters *counters)
     : config_(config), forbidden_status_(config.on_forbidden == conf::StaticFallback::status),
       missing_status_(config.on_missing == conf::StaticFallback::status),
-      cache_(root_fd, config, mime, max_open, refusals)
+      cache_(root_fd, config, mime, max_open, refusals), compression_(compression)
 {
+    if (config.compress && compression)
+        compressed_ = std::make_unique<CompressedCache>(compress_capacity, counters);
     if (!config.cache_control.empty())
         add_header(extra_, "Cache-Control", config.cache_control);
     for (const auto &[name, value] : config.response)
@@ -256,7 +270,55 @@ StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
             }
         }
     }
+    if (compressed_ && d.encoding.empty() && d.file->size >= compression_->min_length &&
+        d.file->size <= CompressedCache::max_file &&
+        compress::type_listed(compression_->types, d.content_type)) {
+        d.vary = true;
+        if (req.header("Range").empty()) { // a range is of the file as it is
+            d.compress = compress::choose(*compression_, req.header("Accept-Encoding"));
+            if (d.compress != compress::Coding::identity)
+                d.path = std::move(rel);
+        }
+    }
     return d;
+}
+
+awaitable<std::shared_ptr<const std::string>> StaticHandler::compressed(const Decision *d)
+{
+    const StaticFile &f = *d->file;
+    if (auto hit = compressed_->find(d->path, d->compress, f.etag))
+        co_return hit;
+    if (!compressed_->start(d->path, d->compress))
+        co_return nullptr;
+    struct Done { // the mark goes whatever happens to this coroutine
+        CompressedCache &cache;
+        const Decision &d;
+        ~Done() { cache.done(d.path, d.compress); }
+    } done{*compressed_, *d};
+    // Made once per file version: at least gzip 6 and brotli 5 (the per-response levels are for speed).
+    const int level = d->compress == compress::Coding::br ? std::max(compression_->brotli_quality, 5)
+                                                          : std::max(compression_->gzip_level, 6);
+    compress::Encoder encoder(d->compress, level, f.size);
+    auto out = std::make_shared<std::string>();
+    std::string slice(std::min<std::uint64_t>(f.size, compress::slice_size), '\0');
+    std::uint64_t at = 0;
+    do {
+        if (at > 0) { // a slice's CPU at a time: the loop's other connections go between them
+            co_await compress::yield_to_loop();
+        }
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(slice.size(), f.size - at));
+        const ssize_t n = ::pread(f.fd, slice.data(), want, static_cast<off_t>(at));
+        if (n != static_cast<ssize_t>(want)) { // changed under us: sent as it is, compressed next time
+            log::debug("static", "a file changed while it was compressed; sent as it is");
+            co_return nullptr;
+        }
+        at += want;
+        const auto flush = at == f.size ? compress::Encoder::Flush::finish : compress::Encoder::Flush::none;
+        if (!encoder.write(std::string_view(slice.data(), want), flush, *out))
+            co_return nullptr;
+    } while (at < f.size);
+    compressed_->put(d->path, d->compress, f.etag, out);
+    co_return out;
 }
 
 } // namespace ferry::server::detail

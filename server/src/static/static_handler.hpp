@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../handlers/handler.hpp"
+#include "compressed_cache.hpp"
 #include "file_cache.hpp"
 #include "mime.hpp"
 
@@ -22,8 +23,12 @@ public:
     // `root_fd`: http.static.dir opened with O_PATH | O_DIRECTORY, owned by the caller. `max_open`: the file
     // cache's bound (0: http.static.max_open_files), which the server lowers under a low descriptor limit.
     // `refusals`: FileCache's.
+    // `compression`: http.compression, for http.static.compress (its types, min_length and codings);
+    // `compress_capacity`: this loop's share of compress_cache; `counters`: the gauge of what it holds.
     StaticHandler(const conf::StaticConfig &config, int root_fd, const MimeTypes &mime,
-                  std::size_t max_open = 0, DescriptorRefusals *refusals = nullptr);
+                  std::size_t max_open = 0, DescriptorRefusals *refusals = nullptr,
+                  const conf::CompressionConfig *compression = nullptr, std::size_t compress_capacity = 0,
+                  compress::Counters *counters = nullptr);
     std::string_view name() const override { return "static"; }
     // Decides, and keeps the decision for take_decision(): the session asks body_sink() of the chosen
     // handler right after accepts(), with no suspension between, so a served file is looked up once.
@@ -36,7 +41,9 @@ public:
         std::shared_ptr<const StaticFile> file; // serve: the file, or its precompressed sibling
         std::string_view content_type;          // serve: the type of the file asked for
         std::string_view encoding;              // serve: "br", "gzip" or "" (identity)
-        bool vary = false;                      // serve: a precompressed sibling exists
+        bool vary = false; // serve: a precompressed sibling exists, or it may be compressed
+        compress::Coding compress = compress::Coding::identity; // serve: compress the file on the fly so
+        std::string path; // ... keyed by this path (http.static.compress)
     };
     // What to do with a request (a cache lookup or a few; no system call while the cache is fresh).
     Decision decide(const Request &req) const;
@@ -47,6 +54,11 @@ public:
     std::size_t cache_capacity() const { return cache_.capacity(); }
     // Raw paths remembered as PHP's (bounded by max_open_files; for tests).
     std::size_t remembered_php_paths() const { return to_php_.size(); }
+    // The file of `d` compressed as d->compress says: from the cache, or made now in slices (the loop served
+    // between them) and kept; null when another request is making it (this one gets the file as it is) or
+    // reading the file fails.
+    awaitable<std::shared_ptr<const std::string>> compressed(const Decision *d);
+    std::size_t compressed_bytes() const { return compressed_ ? compressed_->bytes() : 0; }
     // Header lines every file response carries (Cache-Control, http.static.response), preformatted.
     const std::string &extra_headers() const { return extra_; }
 
@@ -63,6 +75,8 @@ private:
     const bool forbidden_status_; // on_forbidden: "403"
     const bool missing_status_;   // on_missing: "404"
     mutable FileCache cache_;     // per event loop: no lock
+    const conf::CompressionConfig *compression_;
+    std::unique_ptr<CompressedCache> compressed_; // http.static.compress (per event loop)
     // Raw request paths that went to PHP, and when that was decided: a PHP route costs one lookup, not a
     // path decode and file lookups, for as long as a cached file result holds (FileCache::revalidate_after).
     mutable std::unordered_map<std::string, FileCache::clock::time_point, PathHash, std::equal_to<>> to_php_;

@@ -256,12 +256,14 @@ TEST(ConfErrors, TextThatIsNotUtf8)
     EXPECT_EQ(r.config.server.env.back().second, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\xa2");
 }
 
-// http.compression: read with "gzip" in http.middleware; each bad value named with its line and what is expected.
+// http.compression: read with "gzip" in http.middleware; each bad value named with its line and what is
+// expected.
 TEST(ConfCompression, KeysAndTheirErrors)
 {
     const std::string h = minimal + "http:\n  middleware: [gzip]\n  compression:\n";
-    const LoadResult r = load(h + "    types: [Text/HTML, \"application/*\"]\n    min_length: 256\n"
-                                  "    gzip_level: 6\n    brotli_quality: 5\n    prefer: br\n    max_streams: 8\n");
+    const LoadResult r =
+        load(h + "    types: [Text/HTML, \"application/*\"]\n    min_length: 256\n"
+                 "    gzip_level: 6\n    brotli_quality: 5\n    prefer: br\n    max_streams: 8\n");
     ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
     const auto &c = r.config.http.compression;
     EXPECT_TRUE(c.enabled);

@@ -81,20 +81,20 @@ TEST(ConfRoadRunner, MiddlewareFerryLacksOrMisspeltIsWarnedAndStrictRefusesIt)
         ".rr.yaml", {}, fake_env({}));
     ASSERT_TRUE(r) << r.error().message;
     ASSERT_EQ(r->warnings.size(), 1u);
-    EXPECT_EQ(
-        r->warnings[0],
-        ".rr.yaml:5:15: http.middleware lists \"headers\", RoadRunner middleware that Ferry does not have, and "
-        "\"statc\" (did you mean \"static\"?), \"zorglub\", not middleware Ferry or RoadRunner knows: "
-        "ignored "
-        "(Ferry's are \"static\", \"sendfile\", \"gzip\" and \"proxy_ip_parser\")");
+    EXPECT_EQ(r->warnings[0],
+              ".rr.yaml:5:15: http.middleware lists \"headers\", RoadRunner middleware that Ferry does not "
+              "have, and "
+              "\"statc\" (did you mean \"static\"?), \"zorglub\", not middleware Ferry or RoadRunner knows: "
+              "ignored "
+              "(Ferry's are \"static\", \"sendfile\", \"gzip\" and \"proxy_ip_parser\")");
     EXPECT_EQ(r->strict, r->warnings);
     EXPECT_TRUE(r->config.http.static_files.enabled);
     EXPECT_TRUE(r->config.http.sendfile);
     EXPECT_FALSE(r->config.http.compression.enabled);
 
-    const auto fine = ferry::conf::load_string(
-        minimal + "http:\n  middleware: [static, sendfile, proxy_ip_parser, gzip]\n", ".rr.yaml", {},
-        fake_env({}));
+    const auto fine =
+        ferry::conf::load_string(minimal + "http:\n  middleware: [static, sendfile, proxy_ip_parser, gzip]\n",
+                                 ".rr.yaml", {}, fake_env({}));
     ASSERT_TRUE(fine) << fine.error().message;
     EXPECT_TRUE(fine->warnings.empty()) << fine->warnings[0];
     EXPECT_TRUE(fine->config.http.compression.enabled);

@@ -4,6 +4,7 @@
 #include "compress/encoder.hpp"
 #include "compress/policy.hpp"
 #include "http/response.hpp"
+#include "static/compressed_cache.hpp"
 
 #include <brotli/decode.h>
 #include <gtest/gtest.h>
@@ -23,7 +24,8 @@ std::string sample(std::size_t n)
 {
     std::mt19937 rng(7);
     std::string s;
-    static const char *words[] = {"{\"id\":", "\"name\":\"ferry\",", "\"tags\":[\"php\",\"http\"],", "true},"};
+    static const char *words[] = {"{\"id\":", "\"name\":\"ferry\",", "\"tags\":[\"php\",\"http\"],",
+                                  "true},"};
     while (s.size() < n) {
         s += words[rng() % 4];
         s += std::to_string(rng() % 100000);
@@ -74,7 +76,8 @@ struct Unbrotli {
         const auto *next_in = reinterpret_cast<const std::uint8_t *>(in.data());
         for (;;) {
             std::size_t avail_out = 0;
-            const auto rc = BrotliDecoderDecompressStream(s, &avail_in, &next_in, &avail_out, nullptr, nullptr);
+            const auto rc =
+                BrotliDecoderDecompressStream(s, &avail_in, &next_in, &avail_out, nullptr, nullptr);
             std::size_t n = 0;
             const std::uint8_t *p = BrotliDecoderTakeOutput(s, &n);
             out.append(reinterpret_cast<const char *>(p), n);
@@ -284,4 +287,47 @@ TEST(CompressHead, EncodingWeakEtagAndOneVary)
     EXPECT_NE(out.find("\r\nETag: \"v3\"\r\n"), std::string::npos) << out;
     EXPECT_EQ(out.find("Vary: Accept-Encoding"), std::string::npos) << "* covers it: " << out;
     EXPECT_EQ(out.find("Content-Encoding"), std::string::npos) << out;
+}
+
+// http.static.compress's cache: by path, coding and file version; least recently used out past the capacity;
+// a body over a quarter of it not kept; one compression of a file at a time.
+TEST(CompressedCache, VersionsLruBoundAndBusyMarks)
+{
+    using ferry::server::detail::CompressedCache;
+    c::Counters counters;
+    {
+        CompressedCache cache(1000, &counters);
+        const auto bytes = [](std::size_t n) { return std::make_shared<const std::string>(n, 'x'); };
+        cache.put("a.css", Coding::gzip, "\"v1\"", bytes(200));
+        cache.put("a.css", Coding::br, "\"v1\"", bytes(150));
+        EXPECT_NE(cache.find("a.css", Coding::gzip, "\"v1\""), nullptr);
+        EXPECT_EQ(cache.find("a.css", Coding::gzip, "\"v2\""), nullptr) << "another version";
+        EXPECT_EQ(cache.find("a.css", Coding::gzip, "\"v1\""), nullptr) << "the old one was dropped";
+        EXPECT_EQ(cache.bytes(), 150u);
+        cache.put("b.css", Coding::gzip, "\"v1\"", bytes(250));
+        cache.put("c.css", Coding::gzip, "\"v1\"", bytes(250));
+        EXPECT_NE(cache.find("a.css", Coding::br, "\"v1\""), nullptr); // a is now the most recently used
+        cache.put("d.css", Coding::gzip, "\"v1\"", bytes(250));
+        cache.put("e.css", Coding::gzip, "\"v1\"", bytes(250)); // over 1000: b goes, the least recently used
+        EXPECT_LE(cache.bytes(), 1000u);
+        EXPECT_EQ(cache.find("b.css", Coding::gzip, "\"v1\""), nullptr);
+        EXPECT_NE(cache.find("a.css", Coding::br, "\"v1\""), nullptr);
+        EXPECT_NE(cache.find("e.css", Coding::gzip, "\"v1\""), nullptr);
+        cache.put("big.css", Coding::gzip, "\"v1\"", bytes(251)); // over a quarter of 1000: not kept
+        EXPECT_EQ(cache.find("big.css", Coding::gzip, "\"v1\""), nullptr);
+        std::string metrics;
+        counters.format(metrics);
+        EXPECT_NE(metrics.find("ferry_static_compressed_bytes " + std::to_string(cache.bytes()) + "\n"),
+                  std::string::npos)
+            << metrics;
+        EXPECT_TRUE(cache.start("a.css", Coding::gzip));
+        EXPECT_FALSE(cache.start("a.css", Coding::gzip)) << "already being compressed";
+        EXPECT_TRUE(cache.start("a.css", Coding::br));
+        cache.done("a.css", Coding::gzip);
+        EXPECT_TRUE(cache.start("a.css", Coding::gzip));
+    }
+    std::string metrics;
+    counters.format(metrics);
+    EXPECT_NE(metrics.find("ferry_static_compressed_bytes 0\n"), std::string::npos)
+        << "given back at the end";
 }

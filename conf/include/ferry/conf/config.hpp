@@ -134,8 +134,13 @@ struct StaticConfig {
         request; // RoadRunner adds these to the request: no effect
     std::vector<std::pair<std::string, std::string>> response; // extra response headers on every file
     // Ferry's own:
-    std::vector<std::string> index{"index.html"};      // a directory's index files, first found wins
-    bool precompressed = false;                        // serve foo.css.br / foo.css.gz when accepted
+    std::vector<std::string> index{"index.html"}; // a directory's index files, first found wins
+    bool precompressed = false;                   // serve foo.css.br / foo.css.gz when accepted
+    // Text files (http.compression.types, min_length to 1 MiB) without a precompressed sibling, compressed
+    // once per file version into a cache of compress_cache bytes (all loops together) for clients that accept
+    // it.
+    bool compress = false;
+    std::uint64_t compress_cache = 16ull * 1024 * 1024;
     std::string cache_control;                         // Cache-Control value ("" = none)
     StaticFallback on_forbidden = StaticFallback::php; // a forbidden or not-allowed extension, a dotfile: 403
     StaticFallback on_missing = StaticFallback::php;   // no such file, a directory without index: 404
