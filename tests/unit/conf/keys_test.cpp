@@ -239,6 +239,7 @@ TEST(ConfKeys, EverySizeKeyReadsABareNumberAsMegabytes)
         {"http.limits.max_head_memory", [](const Config &c) { return c.http.max_head_memory; }},
         {"http.limits.max_form_size", [](const Config &c) { return c.http.max_form_size; }},
         {"http.limits.min_body_rate", [](const Config &c) { return c.http.min_body_rate; }},
+        {"http.static.compress_cache", [](const Config &c) { return c.http.static_files.compress_cache; }},
         {"websockets.max_assembly_memory", [](const Config &c) { return c.websockets.max_assembly_memory; }},
         {"websockets.max_send_queue_memory",
          [](const Config &c) { return c.websockets.max_send_queue_memory; }},
