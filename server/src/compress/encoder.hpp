@@ -33,6 +33,19 @@ inline awaitable<void> yield_to_loop()
     co_await asio::post(executor, use_awaitable);
 }
 
+// The next slice (at most slice_size bytes) of `*rest`, taken off it; the loop is served first unless
+// `*first` (then cleared). (Pointers: GCC 12 and coroutine reference parameters.)
+inline awaitable<std::string_view> next_slice(std::string_view *rest, bool *first)
+{
+    if (!*first) {
+        co_await yield_to_loop();
+    }
+    *first = false;
+    const std::string_view slice = rest->substr(0, slice_size);
+    rest->remove_prefix(slice.size());
+    co_return slice;
+}
+
 class Encoder {
 public:
     enum class Flush {

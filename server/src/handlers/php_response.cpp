@@ -243,13 +243,8 @@ awaitable<bool> ResponseWriter::spill_encoded(std::string_view body)
     std::string piece;
     encoded_in_ = body.size();
     bool first = true;
-    do {
-        if (!first) { // a slice's CPU at a time: the loop's other connections go between them
-            co_await compress::yield_to_loop();
-        }
-        first = false;
-        const std::string_view slice = body.substr(0, compress::slice_size);
-        body.remove_prefix(slice.size());
+    do { // a slice's CPU at a time: the loop's other connections go between them
+        const std::string_view slice = co_await compress::next_slice(&body, &first);
         piece.clear();
         const auto flush = body.empty() ? compress::Encoder::Flush::finish : compress::Encoder::Flush::none;
         if (!encoder_->write(slice, flush, piece) || !write_fd(fd, piece)) {

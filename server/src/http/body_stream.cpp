@@ -62,13 +62,8 @@ awaitable<bool> BodyStream::write(std::string_view body, bool last)
 awaitable<bool> BodyStream::write_encoded(std::string_view body, bool last)
 {
     bool first = true;
-    do {
-        if (!first) { // a slice's CPU at a time: the loop's other connections go between them
-            co_await compress::yield_to_loop();
-        }
-        first = false;
-        const std::string_view slice = body.substr(0, compress::slice_size);
-        body.remove_prefix(slice.size());
+    do { // a slice's CPU at a time: the loop's other connections go between them
+        const std::string_view slice = co_await compress::next_slice(&body, &first);
         using Flush = compress::Encoder::Flush;
         const Flush flush = !body.empty() ? Flush::none : last ? Flush::finish : Flush::sync;
         encoded_.clear();
