@@ -185,6 +185,53 @@ class CompressionTest(ServerTestCase):
         self.assertEqual(metric(self.server, "ferry_http_compression_streams"), 0)
 
 
+class StaticCompressionLimitsTest(ServerTestCase):
+    """Static files being compressed hold encoders too: past http.compression.max_streams, the file as it is."""
+    SCRIPT = "compress.php"
+
+    @classmethod
+    def setUpClass(cls):
+        import os
+        import tempfile
+        cls.dir = tempfile.TemporaryDirectory(prefix="ferry-static-streams-")
+        cls.data = b"".join(b"line %d of a text file that compresses, %x\n" % (i, i * 2654435761 % 2**32)
+                            for i in range(20000))  # ~900 KB: 14 slices at gzip 6
+        for i in range(8):
+            with open(os.path.join(cls.dir.name, f"f{i}.txt"), "wb") as f:
+                f.write(cls.data)
+        cls.CONFIG = {"http": {"middleware": ["static"], "compression": {"max_streams": 1},
+                               "static": {"dir": cls.dir.name, "compress": True, "compress_cache": "64MB"}},
+                      "metrics": {"address": f"{HOST}:0"}}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.dir.cleanup()
+
+    def test_past_max_streams_files_go_as_they_are(self):
+        results = {}
+
+        def fetch(i):
+            status, hdrs, body = self.server.request("GET", f"/f{i}.txt", headers={"Accept-Encoding": "gzip"})
+            h = {k.lower(): v for k, v in hdrs}
+            results[i] = (status, h.get("content-encoding"), body)
+
+        threads = [threading.Thread(target=fetch, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        encodings = [results[i][1] for i in range(8)]
+        for i in range(8):
+            self.assertEqual(results[i][0], 200)
+            self.assertEqual(decode(results[i][1], results[i][2]), self.data)
+        self.assertIn("gzip", encodings)
+        self.assertIn(None, encodings)  # at least one came while the one encoder was busy
+        self.assertGreaterEqual(metric(self.server, "ferry_http_compression_streams_refused_total"), 1)
+        self.assertEqual(metric(self.server, "ferry_http_compression_streams"), 0)
+
+
 class CompressionLimitsTest(ServerTestCase):
     """max_streams, held bodies, clients that vanish mid-stream; and no middleware, no compression."""
     SCRIPT = "compress.php"
@@ -266,9 +313,9 @@ class StaticCompressionTest(ServerTestCase):
         cls.dir = tempfile.TemporaryDirectory(prefix="ferry-static-compress-")
         d = cls.dir.name
         cls.css = b"".join(b".c%d { color: #%06x; margin: %dpx }\n" % (i, i * 77 % 0xffffff, i % 40)
-                           for i in range(6000))  # ~200 KB: several slices
+                           for i in range(3000))  # ~110 KB: two slices, under the cache's max_file
         cls.files = {"site.css": cls.css, "small.css": b"a{}" * 100, "photo.png": cls.css[:50000],
-                     "huge.js": cls.css * 6, "pre.js": cls.css[:30000]}
+                     "huge.js": cls.css * 10, "pre.js": cls.css[:30000], "wide.css": cls.css * 3}
         for name, data in cls.files.items():
             with open(os.path.join(d, name), "wb") as f:
                 f.write(data)
@@ -313,7 +360,9 @@ class StaticCompressionTest(ServerTestCase):
     def test_what_stays_as_it_is(self):
         status, h, body = self.get("/site.css", {"Accept-Encoding": "gzip", "Range": "bytes=0-99"})
         self.assertEqual((status, body, h.get("content-encoding")), (206, self.css[:100], None))
-        for path in ("/small.css", "/photo.png", "/huge.js"):  # below min_length, not text, over 1 MiB
+        # below min_length, not text, over 1 MiB, over a quarter of a loop's share of the 1 MB cache (it could
+        # not be kept, and would be compressed again at every request)
+        for path in ("/small.css", "/photo.png", "/huge.js", "/wide.css"):
             status, h, body = self.get(path, {"Accept-Encoding": "gzip, br"})
             self.assertEqual((status, h.get("content-encoding"), body), (200, None, self.files[path[1:]]), path)
         status, h, body = self.get("/pre.js", {"Accept-Encoding": "gzip, br"})  # its .gz sibling, as it is

@@ -7,37 +7,6 @@
 
 namespace ferry::server::detail::compress {
 
-namespace {
-
-std::string_view first_header(const relay::ResponseContext &rc, std::string_view name)
-{
-    for (const auto &f : rc.headers)
-        if (iequals(f.name, name) && !f.values.empty())
-            return f.values.front();
-    return {};
-}
-
-bool has_header(const relay::ResponseContext &rc, std::string_view name)
-{
-    for (const auto &f : rc.headers)
-        if (iequals(f.name, name) && !f.values.empty())
-            return true;
-    return false;
-}
-
-// `directive` among a Cache-Control header's comma-separated directives (any of its lines).
-bool cache_control_says(const relay::ResponseContext &rc, std::string_view directive)
-{
-    for (const auto &f : rc.headers)
-        if (iequals(f.name, "Cache-Control"))
-            for (std::string_view v : f.values)
-                if (list_has(v, directive))
-                    return true;
-    return false;
-}
-
-} // namespace
-
 bool type_listed(const std::vector<std::string> &types, std::string_view content_type)
 {
     const std::string_view media = trim_ows(content_type.substr(0, content_type.find(';')));
@@ -60,13 +29,23 @@ Plan plan(const conf::CompressionConfig &config, const Request &req, const relay
 {
     if (!config.enabled || req.method == "HEAD" || no_body_status(status) || status == 206 || status < 200)
         return {};
-    if (has_header(rc, "Content-Encoding") || has_header(rc, "Content-Range"))
-        return {};
-    if (!type_listed(config.types, first_header(rc, "Content-Type")))
+    // One pass over the worker's headers: what rules compression out, and the media type.
+    std::string_view type;
+    for (const auto &f : rc.headers) {
+        if (f.values.empty())
+            continue;
+        if (iequals(f.name, "Content-Encoding") || iequals(f.name, "Content-Range"))
+            return {};
+        if (iequals(f.name, "Content-Type") && type.empty())
+            type = f.values.front();
+        else if (iequals(f.name, "Cache-Control"))
+            for (std::string_view v : f.values)
+                if (list_has(v, "no-transform"))
+                    return {};
+    }
+    if (!type_listed(config.types, type))
         return {};
     if (whole_size && *whole_size < config.min_length)
-        return {};
-    if (cache_control_says(rc, "no-transform"))
         return {};
     Plan p;
     p.vary = true;

@@ -7,19 +7,27 @@
 #include "compress/encoder.hpp"
 #include "compress/policy.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ferry::server::detail {
+
+// A file's compressed copy and the ETag it is sent with (the file's, made weak: the bytes differ).
+struct CompressedFile {
+    std::string bytes, etag;
+};
 
 class CompressedCache {
 public:
     // Files larger than this are not compressed on the fly (precompress them: http.static.precompressed).
-    static constexpr std::uint64_t max_file = 1024 * 1024;
+    static constexpr std::uint64_t max_file_ever = 1024 * 1024;
 
     // `capacity`: bytes of compressed files kept; `counters`: the server's gauge of them (may be null).
     CompressedCache(std::size_t capacity, compress::Counters *counters);
@@ -27,13 +35,17 @@ public:
     CompressedCache(const CompressedCache &) = delete;
     CompressedCache &operator=(const CompressedCache &) = delete;
 
-    // The compressed bytes of `path` in `coding` made from the version `etag`, or null (then an older version
+    // The largest file compressed: max_file_ever, or less when a quarter of the capacity is less (a file
+    // whose copy could not be kept would be compressed again at every request).
+    std::uint64_t max_file() const { return std::min<std::uint64_t>(max_file_ever, capacity_ / 4); }
+    // The copy of `path` in `coding` made from the file version `file_etag`, or null (then an older version
     // is dropped).
-    std::shared_ptr<const std::string> find(std::string_view path, compress::Coding coding,
-                                            std::string_view etag);
-    // Keeps `bytes` (unless larger than a quarter of the capacity), dropping the least recently used past it.
-    void put(std::string_view path, compress::Coding coding, std::string etag,
-             std::shared_ptr<const std::string> bytes);
+    std::shared_ptr<const CompressedFile> find(std::string_view path, compress::Coding coding,
+                                               std::string_view file_etag);
+    // The copy of `path` made of `bytes` from the version `file_etag`, kept (unless larger than a quarter of
+    // the capacity, or a little more) with the least recently used dropped past the capacity.
+    std::shared_ptr<const CompressedFile> put(std::string_view path, compress::Coding coding,
+                                              std::string_view file_etag, std::string bytes);
     // Marks `path` in `coding` as being compressed; false if it is already.
     bool start(std::string_view path, compress::Coding coding);
     void done(std::string_view path, compress::Coding coding);
@@ -43,17 +55,19 @@ public:
 
 private:
     struct Entry {
-        std::string key, etag;
-        std::shared_ptr<const std::string> bytes;
+        std::string key, file_etag;
+        std::shared_ptr<const CompressedFile> file;
     };
-    static std::string key_of(std::string_view path, compress::Coding coding);
+    // The key of `path` in `coding`, in key_ (a lookup allocates nothing once key_ has grown).
+    const std::string &key_of(std::string_view path, compress::Coding coding);
     void drop(std::list<Entry>::iterator it);
 
     std::size_t capacity_, bytes_ = 0;
     compress::Counters *counters_;
     std::list<Entry> lru_; // most recently used first
     std::unordered_map<std::string, std::list<Entry>::iterator> index_;
-    std::unordered_map<std::string, bool> busy_;
+    std::unordered_set<std::string> busy_;
+    std::string key_;
 };
 
 } // namespace ferry::server::detail

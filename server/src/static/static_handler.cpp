@@ -92,18 +92,15 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     }
 
     const StaticFile &f = *d.file;
-    std::shared_ptr<const std::string> packed;
+    std::shared_ptr<const CompressedFile> packed;
     if (d.compress != compress::Coding::identity) {
         packed = co_await handler_.compressed(&d);
     }
-    std::string weak_etag;
-    if (packed) { // the compressed bytes are not the ones a strong tag names
+    if (packed)
         d.encoding = compress::coding_name(d.compress);
-        weak_etag = f.etag.starts_with("W/") ? f.etag : "W/" + f.etag;
-    }
     extra_.clear();
     add_header(extra_, "Last-Modified", f.last_modified);
-    add_header(extra_, "ETag", packed ? weak_etag : f.etag);
+    add_header(extra_, "ETag", packed ? packed->etag : f.etag);
     if (!d.encoding.empty())
         add_header(extra_, "Content-Encoding", d.encoding);
     if (d.vary)
@@ -118,9 +115,9 @@ awaitable<After> StaticConnection::handle(Exchange &ex)
     answer.fd = f.fd;
     answer.size = f.size;
     answer.mtime = f.mtime.tv_sec;
-    answer.etag = packed ? std::string_view(weak_etag) : std::string_view(f.etag);
+    answer.etag = packed ? packed->etag : f.etag;
     answer.log_name = "static";
-    answer.data = packed.get();
+    answer.data = packed ? &packed->bytes : nullptr;
     std::shared_ptr<const StaticFile> keep = d.file; // open until sent, even if the cache drops it
     co_return co_await answer_with_file(ex, answer, h, extra_);
 }
@@ -138,7 +135,7 @@ StaticHandler::StaticHandler(const conf::StaticConfig &config, int root_fd, cons
                              compress::Counters *counters)
     : config_(config), forbidden_status_(config.on_forbidden == conf::StaticFallback::status),
       missing_status_(config.on_missing == conf::StaticFallback::status),
-      cache_(root_fd, config, mime, max_open, refusals), compression_(compression)
+      cache_(root_fd, config, mime, max_open, refusals), compression_(compression), counters_(counters)
 {
     if (config.compress && compression)
         compressed_ = std::make_unique<CompressedCache>(compress_capacity, counters);
@@ -271,7 +268,7 @@ StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
         }
     }
     if (compressed_ && d.encoding.empty() && d.file->size >= compression_->min_length &&
-        d.file->size <= CompressedCache::max_file &&
+        d.file->size <= compressed_->max_file() &&
         compress::type_listed(compression_->types, d.content_type)) {
         d.vary = true;
         if (req.header("Range").empty()) { // a range is of the file as it is
@@ -283,23 +280,34 @@ StaticHandler::Decision StaticHandler::decide_uncached(const Request &req,
     return d;
 }
 
-awaitable<std::shared_ptr<const std::string>> StaticHandler::compressed(const Decision *d)
+awaitable<std::shared_ptr<const CompressedFile>> StaticHandler::compressed(const Decision *d)
 {
     const StaticFile &f = *d->file;
     if (auto hit = compressed_->find(d->path, d->compress, f.etag))
         co_return hit;
+    // Being made by another request, or as many encoders held as http.compression.max_streams allows (each
+    // holds its state until the file is done): this request gets the file as it is.
     if (!compressed_->start(d->path, d->compress))
         co_return nullptr;
-    struct Done { // the mark goes whatever happens to this coroutine
+    if (!counters_ || !counters_->take_stream(compression_->max_streams)) {
+        compressed_->done(d->path, d->compress);
+        co_return nullptr;
+    }
+    struct Done { // the mark and the encoder's slot go whatever happens to this coroutine
         CompressedCache &cache;
+        compress::Counters &counters;
         const Decision &d;
-        ~Done() { cache.done(d.path, d.compress); }
-    } done{*compressed_, *d};
+        ~Done()
+        {
+            cache.done(d.path, d.compress);
+            counters.give_stream();
+        }
+    } done{*compressed_, *counters_, *d};
     // Made once per file version: at least gzip 6 and brotli 5 (the per-response levels are for speed).
     const int level = d->compress == compress::Coding::br ? std::max(compression_->brotli_quality, 5)
                                                           : std::max(compression_->gzip_level, 6);
     compress::Encoder encoder(d->compress, level, f.size);
-    auto out = std::make_shared<std::string>();
+    std::string out;
     std::string slice(std::min<std::uint64_t>(f.size, compress::slice_size), '\0');
     std::uint64_t at = 0;
     do {
@@ -314,11 +322,10 @@ awaitable<std::shared_ptr<const std::string>> StaticHandler::compressed(const De
         }
         at += want;
         const auto flush = at == f.size ? compress::Encoder::Flush::finish : compress::Encoder::Flush::none;
-        if (!encoder.write(std::string_view(slice.data(), want), flush, *out))
+        if (!encoder.write(std::string_view(slice.data(), want), flush, out))
             co_return nullptr;
     } while (at < f.size);
-    compressed_->put(d->path, d->compress, f.etag, out);
-    co_return out;
+    co_return compressed_->put(d->path, d->compress, f.etag, std::move(out));
 }
 
 } // namespace ferry::server::detail

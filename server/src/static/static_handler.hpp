@@ -55,9 +55,10 @@ public:
     // Raw paths remembered as PHP's (bounded by max_open_files; for tests).
     std::size_t remembered_php_paths() const { return to_php_.size(); }
     // The file of `d` compressed as d->compress says: from the cache, or made now in slices (the loop served
-    // between them) and kept; null when another request is making it (this one gets the file as it is) or
-    // reading the file fails.
-    awaitable<std::shared_ptr<const std::string>> compressed(const Decision *d);
+    // between them, the encoder counted against http.compression.max_streams) and kept; null when another
+    // request is making it, max_streams encoders are busy, or reading the file fails (this request then gets
+    // the file as it is).
+    awaitable<std::shared_ptr<const CompressedFile>> compressed(const Decision *d);
     std::size_t compressed_bytes() const { return compressed_ ? compressed_->bytes() : 0; }
     // Header lines every file response carries (Cache-Control, http.static.response), preformatted.
     const std::string &extra_headers() const { return extra_; }
@@ -76,6 +77,7 @@ private:
     const bool missing_status_;   // on_missing: "404"
     mutable FileCache cache_;     // per event loop: no lock
     const conf::CompressionConfig *compression_;
+    compress::Counters *counters_;
     std::unique_ptr<CompressedCache> compressed_; // http.static.compress (per event loop)
     // Raw request paths that went to PHP, and when that was decided: a PHP route costs one lookup, not a
     // path decode and file lookups, for as long as a cached file result holds (FileCache::revalidate_after).
