@@ -204,8 +204,8 @@ struct CompressionConfig {
     bool brotli = true;              // offer br at all
     std::string prefer = "gzip";     // on a tie of q-values: "gzip" (faster) or "br"
     int brotli_quality = 4;          // 0 to 11
-    // Streamed responses compressed at once, all loops together (each holds an encoder's state until it ends,
-    // ~300 KiB for gzip); past it a stream goes uncompressed.
+    // Encoders held at once, all loops together (streamed and large bodies, static files being compressed;
+    // ~270 KiB each for gzip); past it the body or file goes uncompressed.
     unsigned max_streams = 256;
 
     friend bool operator==(const CompressionConfig &, const CompressionConfig &) = default;
