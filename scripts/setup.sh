@@ -39,6 +39,7 @@ done
 PKGS=(
   build-essential cmake pkg-config git curl ca-certificates
   libboost1.81-dev libyaml-cpp-dev node-llhttp libssl-dev libnghttp2-dev zlib1g-dev libdeflate-dev libbrotli-dev media-types procps
+  libhiredis-dev  # websockets.broker: redis (server/src/broker/)
   php8.2-cli php-msgpack php-nyholm-psr7
   # examples/symfony (Ferry\Runtime\Runtime): Symfony 5.4 from Debian
   php-symfony-runtime php-symfony-http-kernel php-symfony-framework-bundle php-symfony-routing
@@ -52,6 +53,7 @@ TEST_PKGS=(
   python3-prometheus-client  # tests/e2e/test_metrics.py: /metrics checked by the reference parser
   python3-h2 nghttp2-client  # tests/e2e/test_http2.py: raw HTTP/2 frames (the attacks), nghttp and h2load
   python3-brotli  # tests/e2e/test_compression.py: brotli responses decoded piece by piece
+  redis-server  # tests/e2e/test_broker.py: a real Redis on a free port, started by the tests (never the service)
   composer  # tests/e2e/test_install.py: php-worker/composer.json validated and required by an app (offline)
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)
 )

@@ -37,6 +37,7 @@ const schema::Table<CompressionConfig> &compression(); // keys_compression.cpp
 const schema::Table<RpcConfig> &rpc();                 // keys_rpc.cpp
 const schema::Table<ReloadConfig> &reload();           // keys_reload.cpp
 const schema::Table<WebsocketsConfig> &websockets();   // keys_websockets.cpp
+const schema::Table<BrokerConfig> &broker();           // keys_broker.cpp
 const schema::Table<StatusConfig> &status();           // keys_status.cpp
 const schema::Table<MetricsConfig> &metrics();         // keys_metrics.cpp
 const schema::Table<LogsConfig> &logs();               // keys_logs.cpp

@@ -1,6 +1,6 @@
 // websockets: WebSockets held in the core (server/src/ws/), their events decided by a pool of PHP workers.
-// RoadRunner 2.x's `path` and `allowed_origin` (its `broker` has no meaning here: topics live in the core),
-// then Ferry's own limits. The section's presence turns the feature on.
+// RoadRunner 2.x's `path` and `allowed_origin` (its `broker: name` is warned about: topics live in the core;
+// Ferry's `broker` section shares them across nodes, keys_broker.cpp), then Ferry's own limits. The section's presence turns the feature on.
 #include "keys.hpp"
 
 namespace ferry::conf::keys {
@@ -93,8 +93,10 @@ const schema::Table<WebsocketsConfig> &websockets()
                 .described("A comment line this often on each event stream."),
             section("pool", &WebsocketsConfig::pool, pool())
                 .described("The websockets workers: the keys of `http.pool`."),
+            section("broker", &WebsocketsConfig::broker, broker())
+                .described("Topics shared by several Ferry nodes (docs/cluster.md)."),
         },
-        {"broker"},
+        {},
         nullptr,
         &WebsocketsConfig::enabled,
     };

@@ -421,6 +421,12 @@ Result<> Walk::section(const YAML::Node *node, const std::string &path, const Se
                        std::vector<std::string_view> absent)
 {
     std::vector<bool> seen(section.keys.size());
+    if (node != nullptr && node->IsScalar() && !section.scalar_note.empty()) {
+        doc_.warn(node->Mark(), path,
+                  quote(path) + ": " + quote(node->Scalar()) + " " + std::string(section.scalar_note) +
+                      "; ignored");
+        node = nullptr; // the defaults
+    }
     if (node != nullptr && !node->IsNull()) { // "http:" with nothing under it keeps the defaults
         if (!node->IsMap()) {
             return doc_.error(*node, path,

@@ -125,6 +125,9 @@ struct Section {
     // is there, even empty; the dump leaves it out when it is not.
     std::function<void(void *)> mark_present;
     std::function<bool(const void *)> is_present;
+    // A section RoadRunner writes as a scalar (websockets.broker: default): a scalar there is warned about
+    // with this note and the defaults kept ("" = a scalar is an error, as anywhere else).
+    std::string_view scalar_note;
 };
 
 // A key of a table for struct S (the type keeps a key from landing in another struct's table).
@@ -192,6 +195,12 @@ public:
     Table refusing(std::string_view key, std::string_view why) &&
     {
         section_.refused.emplace_back(key, why);
+        return std::move(*this);
+    }
+    // RoadRunner's scalar form of this section (see Section::scalar_note): warned with `note`, ignored.
+    Table taking_scalar(std::string_view note) &&
+    {
+        section_.scalar_note = note;
         return std::move(*this);
     }
 

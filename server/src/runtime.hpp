@@ -27,6 +27,9 @@ class Control;
 class StatusServer;
 class MetricsServer;
 class LoopThreads;
+namespace broker {
+class RedisBroker;
+}
 
 // One event loop's part of the server: its thread's io_context, connections, handlers, timeouts ticker and,
 // with http.accept: reuseport, its own listening socket. Touched by its own thread only, but `connections`.
@@ -40,6 +43,7 @@ struct LoopRuntime {
         state.loop = index;
         if (ws_pool) {
             ws = std::make_unique<ws::WsLoop>(state, c.websockets, *ws_pool, *publisher, *ws_budgets);
+            ws->hub.watch(publisher); // a broker subscribes the node to the topics its loops have
             if (!c.websockets.sse_path.empty())
                 ws->hub.keep_history(static_cast<std::size_t>(c.websockets.sse_history),
                                      static_cast<std::size_t>(c.websockets.max_queue_bytes));
@@ -97,13 +101,14 @@ struct Runtime {
     tcp::acceptor tls_acceptor; // http.ssl.address (always handed off from loop 0)
     TlsContext *tls = nullptr;  // http.ssl
     asio::signal_set signals;
-    bool stop_requested = false;      // SIGTERM/SIGINT seen
-    bool serving = false;             // workers started, accepting
-    asio::steady_timer stop_event;    // cancelled when a stop is requested
-    Control *control = nullptr;       // resets (reload, SIGHUP, RPC), ferry.Stop
-    StatusServer *status = nullptr;   // status.address: /health, /ready
-    MetricsServer *metrics = nullptr; // metrics.address: /metrics
-    LoopThreads *threads = nullptr;   // the loops' threads: finish() once the server is done
+    bool stop_requested = false;           // SIGTERM/SIGINT seen
+    bool serving = false;                  // workers started, accepting
+    asio::steady_timer stop_event;         // cancelled when a stop is requested
+    Control *control = nullptr;            // resets (reload, SIGHUP, RPC), ferry.Stop
+    broker::RedisBroker *broker = nullptr; // websockets.broker: redis
+    StatusServer *status = nullptr;        // status.address: /health, /ready
+    MetricsServer *metrics = nullptr;      // metrics.address: /metrics
+    LoopThreads *threads = nullptr;        // the loops' threads: finish() once the server is done
     int exit_code = 0;
     unsigned next_loop = 0;
 

@@ -2,6 +2,7 @@
 // shutdown (docs/architecture.md, "Several loops"); the listeners and acceptors are in accept.cpp.
 #include "ferry/server/server.hpp"
 
+#include "broker/redis_broker.hpp"
 #include "control/control.hpp"
 #include "control/limit_metrics.hpp"
 #include "control/metrics.hpp"
@@ -189,6 +190,8 @@ awaitable<void> lifecycle(Runtime *rt)
     std::string shown =
         ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
     std::string host = shown + ":" + std::to_string(ep.port());
+    if (rt->broker)
+        rt->broker->start();
     co_await on_each<bool>(rt->executors(),
                            [rt, &host](std::size_t i) { return start_loop(rt->loops[i].get(), host); });
     // The watcher and the RPC listener are up before the server says it is ready: a change saved right after
@@ -254,6 +257,8 @@ awaitable<void> lifecycle(Runtime *rt)
             co_await l->join(soon);
     co_await on_each<unsigned>(rt->executors(),
                                [rt](std::size_t i) { return close_loop(rt->loops[i].get()); });
+    if (rt->broker)
+        co_await rt->broker->stop();
     rt->signals.cancel(ignored);
     log::info("core", "stopped");
     finish_loops(rt);
@@ -316,7 +321,17 @@ int run(const conf::Config &cfg)
     }
     // websockets: the cross-loop delivery of its topics, which RPC publishes go through too.
     detail::Broadcast<detail::ws::Delivery> ws_broadcast;
-    detail::ws::LocalPublisher ws_publisher(ws_broadcast);
+    detail::ws::LocalPublisher local_publisher(ws_broadcast);
+    detail::ws::Publisher *ws_publisher = &local_publisher;
+    // websockets.broker: redis — the same publishes, shared with the other nodes (broker/redis_broker.hpp).
+    std::unique_ptr<detail::broker::RedisBroker> broker;
+    if (cfg.websockets.enabled && cfg.websockets.broker.redis()) {
+        broker = std::make_unique<detail::broker::RedisBroker>(loops[0]->get_executor(), ws_broadcast,
+                                                               cfg.websockets, counters.broker);
+        ws_publisher = broker.get();
+        log::info("broker", "websockets.broker: redis at " + cfg.websockets.broker.addrs.front() +
+                                ", this node is \"" + std::string(broker->node()) + "\"");
+    }
     // websockets: the server-wide memory budgets, shared by every loop (they outlive the connections).
     detail::ws::WsBudgets ws_budgets(cfg.websockets);
     if (cfg.websockets.enabled && cfg.websockets.max_assembly_memory != 0 &&
@@ -327,9 +342,9 @@ int run(const conf::Config &cfg)
                             std::to_string(cfg.websockets.max_message_size) +
                             "): a message that large arriving in parts can never be received");
     if (cfg.websockets.enabled)
-        control.set_rpc_extension([&ws_publisher, sse = !cfg.websockets.sse_path.empty()](
+        control.set_rpc_extension([ws_publisher, sse = !cfg.websockets.sse_path.empty()](
                                       std::string_view method, std::string_view arg) {
-            return detail::ws::rpc_call(ws_publisher, method, arg, sse);
+            return detail::ws::rpc_call(*ws_publisher, method, arg, sse);
         });
     if (auto bound = control.bind(); !bound) {
         log::error("core", bound.error().message);
@@ -410,7 +425,7 @@ int run(const conf::Config &cfg)
                 static_cast<std::size_t>(cfg.http.static_files.compress_cache / n_loops),
                 &counters.compression);
         auto lr = std::make_unique<LoopRuntime>(*loops[i], i, cfg, pool, budget, counters, std::move(files),
-                                                ws_pool.get(), &ws_publisher, &ws_budgets);
+                                                ws_pool.get(), ws_publisher, &ws_budgets);
         if (lr->ws)
             ws_broadcast.add_loop(
                 loops[i]->get_executor(),
@@ -430,11 +445,14 @@ int run(const conf::Config &cfg)
     if (ws_pool)
         rt.ws_budgets = &ws_budgets;
     rt.control = &control;
+    rt.broker = broker.get();
     auto &admin = loop_rts[0]->state; // the admin listeners' sessions are loop 0's connections
     auto probes = detail::shared_probe_listener(admin, cfg, counters.control); // null: one each
     std::optional<detail::StatusServer> status;
     if (cfg.status.enabled) {
         status.emplace(admin, cfg.status, counters.control, probes);
+        if (broker)
+            status->report_broker(&counters.broker);
         if (auto bound = status->bind(); !bound) {
             log::error("core", bound.error().message);
             return 1;

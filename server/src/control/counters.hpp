@@ -3,6 +3,7 @@
 // run() and reached through every loop's SharedState and the control listeners: no process state in statics.
 #pragma once
 
+#include "broker/counters.hpp"
 #include "compress/policy.hpp"
 #include "control/conn_slots.hpp"
 #include "control/limit_metrics.hpp"
@@ -15,6 +16,7 @@ struct ServerCounters {
     ControlCounters control;
     DescriptorRefusals descriptors;
     compress::Counters compression; // http.compression: responses compressed, streams being compressed
+    broker::Counters broker;        // websockets.broker: messages across nodes, its connection
 };
 
 } // namespace ferry::server::detail

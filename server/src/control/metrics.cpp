@@ -251,6 +251,7 @@ struct MetricsServer::Impl {
         format_descriptor_metrics(body, counters.descriptors);
         counters.limits.format(body);
         counters.compression.format(body);
+        counters.broker.format(body);
         h.content_length = body.size();
         h.keep_alive = false;
         append_head(out, h);

@@ -1,5 +1,6 @@
 #include "control/status.hpp"
 
+#include "broker/counters.hpp"
 #include "control/probe_server.hpp"
 
 #include "ferry/base/log.hpp"
@@ -37,6 +38,7 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
     std::shared_ptr<ProbeServer> probe;
     const Pools *pools = nullptr;
     const bool *stopping = nullptr;
+    const broker::Counters *broker = nullptr;
 
     // One plugin's answer: ok, and a line for the body.
     awaitable<std::pair<bool, std::string>> check(pool::Pool *p, std::string plugin, bool ready)
@@ -67,12 +69,18 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
             co_return;
         }
         std::vector<std::string> plugins = plugins_of(target);
+        const bool named = !plugins.empty();
         if (plugins.empty())
             for (const auto &e : pools->all())
                 plugins.push_back(e.name);
         bool all = true;
         std::string body;
         for (const auto &p : plugins) {
+            if (p == "broker" && broker) {
+                all = all && (path == "/health" || broker->up());
+                body += broker->line() + "\n";
+                continue;
+            }
             pool::Pool *pool = pools->find(p);
             if (!pool) {
                 append_error(out, 404,
@@ -85,6 +93,8 @@ struct StatusServer::Impl : std::enable_shared_from_this<Impl> {
             all = all && ok;
             body += line + "\n";
         }
+        if (!named && broker && path == "/ready")
+            body += broker->line() + "\n"; // said, not counted (see report_broker)
         append_text(out, all ? 200 : cfg.unavailable_status_code, body, false, head);
     }
 };
@@ -124,6 +134,11 @@ void StatusServer::run(const Pools &pools, const bool *stopping)
         return self->answer(out, req);
     });
     s.probe->run();
+}
+
+void StatusServer::report_broker(const broker::Counters *b)
+{
+    impl_->broker = b;
 }
 
 void StatusServer::stop()

@@ -19,6 +19,10 @@ namespace ferry::server::detail {
 
 struct SharedState;
 
+namespace broker {
+class Counters;
+}
+
 class StatusServer {
 public:
     // `counters`: where its listener's closes are counted (outlives it).
@@ -33,6 +37,9 @@ public:
     Result<void> bind();
     // Answers until stop(), for each of `pools`; `stopping` is read when /ready is asked.
     void run(const Pools &pools, const bool *stopping);
+    // websockets.broker: /ready says how it stands; `?plugin=broker` answers 503 while it is down (by
+    // default a broker down does not make the node unready: its local delivery still works).
+    void report_broker(const broker::Counters *b);
     void stop();
     ProbeServer &listener();     // its listener (shared with metrics, and RPC, when they are on its address)
     std::string address() const; // host:port as bound

@@ -64,8 +64,9 @@ public:
         build_request_context(ctx, req, remote, st_.default_host, ex.transport.tls());
         if (!proxies_.empty())
             proxies_.apply(req, ctx);
-        const std::uint64_t last_event_id = ws::add_open_event(
-            ctx, id, sse, req.target, sse ? req.header("Last-Event-ID") : std::string_view());
+        const std::uint64_t last_event_id =
+            ws::add_open_event(ctx, id, loop_.publisher.node(), sse, req.target,
+                               sse ? req.header("Last-Event-ID") : std::string_view());
         pool::Reply reply;
         co_await loop_.pool.exec(ctx, pool::BodyRef{}, reply, pool::Client{ex.transport.native_handle()},
                                  st_.loop);
@@ -164,7 +165,17 @@ private:
             std::vector<std::string> topics;
             for (const auto &m : conn->memberships())
                 topics.push_back(m.topic->name);
-            conn->send_history(loop_.hub.history(topics, after));
+            auto kept = loop_.hub.history(topics, after);
+            if (!loop_.publisher.shares_history()) {
+                conn->send_history(kept);
+            } else {
+                // The events other nodes sent it too (the client may have read them there); live ones
+                // wait meanwhile, so the stream stays in order and each event comes once.
+                conn->hold();
+                auto shared = co_await loop_.publisher.shared_history(topics, after);
+                kept.insert(kept.end(), shared.begin(), shared.end());
+                conn->resume(ws::in_id_order(std::move(kept)));
+            }
         }
         conn->start({});
         co_return After::ended;

@@ -78,11 +78,15 @@ public:
                                         bool sse = false);
     bool sse() const { return sse_; }
     // Queues what was encoded earlier (the history of its topics, at an SSE resume).
-    void send_history(const std::vector<std::shared_ptr<const std::string>> &events)
+    void send_history(const std::vector<KeptEvent> &events)
     {
         for (const auto &e : events)
-            send(e);
+            send(e.sse);
     }
+    // An SSE resume through a broker: what comes while the shared history is fetched waits (at most the send
+    // queue's count of messages), then resume() sends the history and what waited that it did not have.
+    void hold() { holding_ = true; }
+    void resume(const std::vector<KeptEvent> &history);
     ~WsConn();
     WsConn(const WsConn &) = delete;
     WsConn &operator=(const WsConn &) = delete;
@@ -187,6 +191,8 @@ private:
     // The client is done sending (its close frame came, or its connection failed): no lingering read.
     bool peer_done_ = false;
     bool overflow_logged_ = false, registered_in_hub_ = false, sse_ = false;
+    bool holding_ = false;                                 // hold(): sends wait in held_
+    std::vector<std::shared_ptr<const std::string>> held_; // oldest first
 };
 
 } // namespace ferry::server::detail::ws

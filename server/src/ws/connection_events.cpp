@@ -53,7 +53,7 @@ awaitable<void> WsConn::pump(std::shared_ptr<WsConn> self)
 awaitable<void> WsConn::run_event(Ev &e)
 {
     relay::RequestContext ctx;
-    event_context(ctx, e, id_, data_, sse_, remote_,
+    event_context(ctx, e, id_, loop_.publisher.node(), data_, sse_, remote_,
                   "http://" + loop_.st.default_host + (sse_ ? loop_.cfg.sse_path : loop_.cfg.path));
     const pool::BodyRef body = event_body(e);
     pool::Reply reply;
@@ -93,16 +93,12 @@ void WsConn::apply(const std::vector<Action> &actions)
             d->frame = make_frame(op, a.payload);
             if (sse_enabled())
                 prepare_sse(*d, a.payload, a.binary, nullptr);
-            for (const auto &t : a.targets) {
-                std::uint64_t target = t == "self" ? id_ : parse_id(t);
-                if (target == id_)
+            for (const auto &t : a.targets)
+                if (t == "self" || !add_target(*d, t, loop_.publisher.node(), id_))
                     send_own(*d);
-                else if (target != 0)
-                    d->ids.push_back(target);
-            }
             if (a.to_self)
                 send_own(*d);
-            if (!d->ids.empty())
+            if (!d->ids.empty() || !d->remote.empty())
                 loop_.publisher.publish(std::move(d));
             break;
         }
@@ -128,20 +124,14 @@ void WsConn::apply(const std::vector<Action> &actions)
                     loop_.hub.leave(this, t);
             break;
         case Op::close: {
-            std::vector<std::uint64_t> others;
-            for (const auto &t : a.targets) {
-                std::uint64_t target = t == "self" ? id_ : parse_id(t);
-                if (target == id_)
-                    close(a.code, a.reason);
-                else if (target != 0)
-                    others.push_back(target);
-            }
-            if (a.to_self)
+            auto d = std::make_shared<Delivery>();
+            bool self = a.to_self;
+            for (const auto &t : a.targets)
+                self = self || t == "self" || !add_target(*d, t, loop_.publisher.node(), id_);
+            if (self)
                 close(a.code, a.reason);
-            if (!others.empty()) {
-                auto d = std::make_shared<Delivery>();
+            if (!d->ids.empty() || !d->remote.empty()) {
                 d->kind = Delivery::Kind::close;
-                d->ids = std::move(others);
                 d->code = a.code;
                 d->reason = a.reason;
                 loop_.publisher.publish(std::move(d));

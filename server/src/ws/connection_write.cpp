@@ -6,11 +6,35 @@
 
 #include <boost/asio/bind_allocator.hpp>
 
+#include <unordered_set>
+
 namespace ferry::server::detail::ws {
 
 void WsConn::send(const std::shared_ptr<const std::string> &frame)
 {
+    if (holding_) {
+        if (held_.size() >= loop_.send_limits.max_messages && !held_.empty())
+            held_.erase(held_.begin()); // as the queue's drop_oldest would
+        held_.push_back(frame);
+        return;
+    }
     push(frame, false);
+}
+
+void WsConn::resume(const std::vector<KeptEvent> &history)
+{
+    holding_ = false;
+    std::unordered_set<std::uint64_t> sent;
+    for (const KeptEvent &e : history) {
+        sent.insert(e.id);
+        send(e.sse);
+    }
+    // What came live while the history was fetched, unless the history had it already.
+    auto held = std::move(held_);
+    held_.clear();
+    for (auto &chunk : held)
+        if (const std::uint64_t id = sse_event_id(*chunk); id == 0 || !sent.count(id))
+            send(chunk);
 }
 
 void WsConn::send_own(const Delivery &d)

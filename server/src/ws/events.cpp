@@ -8,9 +8,23 @@
 
 namespace ferry::server::detail::ws {
 
-std::string format_id(std::uint64_t id)
+std::string format_id(std::uint64_t id, std::string_view node)
 {
-    return std::to_string(id >> 40) + "." + std::to_string(id & ((std::uint64_t(1) << 40) - 1));
+    std::string out;
+    if (!node.empty())
+        out.append(node).push_back('.');
+    return out + std::to_string(id >> 40) + "." + std::to_string(id & ((std::uint64_t(1) << 40) - 1));
+}
+
+Target parse_target(std::string_view s)
+{
+    // "<loop>.<n>" or "<node>.<loop>.<n>": a node's name has no dot (websockets.broker.node).
+    const auto first = s.find('.');
+    if (first != std::string_view::npos && s.find('.', first + 1) != std::string_view::npos) {
+        Target t{s.substr(0, first), parse_id(s.substr(first + 1))};
+        return t.node.empty() ? Target{} : t;
+    }
+    return Target{{}, parse_id(s)};
 }
 
 std::uint64_t parse_id(std::string_view s)
@@ -27,10 +41,10 @@ std::uint64_t parse_id(std::string_view s)
     return (loop << 40) | n;
 }
 
-std::uint64_t add_open_event(relay::RequestContext &ctx, std::uint64_t id, bool sse, std::string_view target,
-                             std::string_view last_event_id)
+std::uint64_t add_open_event(relay::RequestContext &ctx, std::uint64_t id, std::string_view node, bool sse,
+                             std::string_view target, std::string_view last_event_id)
 {
-    ctx.attributes = {{"ferry.ws.event", "open"}, {"ferry.ws.id", format_id(id)}};
+    ctx.attributes = {{"ferry.ws.event", "open"}, {"ferry.ws.id", format_id(id, node)}};
     if (!sse)
         return 0;
     // What the client asks for (?topic=a&topic=b); it reads only the topics PHP joins it to.
@@ -45,8 +59,8 @@ std::uint64_t add_open_event(relay::RequestContext &ctx, std::uint64_t id, bool 
     return after;
 }
 
-void event_context(relay::RequestContext &ctx, const PhpEvent &e, std::uint64_t id, std::string_view data,
-                   bool sse, const std::string &remote, std::string uri)
+void event_context(relay::RequestContext &ctx, const PhpEvent &e, std::uint64_t id, std::string_view node,
+                   std::string_view data, bool sse, const std::string &remote, std::string uri)
 {
     ctx.remote_addr = remote;
     ctx.protocol = "HTTP/1.1";
@@ -54,7 +68,7 @@ void event_context(relay::RequestContext &ctx, const PhpEvent &e, std::uint64_t 
     ctx.uri = std::move(uri);
     ctx.attributes.reserve(5);
     ctx.attributes.emplace_back("ferry.ws.event", e.close ? "close" : "message");
-    ctx.attributes.emplace_back("ferry.ws.id", format_id(id));
+    ctx.attributes.emplace_back("ferry.ws.id", format_id(id, node));
     ctx.attributes.emplace_back("ferry.ws.data", std::string(data));
     if (sse)
         ctx.attributes.emplace_back("ferry.ws.transport", "sse");

@@ -1,6 +1,7 @@
 #include "ws/hub.hpp"
 
 #include "ws/connection.hpp"
+#include "ws/events.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -48,6 +49,20 @@ void prepare_sse(Delivery &d, std::string_view payload, bool binary, Publisher *
     d.sse = std::make_shared<const std::string>(encode_sse_chunk(d.event_id, payload));
 }
 
+bool add_target(Delivery &d, std::string_view text, std::string_view own, std::uint64_t self_id)
+{
+    const Target t = parse_target(text);
+    if (t.id == 0)
+        return true;
+    if (!t.here(own))
+        d.remote.emplace_back(text);
+    else if (t.id == self_id)
+        return false;
+    else
+        d.ids.push_back(t.id);
+    return true;
+}
+
 void Hub::remember(const std::string &topic, Kept k)
 {
     const std::size_t size = k.sse->size();
@@ -70,8 +85,7 @@ void Hub::remember(const std::string &topic, Kept k)
     ring.kept.push_back(std::move(k));
 }
 
-std::vector<std::shared_ptr<const std::string>> Hub::history(const std::vector<std::string> &topics,
-                                                             std::uint64_t after) const
+std::vector<KeptEvent> Hub::history(const std::vector<std::string> &topics, std::uint64_t after) const
 {
     std::vector<Kept> found;
     for (const auto &t : topics)
@@ -79,15 +93,49 @@ std::vector<std::shared_ptr<const std::string>> Hub::history(const std::vector<s
             for (const Kept &k : it->second.kept)
                 if (k.id > after)
                     found.push_back(k);
-    std::sort(found.begin(), found.end(), [](const Kept &a, const Kept &b) { return a.id < b.id; });
-    std::vector<std::shared_ptr<const std::string>> out;
-    std::uint64_t last = 0;
-    for (const Kept &k : found)
-        if (k.id != last) {
-            out.push_back(k.sse);
-            last = k.id;
-        }
-    return out;
+    return in_id_order(std::move(found));
+}
+
+std::vector<KeptEvent> in_id_order(std::vector<KeptEvent> events)
+{
+    std::sort(events.begin(), events.end(),
+              [](const KeptEvent &a, const KeptEvent &b) { return a.id < b.id; });
+    events.erase(std::unique(events.begin(), events.end(),
+                             [](const KeptEvent &a, const KeptEvent &b) { return a.id == b.id; }),
+                 events.end());
+    return events;
+}
+
+std::uint64_t sse_event_id(std::string_view chunk)
+{
+    const auto line = chunk.find("\r\n");
+    if (line == std::string_view::npos || chunk.substr(line + 2, 4) != "id: ")
+        return 0;
+    std::uint64_t id = 0;
+    for (std::size_t i = line + 6; i < chunk.size() && chunk[i] >= '0' && chunk[i] <= '9'; ++i)
+        id = id * 10 + static_cast<std::uint64_t>(chunk[i] - '0');
+    return id;
+}
+
+void Hub::deliver_topic(const Delivery &d, const std::string &name, std::uint64_t stamp)
+{
+    if (history_limit_ > 0 && d.sse && d.event_id != 0)
+        remember(name, Kept{d.event_id, d.sse});
+    auto it = topics_.find(name);
+    if (it == topics_.end())
+        return;
+    // A receiver that ends (its queue overflowed with overflow: close) leaves the hub later, in a posted
+    // step, so the list does not change under this loop.
+    for (const Topic::Member &m : it->second->members) {
+        if (m.conn->id() == d.exclude || m.conn->stamp == stamp)
+            continue;
+        m.conn->stamp = stamp;
+        const auto &bytes = m.conn->sse() ? d.sse : d.frame;
+        if (!bytes)
+            continue; // a binary message and an SSE subscriber
+        m.conn->send(bytes);
+        ++stats_.delivered;
+    }
 }
 
 void Hub::add(WsConn *c)
@@ -114,6 +162,8 @@ void Hub::join(WsConn *c, const std::string &name)
     if (!slot) {
         slot = std::make_unique<Topic>();
         slot->name = name;
+        if (interest_)
+            interest_->interest(name, true);
     }
     Topic *t = slot.get();
     ms.push_back(Membership{t, t->members.size()});
@@ -141,8 +191,11 @@ void Hub::leave(WsConn *c, const std::string &name)
             ms[i].topic->members[ms[i].slot].membership = i;
         }
         ms.pop_back();
-        if (t->members.empty())
+        if (t->members.empty()) {
+            if (interest_)
+                interest_->interest(t->name, false);
             topics_.erase(topics_.find(t->name)); // by iterator: `name` may be the topic's own string
+        }
         return;
     }
 }
@@ -165,25 +218,21 @@ void Hub::deliver(const Delivery &d)
     case Delivery::Kind::publish: {
         ++stats_.publishes;
         const std::uint64_t stamp = ++stamp_;
-        for (const auto &name : d.topics) {
-            if (history_limit_ > 0 && d.sse && d.event_id != 0)
-                remember(name, Kept{d.event_id, d.sse});
-            auto it = topics_.find(name);
-            if (it == topics_.end())
-                continue;
-            // A receiver that ends (its queue overflowed with overflow: close) leaves the hub later, in a
-            // posted step, so the list does not change under this loop.
-            for (const Topic::Member &m : it->second->members) {
-                if (m.conn->id() == d.exclude || m.conn->stamp == stamp)
-                    continue;
-                m.conn->stamp = stamp;
-                const auto &bytes = m.conn->sse() ? d.sse : d.frame;
-                if (!bytes)
-                    continue; // a binary message and an SSE subscriber
-                m.conn->send(bytes);
-                ++stats_.delivered;
-            }
+        if (d.only_topic < 0) {
+            for (const auto &name : d.topics)
+                deliver_topic(d, name, stamp);
+            break;
         }
+        // Another node's copy for one of the topics: the members of the topics before it had the earlier
+        // copy (this loop saw it, or that topic has no member here).
+        const auto only = static_cast<std::size_t>(d.only_topic);
+        if (only >= d.topics.size())
+            break;
+        for (std::size_t i = 0; i < only; ++i)
+            if (auto it = topics_.find(d.topics[i]); it != topics_.end())
+                for (const Topic::Member &m : it->second->members)
+                    m.conn->stamp = stamp;
+        deliver_topic(d, d.topics[only], stamp);
         break;
     }
     case Delivery::Kind::send:

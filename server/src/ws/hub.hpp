@@ -6,6 +6,7 @@
 // local Broadcast; the Hub does not change.
 #pragma once
 
+#include "ferry/base/io.hpp"
 #include "loops/broadcast.hpp"
 
 #include <atomic>
@@ -26,6 +27,7 @@ struct Delivery {
     Kind kind = Kind::publish;
     std::vector<std::string> topics; // publish
     std::vector<std::uint64_t> ids;  // send, close: the target connections (on whichever loop they are)
+    std::vector<std::string> remote; // send, close: connections of other nodes ("<node>.1.42"), for a broker
     std::uint64_t exclude = 0;       // publish: not to this connection (0: none)
     std::shared_ptr<const std::string> frame; // publish, send: the encoded frame, shared by every receiver
     std::uint16_t code = 1000;                // close
@@ -33,8 +35,23 @@ struct Delivery {
     // Server-sent events (text messages only): the event as an SSE chunk, and its id (Last-Event-ID).
     std::shared_ptr<const std::string> sse;
     std::uint64_t event_id = 0;
+    // publish, from another node (broker/): that node published it once per topic, each copy on the topic's
+    // channel; this copy is for topics[only_topic] alone, not for the members of the topics before it (they
+    // got the earlier copy). -1: every topic (published here).
+    int only_topic = -1;
 };
 using SharedDelivery = std::shared_ptr<const Delivery>;
+
+// An SSE event kept for Last-Event-ID: its id and its chunk.
+struct KeptEvent {
+    std::uint64_t id;
+    std::shared_ptr<const std::string> sse;
+};
+
+// Adds a target as PHP writes it ("1.42", "<node>.1.42") to `ids` (a connection of this node, `own` its name)
+// or to `remote` (another node's); what is not an id is left out. False only for `self_id` (the caller's own
+// connection, which it serves itself).
+bool add_target(Delivery &d, std::string_view text, std::string_view own, std::uint64_t self_id = 0);
 
 class Publisher;
 // Gives a text message its SSE form (once, for every receiver) and, with `ids`, its event id from
@@ -43,6 +60,10 @@ class Publisher;
 void prepare_sse(Delivery &d, std::string_view payload, bool binary, Publisher *ids);
 // One SSE event as an HTTP chunk ("id: N\ndata: line\n...\n\n"); id 0: none.
 std::string encode_sse_chunk(std::uint64_t id, std::string_view payload);
+// The id of such a chunk (0: none).
+std::uint64_t sse_event_id(std::string_view chunk);
+// Sorted by id, each id once.
+std::vector<KeptEvent> in_id_order(std::vector<KeptEvent> events);
 
 class Publisher {
 public:
@@ -50,8 +71,31 @@ public:
     // From any loop's thread: delivered to every loop (this one included), in the order published here.
     virtual void publish(SharedDelivery d) = 0;
     // The id of the next SSE event published (Last-Event-ID resumes from it): one sequence for every loop
-    // this publisher reaches. From any thread.
-    std::uint64_t next_event_id() { return last_event_id_.fetch_add(1, std::memory_order_relaxed) + 1; }
+    // this publisher reaches (a broker's: unique across nodes). From any thread.
+    virtual std::uint64_t next_event_id()
+    {
+        return last_event_id_.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+    // A broker that keeps the SSE history of every node (an event stream resuming here may have read its
+    // events from another node): its events of `topics` after `after`, fetched from a loop's thread, resumed
+    // there. Without one, the loop's own history is all there is.
+    virtual bool shares_history() const { return false; }
+    virtual awaitable<std::vector<KeptEvent>> shared_history(std::vector<std::string> topics,
+                                                             std::uint64_t after)
+    {
+        (void)topics;
+        (void)after;
+        co_return std::vector<KeptEvent>{};
+    }
+    // This node's name in connection ids ("" without a broker: ids are "1.42").
+    virtual std::string_view node() const { return {}; }
+    // From a loop's thread: its first connection joined `topic` (true), or its last one left (false). A
+    // broker subscribes the node to the topics some loop has.
+    virtual void interest(const std::string &topic, bool joined)
+    {
+        (void)topic;
+        (void)joined;
+    }
 
 private:
     std::atomic<std::uint64_t> last_event_id_{0};
@@ -93,6 +137,8 @@ public:
     std::size_t topics() const { return topics_.size(); }
     std::size_t subscribers(const std::string &topic) const;
     const HubStats &stats() const { return stats_; }
+    // Told when a topic gets its first member here and loses its last (a broker's subscriptions).
+    void watch(Publisher *p) { interest_ = p; }
 
     // Server-sent events' resume: each topic's last `per_topic` text messages (0: none kept), at most
     // `bytes` of them per topic (the send queue's bound), and 64 topics' worth of bytes in all.
@@ -103,8 +149,7 @@ public:
     }
     std::size_t history_bytes() const { return history_total_; }
     // The kept events of these topics with an id above `after`, in id order, each once.
-    std::vector<std::shared_ptr<const std::string>> history(const std::vector<std::string> &topics,
-                                                            std::uint64_t after) const;
+    std::vector<KeptEvent> history(const std::vector<std::string> &topics, std::uint64_t after) const;
 
     // A connection's place in one topic's member list (swap-remove keeps leave O(1)).
     struct Membership {
@@ -116,11 +161,10 @@ private:
     std::unordered_map<std::string, std::unique_ptr<struct Topic>> topics_;
     std::unordered_map<std::uint64_t, WsConn *> conns_;
     std::uint64_t stamp_ = 0; // one per publish: a member of several of its topics gets it once
+    Publisher *interest_ = nullptr;
+    void deliver_topic(const Delivery &d, const std::string &name, std::uint64_t stamp);
     HubStats stats_;
-    struct Kept {
-        std::uint64_t id;
-        std::shared_ptr<const std::string> sse;
-    };
+    using Kept = KeptEvent;
     struct Ring {
         std::vector<Kept> kept; // oldest first
         std::size_t bytes = 0;

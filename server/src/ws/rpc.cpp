@@ -1,6 +1,7 @@
 #include "ws/rpc.hpp"
 
 #include "ws/connection.hpp"
+#include "ws/events.hpp"
 #include "ws/frame.hpp"
 
 #include <boost/json.hpp>
@@ -71,19 +72,18 @@ Result<void> message_frame(const json::object &o, Delivery &d, bool sse, Publish
     return {};
 }
 
-Result<std::vector<std::uint64_t>> ids(const json::object &o)
+// The connections of "to", this node's in d.ids, other nodes' in d.remote.
+Result<void> targets(const json::object &o, Delivery &d, std::string_view own)
 {
     auto list = string_list(o, "to");
     if (!list)
         return list.error();
-    std::vector<std::uint64_t> out;
     for (const auto &s : *list) {
-        std::uint64_t id = parse_id(s);
-        if (id == 0)
-            return fail("\"" + s + "\" is not a connection id (\"<loop>.<n>\")");
-        out.push_back(id);
+        if (parse_target(s).id == 0)
+            return fail("\"" + s + "\" is not a connection id (\"<loop>.<n>\" or \"<node>.<loop>.<n>\")");
+        add_target(d, s, own);
     }
-    return out;
+    return {};
 }
 
 } // namespace
@@ -109,19 +109,15 @@ std::optional<Result<std::string>> rpc_call(Publisher &publisher, std::string_vi
         d->kind = Delivery::Kind::publish;
         d->topics = std::move(*topics);
     } else if (method == "websockets.Send") {
-        auto to = ids(o);
-        if (!to)
+        if (auto to = targets(o, *d, publisher.node()); !to)
             return fail(to.error().message);
         if (auto m = message_frame(o, *d, sse, nullptr); !m)
             return fail(m.error().message);
         d->kind = Delivery::Kind::send;
-        d->ids = std::move(*to);
     } else {
-        auto to = ids(o);
-        if (!to)
+        if (auto to = targets(o, *d, publisher.node()); !to)
             return fail(to.error().message);
         d->kind = Delivery::Kind::close;
-        d->ids = std::move(*to);
         if (const json::value *c = o.if_contains("code")) {
             if (!c->is_int64() || c->get_int64() < 1000 || c->get_int64() > 4999 ||
                 !valid_close_code(static_cast<std::uint16_t>(c->get_int64())))

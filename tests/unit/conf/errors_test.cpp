@@ -290,3 +290,54 @@ TEST(ConfCompression, KeysAndTheirErrors)
             EXPECT_TRUE(contains(message, part)) << message << "\n(expected to contain: " << part << ")";
     }
 }
+
+TEST(ConfBroker, KeysAndTheirErrors)
+{
+    const std::string w = minimal + "websockets:\n  broker:\n";
+    LoadResult r =
+        load(w + "    driver: redis\n    addrs: [\"10.0.0.5:6380\", \"redis.local:6379\"]\n"
+                 "    prefix: \"app1:\"\n    password: pw\n    node: web-1\n    connect_timeout: 500ms\n");
+    ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
+    const auto &b = r.config.websockets.broker;
+    EXPECT_TRUE(b.redis());
+    ASSERT_EQ(b.servers.size(), 2u);
+    EXPECT_EQ(b.servers[0].host, "10.0.0.5");
+    EXPECT_EQ(b.servers[0].port, 6380);
+    EXPECT_EQ(b.servers[1].host, "redis.local");
+    EXPECT_EQ(b.prefix, "app1:");
+    EXPECT_EQ(b.password, "pw");
+    EXPECT_EQ(b.node, "web-1");
+    EXPECT_EQ(b.connect_timeout, std::chrono::milliseconds(500));
+    const auto defaults = load(minimal + "websockets:\n  path: /ws\n").config.websockets.broker;
+    EXPECT_FALSE(defaults.redis()) << "memory by default";
+    ASSERT_EQ(defaults.servers.size(), 1u);
+    EXPECT_EQ(defaults.servers[0].port, 6379);
+
+    // RoadRunner's form: a broker's name. Warned, ignored, the defaults kept.
+    r = load(minimal + "websockets:\n  broker: default\n");
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_TRUE(
+        contains(r.warnings[0], "\"websockets.broker\": \"default\" names a RoadRunner broadcast broker"))
+        << r.warnings[0];
+    EXPECT_FALSE(r.config.websockets.broker.redis());
+
+    const std::vector<ErrorCase> cases{
+        {w + "    driver: nats\n", {":6:13:", "websockets.broker.driver", "\"memory\" or \"redis\""}},
+        {w + "    addrs: [\"localhost\"]\n", {":6:13:", "websockets.broker.addrs[0]", "\"host:port\""}},
+        {w + "    addrs: [\"h:0\"]\n", {"websockets.broker.addrs[0]", "is not a valid address"}},
+        {w + "    addrs: [\":6379\"]\n", {"websockets.broker.addrs[0]"}},
+        {w + "    addrs: []\n", {"websockets.broker.addrs", "an empty list"}},
+        {w + "    prefix: \"a b\"\n", {"websockets.broker.prefix", "no spaces"}},
+        {w + "    node: \"web.1\"\n", {"websockets.broker.node", "letters, digits"}},
+        {w + "    connect_timeout: 0s\n", {"websockets.broker.connect_timeout"}},
+        {w + "    colour: red\n", {}},
+    };
+    for (std::size_t i = 0; i + 1 < cases.size(); ++i) {
+        const std::string message = error_of(cases[i].yaml);
+        for (const std::string &part : cases[i].expected)
+            EXPECT_TRUE(contains(message, part)) << message << "\n(expected to contain: " << part << ")";
+    }
+    r = load(cases.back().yaml);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_TRUE(contains(r.warnings[0], "unknown key \"websockets.broker.colour\"")) << r.warnings[0];
+}

@@ -179,8 +179,9 @@ TEST(WsHub, SseHistoryIsBoundedInEventsAndBytesPerTopic)
     }
     auto kept = hub.history({"t"}, 0);
     ASSERT_EQ(kept.size(), 2u) << "the byte bound, below the count bound";
-    EXPECT_NE(kept[0]->find("id: " + std::to_string(ids[3]) + "\n"), std::string::npos) << "the newest two";
-    EXPECT_NE(kept[1]->find("id: " + std::to_string(ids[4]) + "\n"), std::string::npos);
+    EXPECT_NE(kept[0].sse->find("id: " + std::to_string(ids[3]) + "\n"), std::string::npos)
+        << "the newest two";
+    EXPECT_NE(kept[1].sse->find("id: " + std::to_string(ids[4]) + "\n"), std::string::npos);
     EXPECT_LE(hub.history_bytes(), 2 * event_size + event_size / 2);
     EXPECT_EQ(hub.history({"t"}, ids[3]).size(), 1u) << "after an id: only what came later";
     // Binary messages have no SSE form and are not kept.
@@ -225,4 +226,59 @@ TEST(WsHub, EventIdsAreThePublishersSequence)
     EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "an id given twice";
     EXPECT_EQ(all.front(), 3u);
     EXPECT_EQ(all.back(), 2002u);
+}
+
+// Another node's copy of a message to topics {x, y} comes once per topic (broker/): the copy for y skips the
+// members of x, who had x's copy; the hub tells a broker when a topic gets its first member and loses its
+// last.
+TEST(WsHub, AnotherNodesCopyIsForItsTopicAlone)
+{
+    Fixture f;
+    ws::Hub &hub = f.loop.hub;
+    auto a = f.connection((std::uint64_t(1) << 40) | 1);
+    auto b = f.connection((std::uint64_t(1) << 40) | 2);
+    hub.join(a.get(), "x");
+    hub.join(a.get(), "y");
+    hub.join(b.get(), "y");
+    ws::Delivery d;
+    d.kind = ws::Delivery::Kind::publish;
+    d.topics = {"x", "y"};
+    d.frame = ws::make_frame(ws::Opcode::text, "hi");
+    d.only_topic = 0;
+    hub.deliver(d);
+    EXPECT_EQ(hub.stats().delivered, 1u) << "x's copy: a only";
+    d.only_topic = 1;
+    hub.deliver(d);
+    EXPECT_EQ(hub.stats().delivered, 2u) << "y's copy: b only (a had x's)";
+    d.only_topic = 2;
+    hub.deliver(d);
+    EXPECT_EQ(hub.stats().delivered, 2u) << "an index out of the list: nothing";
+}
+
+TEST(WsHub, ABrokerIsToldOfFirstAndLastMembers)
+{
+    struct Recorder final : ws::Publisher {
+        void publish(ws::SharedDelivery) override {}
+        void interest(const std::string &topic, bool joined) override
+        {
+            calls.push_back((joined ? "+" : "-") + topic);
+        }
+        std::vector<std::string> calls;
+    } rec;
+    Fixture f;
+    ws::Hub &hub = f.loop.hub;
+    hub.watch(&rec);
+    auto a = f.connection((std::uint64_t(1) << 40) | 1);
+    auto b = f.connection((std::uint64_t(1) << 40) | 2);
+    hub.add(a.get());
+    hub.add(b.get());
+    hub.join(a.get(), "t");
+    hub.join(b.get(), "t");
+    hub.join(a.get(), "t"); // again: nothing
+    hub.join(a.get(), "u");
+    hub.leave(a.get(), "t");
+    EXPECT_EQ(rec.calls, (std::vector<std::string>{"+t", "+u"}));
+    hub.remove(b.get()); // leaves t: its last member
+    hub.remove(a.get()); // leaves u
+    EXPECT_EQ(rec.calls, (std::vector<std::string>{"+t", "+u", "-t", "-u"}));
 }

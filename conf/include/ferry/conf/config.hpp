@@ -310,6 +310,22 @@ struct ReloadConfig {
     friend bool operator==(const ReloadConfig &, const ReloadConfig &) = default;
 };
 
+// websockets.broker (conf/src/keys_broker.cpp; server/src/broker/, docs/cluster.md): where topics are
+// shared. `memory`: this process only; `redis`: every Ferry node through Redis pub/sub (Ferry's own form of
+// the key RoadRunner names a broadcast broker with).
+struct BrokerConfig {
+    std::string driver = "memory";                            // "memory" or "redis"
+    std::vector<std::string> addrs{"127.0.0.1:6379"};         // "host:port", tried in turn when one fails
+    std::vector<Address> servers{Address{"127.0.0.1", 6379}}; // addrs, parsed (resolve)
+    std::string prefix = "ferry:"; // channels and keys: <prefix>t:<topic>, <prefix>n:<node>
+    std::string password;          // AUTH (Redis 6 ACL: "user:password" sends both)
+    std::string node;              // this node's name in connection ids ("" = a random one at each start)
+    Duration connect_timeout = std::chrono::seconds(2); // a connection and its first answer, within this
+
+    bool redis() const { return driver == "redis"; }
+    friend bool operator==(const BrokerConfig &, const BrokerConfig &) = default;
+};
+
 // websockets (conf/src/keys_websockets.cpp; server/src/ws/, docs/protocol.md §9): WebSockets held in the
 // core, events decided by a pool of PHP workers (RR_MODE=websockets). Present in the document = on.
 // RoadRunner 2.x's `path` and `allowed_origin`, then Ferry's own.
@@ -339,6 +355,7 @@ struct WebsocketsConfig {
     std::uint64_t sse_history = 100;
     Duration sse_heartbeat = std::chrono::seconds(15); // a comment line after this long without an event
     PoolConfig pool;                                   // the websockets workers (RR_MODE=websockets)
+    BrokerConfig broker;                               // topics across nodes (memory: this process only)
 
     friend bool operator==(const WebsocketsConfig &, const WebsocketsConfig &) = default;
 };

@@ -1,0 +1,63 @@
+// Many receivers at once, for the broker's tests (tests/e2e/test_broker.py) and bench/cluster.sh:
+//   node fanout.js '{"urls":["ws://a/ws?topics=t","ws://b/ws?topics=t"],"per_url":500,"expect":100,
+//                    "timeout_ms":30000}'
+// Opens per_url connections to each URL (a few at a time), prints {"ev":"ready"} once all are open, then
+// counts the text messages each receives. A message "<seq>:<sent ms>" (seq from 0) is checked for order and
+// its delivery time taken (Date.now() - sent). When every connection has `expect` messages, or at the
+// timeout, prints one summary line and exits:
+//   {"ev":"done","conns":1000,"complete":1000,"received":100000,"out_of_order":0,"duplicates":0,
+//    "p50_ms":..,"p99_ms":..,"max_ms":..,"errors":[..]}
+'use strict';
+const WebSocket = require('ws');
+
+const cfg = JSON.parse(process.argv[2]);
+const expect = cfg.expect;
+const conns = [];
+const latencies = [];
+const errors = [];
+let outOfOrder = 0, duplicates = 0, received = 0, complete = 0, opened = 0;
+const total = cfg.urls.length * cfg.per_url;
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+
+function finish() {
+  latencies.sort((a, b) => a - b);
+  const q = (p) => latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : null;
+  out({ ev: 'done', conns: total, opened, complete, received, out_of_order: outOfOrder, duplicates,
+        p50_ms: q(0.5), p99_ms: q(0.99), max_ms: latencies.length ? latencies[latencies.length - 1] : null,
+        per_conn_min: Math.min(...conns.map((c) => c.count)), errors: errors.slice(0, 5) });
+  for (const c of conns) c.ws.terminate();
+  process.exit(0);
+}
+
+function open(url) {
+  return new Promise((resolve) => {
+    const c = { count: 0, next: 0, ws: new WebSocket(url, { perMessageDeflate: false }) };
+    conns.push(c);
+    c.ws.on('open', () => { opened++; resolve(); });
+    c.ws.on('error', (e) => { errors.push(e.message); resolve(); });
+    c.ws.on('message', (data, binary) => {
+      if (binary) return;
+      const text = data.toString();
+      const colon = text.indexOf(':');
+      const seq = parseInt(text.slice(0, colon), 10);
+      const sent = parseInt(text.slice(colon + 1), 10);
+      if (Number.isNaN(seq)) return; // not one of ours
+      if (seq < c.next) duplicates++;
+      else if (seq > c.next) outOfOrder++;
+      c.next = Math.max(c.next, seq + 1);
+      c.count++;
+      received++;
+      if (!Number.isNaN(sent)) latencies.push(Date.now() - sent);
+      if (c.count === expect && ++complete === total) finish();
+    });
+  });
+}
+
+(async () => {
+  const batch = 50;
+  const urls = [];
+  for (const u of cfg.urls) for (let i = 0; i < cfg.per_url; i++) urls.push(u);
+  for (let i = 0; i < urls.length; i += batch) await Promise.all(urls.slice(i, i + batch).map(open));
+  out({ ev: 'ready', opened });
+  setTimeout(finish, cfg.timeout_ms || 30000);
+})();
