@@ -54,6 +54,7 @@ TEST_PKGS=(
   python3-h2 nghttp2-client  # tests/e2e/test_http2.py: raw HTTP/2 frames (the attacks), nghttp and h2load
   python3-brotli  # tests/e2e/test_compression.py: brotli responses decoded piece by piece
   redis-server  # tests/e2e/test_broker.py: a real Redis on a free port, started by the tests (never the service)
+  nginx  # tests/e2e/test_cluster.py: examples/cluster/run.sh puts it in front of two nodes
   composer  # tests/e2e/test_install.py: php-worker/composer.json validated and required by an app (offline)
   chromium  # tests/e2e/test_chat.py: the browser playwright-core drives (it downloads none)
 )

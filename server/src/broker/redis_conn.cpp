@@ -64,6 +64,7 @@ awaitable<Result<void>> RedisConn::connect(const conf::Address &a, conf::Duratio
         co_return fail(deadline.passed() ? "no connection within " + seconds(timeout) : cec.message());
     error_code ignored;
     sock_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    sock_.non_blocking(true, ignored); // kick() writes without waiting
     co_return Result<void>();
 }
 
@@ -77,6 +78,18 @@ void RedisConn::send(std::initializer_list<std::string_view> args)
 void RedisConn::kick()
 {
     if (writing || out_.empty() || !sock_.is_open())
+        return;
+    // At once when the socket takes it (the common case): no task, no trip through the loop's queue, which
+    // a loop busy with its own connections makes long.
+    error_code ec;
+    const std::size_t n = sock_.write_some(asio::buffer(out_), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+        error = "cannot write: " + ec.message();
+        close();
+        return;
+    }
+    out_.erase(0, ec ? 0 : n);
+    if (out_.empty())
         return;
     writing = true;
     asio::co_spawn(sock_.get_executor(), write_loop(shared_from_this()), asio::detached);

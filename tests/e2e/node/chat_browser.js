@@ -5,6 +5,8 @@
 //   node chat_browser.js http://127.0.0.1:PORT [--reconnect]
 //   node chat_browser.js https://127.0.0.1:PORT     (the test's own certificate: taken without checking;
 //                                                    the page then speaks wss:// and the feed over TLS)
+//   node chat_browser.js http://127.0.0.1:PORT1 --bob=http://127.0.0.1:PORT2
+//                                                   (bob on another node of a cluster: examples/cluster)
 //
 // With --reconnect the server must drop alice's WebSocket when asked: the script prints
 // {"need":"drop","id":"<connection id>"} and waits for a line "dropped" on stdin (tests/e2e/test_chat.py closes
@@ -22,6 +24,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const argv = process.argv.slice(2);
 const base = (argv.find((a) => !a.startsWith('--')) || '').replace(/\/$/, '');
 const withReconnect = argv.includes('--reconnect');
+const bobBase = ((argv.find((a) => a.startsWith('--bob=')) || '').slice(6) || base).replace(/\/$/, '');
 
 let browser = null;
 let step = 'start';
@@ -91,12 +94,12 @@ async function waitLine(page, list, line, who) {
   }
 }
 
-async function signIn(context, name) {
+async function signIn(context, name, url = base) {
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(`${name}: ${err.message}`));
   page.on('console', (msg) => consoleLines.push(`${name} ${msg.type()}: ${msg.text()}`));
   step = `${name}: open the page`;
-  const resp = await page.goto(base + '/', { timeout: WAIT_MS });
+  const resp = await page.goto(url + '/', { timeout: WAIT_MS });
   if (!resp || resp.status() !== 200) throw new Error(`${name}: GET / answered ${resp && resp.status()}`);
   step = `${name}: the login form`;
   await page.waitForSelector('#name', { state: 'visible', timeout: WAIT_MS });
@@ -143,7 +146,7 @@ async function main() {
   // Two contexts: two fresh profiles, each with its own cookie jar.
   const contextOptions = base.startsWith('https://') ? { ignoreHTTPSErrors: true } : {};
   const alice = await signIn(await browser.newContext(contextOptions), 'alice');
-  const bob = await signIn(await browser.newContext(contextOptions), 'bob');
+  const bob = await signIn(await browser.newContext(contextOptions), 'bob', bobBase);
   detail.secure = await alice.evaluate(() => window.isSecureContext && location.protocol === 'https:');
   // The page's own protocol ("h2" over https: ALPN), and the feed's, an EventSource on the same connection.
   detail.protocols = await alice.evaluate(() => performance.getEntries()

@@ -160,7 +160,8 @@ TEST(BrokerEnvelope, PayloadOfAFrame)
     }
     std::string_view got;
     bool binary = true;
-    ASSERT_TRUE(broker::frame_payload(ws::encode_frame(ws::Opcode::text, "hi"), got, binary));
+    const std::string text = ws::encode_frame(ws::Opcode::text, "hi");
+    ASSERT_TRUE(broker::frame_payload(text, got, binary));
     EXPECT_FALSE(binary);
     EXPECT_EQ(got, "hi");
     EXPECT_FALSE(broker::frame_payload(ws::encode_frame(ws::Opcode::ping, "hi"), got, binary));
