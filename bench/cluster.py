@@ -26,6 +26,9 @@ from redis_server import RedisServer  # noqa: E402
 NODE_DIR = os.path.join(ROOT, "tests", "e2e", "node")
 
 
+LOOPS = 2  # --loops: http.io_threads of each node
+
+
 def node_config(broker, name):
     b = "" if broker is None else f"""
   broker:
@@ -37,6 +40,7 @@ server:
   command: "php {ROOT}/tests/php/ws.php"
 http:
   address: 127.0.0.1:0
+  io_threads: {LOOPS}
   pool:
     num_workers: 1
 websockets:
@@ -216,8 +220,11 @@ def main():
     ap.add_argument("--ferry", default=os.path.join(ROOT, "build", "ferry"))
     ap.add_argument("--receivers", default="1,10,100,1000")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the table gives medians")
+    ap.add_argument("--loops", type=int, default=2, help="event loops per node (http.io_threads)")
     ap.add_argument("--out", help="also write the report here")
     args = ap.parse_args()
+    global LOOPS
+    LOOPS = args.loops
     require("bench/cluster.py", [args.ferry], ["node", "redis-server"])
     tmp = tempfile.mkdtemp(prefix="ferry-cluster-bench-")
     redis = RedisServer().start()
@@ -238,7 +245,7 @@ def main():
                             text=True).stdout.strip()
     lines = [f"# Cluster: publish-to-delivery through Redis ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC)",
              "",
-             f"- ferry {commit}; {os.cpu_count()} CPUs shared by Redis, the two nodes (2 loops each), the Node.js "
+             f"- ferry {commit}; {os.cpu_count()} CPUs shared by Redis, the two nodes ({LOOPS} loop(s) each), the Node.js "
              f"clients and the sender; {version.split(' sha=')[0]}",
              "- publisher: a relay-mode WebSocket connection on node 1 (no PHP on the path); receivers: Node `ws` "
              "clients in two processes (tests/e2e/node/fanout.js); latency = receive time − send time (one clock)",

@@ -147,9 +147,13 @@ class AcrossNodes(BrokerCase):
         status, _, _ = a.request("GET", f"/send?to={target_id}&msg=same-node")
         self.assertEqual(self.ws.text("target"), "same-node")
         self.assertEqual(b.request("GET", "/send?to=nowhere.1.1&msg=x")[0], 200)
-        self.ws.send(f"kick:{target_id}", "sender")
+        # One close action for the sender itself and a connection of the other node: both end.
+        self.ws.send("whoami", "sender")
+        sender_id = self.ws.text("sender").split(" ")[0]
+        self.ws.send(f"kick:{sender_id},{target_id}", "sender")
         closed = self.ws.expect("close", "target")
         self.assertEqual(closed["code"], 4000, closed)
+        self.assertEqual(self.ws.expect("close", "sender")["code"], 4000)
 
     def test_thousand_receivers_over_two_nodes_get_a_burst(self):
         a, b = self.node("a"), self.node("b")

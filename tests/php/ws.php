@@ -5,7 +5,7 @@ declare(strict_types=1);
 // The websockets fixture (RR_MODE=websockets; HTTP requests get a plain answer). Messages are commands:
 //   pub:<topic>:<text>   publish to a topic          pubx:<topic>:<text>  publish, not to this connection
 //   join:<topic>         leave:<topic>               to:<id>:<text>       send to another connection
-//   close:<code>:<why>   close this connection       kick:<id>            close another one (4000)
+//   close:<code>:<why>   close this connection       kick:<id>[,<id>] close others (4000; its own id too)
 //   whoami               "<id> <data> <pid>"         seq:<n>              "seq:<n>" (ordering)
 //   sleep:<ms>           answers "slept" after it    crash                exit(1) mid-event
 //   bad                  malformed actions           data:<v>             attach <v> to the connection
@@ -111,7 +111,7 @@ while ($e = $ws->next()) {
         [, $code, $why] = explode(':', $m, 3) + ['', '1000', ''];
         $a->close((int) $code, $why);
     } elseif (str_starts_with($m, 'kick:')) {
-        $a->close(4000, 'kicked', to: substr($m, 5));
+        $a->close(4000, 'kicked', to: explode(',', substr($m, 5)));
     } elseif ($m === 'tonobody') {
         $a->send('to nobody', to: [])->close(4000, 'nobody', to: [])->send('after');
     } elseif ($m === 'whoami') {

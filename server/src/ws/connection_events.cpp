@@ -127,7 +127,8 @@ void WsConn::apply(const std::vector<Action> &actions)
             auto d = std::make_shared<Delivery>();
             bool self = a.to_self;
             for (const auto &t : a.targets)
-                self = self || t == "self" || !add_target(*d, t, loop_.publisher.node(), id_);
+                if (t == "self" || !add_target(*d, t, loop_.publisher.node(), id_))
+                    self = true;
             if (self)
                 close(a.code, a.reason);
             if (!d->ids.empty() || !d->remote.empty()) {

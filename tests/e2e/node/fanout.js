@@ -22,7 +22,10 @@ let outOfOrder = 0, duplicates = 0, received = 0, complete = 0, opened = 0;
 const total = cfg.urls.length * cfg.per_url;
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
+let finished = false;
 function finish() {
+  if (finished) return; // the timeout after completion, or completion after the timeout
+  finished = true;
   latencies.sort((a, b) => a - b);
   const q = (p) => latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] : null;
   out({ ev: 'done', conns: total, opened, complete, received, out_of_order: outOfOrder, duplicates,
@@ -31,7 +34,8 @@ function finish() {
         per_conn_min: conns.reduce((m, c) => Math.min(m, c.count), Infinity), errors: errors.slice(0, 5),
         latencies_ms: cfg.raw ? latencies.map((x) => Math.round(x * 1000) / 1000) : undefined });
   for (const c of conns) c.ws.terminate();
-  process.exit(0);
+  // Exit once the line is written: a pipe takes a large one in parts, and exit() would cut it.
+  process.stdout.write('', () => process.exit(0));
 }
 
 function open(url) {
