@@ -4,7 +4,9 @@ nodes, Redis killed and started again (local delivery unaffected, cross-node del
 duplicated), a peer that is not Redis, a password."""
 
 import json
+import os
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -268,6 +270,36 @@ class Outage(BrokerCase):
                 break
         self.assertFalse([m for m in seen if m.startswith("during")], seen)
         self.assertEqual(len(seen), len(set(seen)), seen)
+
+
+    def test_a_hanging_redis_is_noticed_and_left(self):
+        a, b = self.node("a"), self.node("b")
+        self.ws.connect(self.url(a, "?topics=t"), "on_a")
+        self.ws.connect(self.url(b, "?topics=t"), "on_b")
+        self.subscribed(a, 1)
+        self.subscribed(b, 1)
+        os.kill(self.redis.proc.pid, signal.SIGSTOP)  # accepts nothing, answers nothing, closes nothing
+        try:
+            self.assertTrue(b.wait_for_log("no answer for 3 s", timeout=10), b.stderr())
+            b.request("GET", "/publish?topic=t&msg=while-hung")
+            self.assertEqual(self.ws.text("on_b"), "while-hung", "local delivery goes on")
+        finally:
+            os.kill(self.redis.proc.pid, signal.SIGCONT)
+        took = self.probe_until_crossing(b, "on_a", 10)
+        self.assertLess(took, 8)
+        self.assertNotIn("while-hung", [m.get("data") for m in self.ws.drain(0.5) if m.get("name") == "on_a"])
+
+    def test_what_is_not_an_envelope_on_our_channel_is_counted_and_skipped(self):
+        a = self.node("a")
+        self.ws.connect(self.url(a, "?topics=t"), "on_a")
+        self.subscribed(a, 1)
+        self.assertEqual(self.redis.command("PUBLISH", "ferry:t:t", "not msgpack"), 1)
+        self.assertEqual(self.redis.command("PUBLISH", "ferry:t:t", b"\x93\x01\x02"), 1)
+        self.assertTrue(wait_until(lambda: metric(a, "ferry_broker_dropped_total", reason="invalid") == 2, 5))
+        self.assertTrue(a.wait_for_log("is not Ferry's"))
+        b = self.node("b")
+        b.request("GET", "/publish?topic=t&msg=still-fine")
+        self.assertEqual(self.ws.text("on_a"), "still-fine", "the node goes on")
 
 
 class NotRedis(BrokerCase):

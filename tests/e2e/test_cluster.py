@@ -15,7 +15,7 @@ import unittest
 import urllib.parse
 
 from harness import BIN, ROOT, wait_until
-from redis_server import free_port
+from redis_server import encode, free_port, read_reply
 from wsclient import NODE_DIR, NodeWs, SseClient, node_ready
 
 SECRET = "e2e-cluster-secret"
@@ -32,6 +32,13 @@ def accepts(port):
         return True
     except OSError:
         return False
+
+
+def subscribers(port, channel):
+    """How many Redis clients (nodes) are subscribed to `channel`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(encode(("PUBSUB", "NUMSUB", channel)))
+        return read_reply(s.makefile("rb"))[1]
 
 
 class Endpoint:
@@ -107,6 +114,8 @@ class Cluster(unittest.TestCase):
         feed = SseClient(Endpoint(self.port("CLUSTER_PORT")), "/feed?topic=feed", cookie)
         self.addCleanup(feed.close)
         self.assertEqual(feed.status, 200)
+        # The reader's node subscribes once PHP has joined the stream to "feed" (just after the 200).
+        self.assertTrue(wait_until(lambda: subscribers(self.port("REDIS_PORT"), "ferry:t:feed") >= 1, 10))
         for i in range(4):  # nginx alternates: logins on both nodes
             c = http.client.HTTPConnection("127.0.0.1", self.port("CLUSTER_PORT"), timeout=10)
             c.request("POST", "/login", urllib.parse.urlencode({"name": f"joiner{i}"}),
