@@ -329,18 +329,11 @@ int run(const conf::Config &cfg)
         broker = std::make_unique<detail::broker::RedisBroker>(loops[0]->get_executor(), ws_broadcast,
                                                                cfg.websockets, counters.broker);
         ws_publisher = broker.get();
-        log::info("broker", "websockets.broker: redis at " + cfg.websockets.broker.addrs.front() +
-                                ", this node is \"" + std::string(broker->node()) + "\"");
     }
     // websockets: the server-wide memory budgets, shared by every loop (they outlive the connections).
     detail::ws::WsBudgets ws_budgets(cfg.websockets);
-    if (cfg.websockets.enabled && cfg.websockets.max_assembly_memory != 0 &&
-        cfg.websockets.max_assembly_memory < cfg.websockets.max_message_size)
-        log::warn("ws", "websockets.max_assembly_memory (" +
-                            std::to_string(cfg.websockets.max_assembly_memory) +
-                            " bytes) is below max_message_size (" +
-                            std::to_string(cfg.websockets.max_message_size) +
-                            "): a message that large arriving in parts can never be received");
+    if (cfg.websockets.enabled)
+        detail::ws::warn_unreceivable(cfg.websockets);
     if (cfg.websockets.enabled)
         control.set_rpc_extension([ws_publisher, sse = !cfg.websockets.sse_path.empty()](
                                       std::string_view method, std::string_view arg) {

@@ -57,6 +57,13 @@ class AssemblyBudget(BudgetCase):
                        "pool": {"num_workers": 1}},
     }
 
+    def test_a_budget_below_the_largest_message_is_warned_about(self):
+        self.assertNotIn("is below max_message_size", self.server.stderr())
+        srv = self.start_server({"websockets": {"path": "/ws", "max_message_size": "2MB",
+                                                "max_assembly_memory": "1MB"}}, script="ws.php")
+        self.assertTrue(srv.wait_for_log("websockets.max_assembly_memory (1048576 bytes) is below "
+                                         "max_message_size (2097152)"), srv.stderr())
+
     def test_partial_messages_share_the_budget_and_the_rest_close_with_1009(self):
         pid = self.server.proc.pid
         self.assert_echo()

@@ -154,6 +154,8 @@ RedisBroker::~RedisBroker() = default;
 
 void RedisBroker::start()
 {
+    log::info("broker",
+              "websockets.broker: redis at " + core_->cfg.addrs.front() + ", this node is \"" + node_ + "\"");
     core_->spawn(core_->run());
 }
 

@@ -27,4 +27,12 @@ void WsBudgets::report(Kind kind, const std::string &line)
                                     " more like it in the last second, not logged)");
 }
 
+void warn_unreceivable(const conf::WebsocketsConfig &c)
+{
+    if (c.max_assembly_memory != 0 && c.max_assembly_memory < c.max_message_size)
+        log::warn("ws", "websockets.max_assembly_memory (" + std::to_string(c.max_assembly_memory) +
+                            " bytes) is below max_message_size (" + std::to_string(c.max_message_size) +
+                            "): a message that large arriving in parts can never be received");
+}
+
 } // namespace ferry::server::detail::ws

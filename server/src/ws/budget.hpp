@@ -38,4 +38,8 @@ private:
     std::atomic<std::uint64_t> unlogged_[3] = {};
 };
 
+// A warning when max_assembly_memory is below max_message_size: such a message, arriving in parts, could
+// never be received.
+void warn_unreceivable(const conf::WebsocketsConfig &c);
+
 } // namespace ferry::server::detail::ws
