@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, ServerTestCase, metric, probe_get, wait_until
+from harness import HOST, ServerTestCase, deep_merge, metric, probe_get, wait_until
 from redis_server import RedisServer, free_port
 from wsclient import NODE_DIR, NodeWs, SseClient
 
@@ -170,6 +170,23 @@ class AcrossNodes(BrokerCase):
         s = finish(p)
         self.assertEqual((s["complete"], s["received"], s["out_of_order"], s["duplicates"]),
                          (1000, 100000, 0, 0), s)
+
+
+class Relay(BrokerCase):
+    def test_relay_mode_publishes_across_nodes(self):
+        relay = {"websockets": dict(WS, relay=True)}
+        a = self.start_server(deep_merge(node_config(self.redis.address, node="a"), relay), script="ws.php")
+        b = self.start_server(deep_merge(node_config(self.redis.address, node="b"), relay), script="ws.php")
+        for srv, name in ((a, "a"), (b, "b")):
+            self.assertTrue(srv.wait_for_log(f'node "{name}" connected to redis'), srv.stderr())
+        self.ws.connect(self.url(a, "?topics=room"), "on_a")
+        self.ws.connect(self.url(b, "?topics=room"), "on_b")
+        self.subscribed(a, 1)
+        self.subscribed(b, 1)
+        for i in range(20):
+            self.ws.send(f"r{i}", "on_b")  # the core publishes it to the sender's topics, not to the sender
+        self.assertEqual([self.ws.text("on_a") for _ in range(20)], [f"r{i}" for i in range(20)])
+        self.assertEqual(self.ws.drain(0.3), [], "nothing back to the sender, nothing twice")
 
 
 class EventStreams(BrokerCase):
