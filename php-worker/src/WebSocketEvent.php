@@ -16,7 +16,7 @@ final class WebSocketEvent
 
     /**
      * @param string  $type    open, message or close
-     * @param string  $id      the connection's id ("1.42"): send to it or close it from any worker
+     * @param string  $id      the connection's id ("1.42"; "web-1.1.42" with a broker): send to it or close it from any worker, on any node
      * @param string  $data    what this connection's worker attached with WebSocketActions::data()
      * @param string  $payload message: its bytes; close: the reason
      * @param Request $request open: the upgrade request (headers, cookies, query, remote address); later
