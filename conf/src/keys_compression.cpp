@@ -68,8 +68,9 @@ const schema::Table<CompressionConfig> &compression()
             integer("brotli_quality", &CompressionConfig::brotli_quality, "an integer from 0 to 11", 0, 11)
                 .described("Brotli's quality: 0 is the fastest, 11 the smallest."),
             integer("max_streams", &CompressionConfig::max_streams, "a positive integer", 1, 1u << 20)
-                .described("Encoders held at once, all loops together (~270 KiB each): streamed and large "
-                           "bodies, static files being compressed; past it the body or file goes uncompressed."),
+                .described(
+                    "Encoders held at once, all loops together (~270 KiB each): streamed and large "
+                    "bodies, static files being compressed; past it the body or file goes uncompressed."),
         },
         {},
         resolve,

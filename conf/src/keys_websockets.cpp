@@ -1,6 +1,7 @@
 // websockets: WebSockets held in the core (server/src/ws/), their events decided by a pool of PHP workers.
 // RoadRunner 2.x's `path` and `allowed_origin` (its `broker: name` is warned about: topics live in the core;
-// Ferry's `broker` section shares them across nodes, keys_broker.cpp), then Ferry's own limits. The section's presence turns the feature on.
+// Ferry's `broker` section shares them across nodes, keys_broker.cpp), then Ferry's own limits. The section's
+// presence turns the feature on.
 #include "keys.hpp"
 
 namespace ferry::conf::keys {

@@ -322,14 +322,11 @@ int run(const conf::Config &cfg)
     // websockets: the cross-loop delivery of its topics, which RPC publishes go through too.
     detail::Broadcast<detail::ws::Delivery> ws_broadcast;
     detail::ws::LocalPublisher local_publisher(ws_broadcast);
-    detail::ws::Publisher *ws_publisher = &local_publisher;
     // websockets.broker: redis — the same publishes, shared with the other nodes (broker/redis_broker.hpp).
-    std::unique_ptr<detail::broker::RedisBroker> broker;
-    if (cfg.websockets.enabled && cfg.websockets.broker.redis()) {
-        broker = std::make_unique<detail::broker::RedisBroker>(loops[0]->get_executor(), ws_broadcast,
-                                                               cfg.websockets, counters.broker);
-        ws_publisher = broker.get();
-    }
+    auto broker = detail::broker::RedisBroker::configured(loops[0]->get_executor(), ws_broadcast,
+                                                          cfg.websockets, counters.broker);
+    detail::ws::Publisher *ws_publisher =
+        broker ? static_cast<detail::ws::Publisher *>(broker.get()) : &local_publisher;
     // websockets: the server-wide memory budgets, shared by every loop (they outlive the connections).
     detail::ws::WsBudgets ws_budgets(cfg.websockets);
     if (cfg.websockets.enabled)

@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, ServerTestCase, deep_merge, metric, probe_get, wait_until
+from harness import HOST, Rpc, ServerTestCase, deep_merge, metric, probe_get, wait_until
 from redis_server import RedisServer, free_port
 from wsclient import NODE_DIR, NodeWs, SseClient
 
@@ -218,6 +218,39 @@ class EventStreams(BrokerCase):
         old = self.sse(b, "/events?topic=news", f"Last-Event-ID: {ids[0]}\r\n")
         self.assertEqual([old.data_event()["data"] for _ in range(4)], ["m3", "m4", "m5", "live"])
 
+    def test_a_resume_reads_no_more_than_a_send_queue_holds(self):
+        bounded = {"websockets": dict(WS, max_queue_bytes="64KB", sse_history=100)}
+        a = self.start_server(deep_merge(node_config(self.redis.address, node="a"), bounded), script="ws.php")
+        b = self.start_server(deep_merge(node_config(self.redis.address, node="b"), bounded), script="ws.php")
+        for srv, name in ((a, "a"), (b, "b")):
+            self.assertTrue(srv.wait_for_log(f'node "{name}" connected to redis'), srv.stderr())
+        first = self.sse(a, "/events?topic=big")
+        self.subscribed(a, 1)
+        m = re.search(r"rpc: listening on (tcp://\S+)", a.stderr())
+        rpc = Rpc(m.group(1))
+        self.addCleanup(rpc.close)
+
+        def publish(text):
+            self.assertEqual(rpc.call("websockets.Publish", {"topics": ["big"], "message": text}), (True, True))
+        publish("m0")
+        start = first.data_event()["id"]
+        publish("h" * 70000)  # over max_queue_bytes: not kept in Redis
+        self.assertEqual(len(first.data_event()["data"]), 70000, "delivered live all the same")
+        for i in range(1, 21):  # 20 × ~10 KB: twice what a resume reads
+            publish(f"{i:02d}" + "x" * 10000)
+        self.assertTrue(wait_until(lambda: self.redis.command("LLEN", "ferry:h:big") == 21, 5),
+                        self.redis.command("LLEN", "ferry:h:big"))
+        again = self.sse(b, "/events?topic=big", f"Last-Event-ID: {start}\r\n")
+        got = []
+        while True:
+            try:
+                got.append(again.data_event(timeout=1)["data"][:2])
+            except (TimeoutError, OSError, AssertionError):
+                break
+        self.assertTrue(5 <= len(got) <= 7, got)  # ~64 KB of ~10 KB events, the newest
+        self.assertEqual(got, sorted(got), "in order")
+        self.assertEqual(got[-1], "20")
+
     def test_ids_are_the_same_on_every_node(self):
         a, b = self.node("a"), self.node("b")
         on_a = self.sse(a, "/events?topic=t")
@@ -306,6 +339,26 @@ class Outage(BrokerCase):
         self.assertLess(took, 8)
         self.assertNotIn("while-hung", [m.get("data") for m in self.ws.drain(0.5) if m.get("name") == "on_a"])
 
+    def test_a_backlog_past_16_mib_is_dropped_not_held(self):
+        relay = {"websockets": dict(WS, relay=True)}
+        a = self.start_server(deep_merge(node_config(self.redis.address, node="a"), relay), script="ws.php")
+        self.assertTrue(a.wait_for_log('node "a" connected to redis'), a.stderr())
+        self.ws.connect(self.url(a, "?topics=big"), "sender")
+        self.ws.connect(self.url(a, "?topics=big"), "local")
+        self.subscribed(a, 1)
+        os.kill(self.redis.proc.pid, signal.SIGSTOP)  # the socket's buffers fill, then the node's own
+        try:
+            for i in range(40):  # 40 MiB within the 3 s a silent Redis is given
+                self.ws.cmd("send", "sender", repeat=chr(ord("a") + i % 26), size=1 << 20)
+            for i in range(40):
+                self.assertEqual(self.ws.message("local", timeout=20)["len"], 1 << 20, "local delivery goes on")
+            self.assertTrue(wait_until(lambda: metric(a, "ferry_broker_dropped_total", reason="backlog") > 0, 10))
+            self.assertTrue(a.wait_for_log("redis takes messages slower than they are published"))
+        finally:
+            os.kill(self.redis.proc.pid, signal.SIGCONT)
+        # What was held (16 MiB at most) went with the session; the node is back.
+        self.assertTrue(wait_until(lambda: metric(a, "ferry_broker_up") == 1, 10))
+
     def test_what_is_not_an_envelope_on_our_channel_is_counted_and_skipped(self):
         a = self.node("a")
         self.ws.connect(self.url(a, "?topics=t"), "on_a")
@@ -362,6 +415,12 @@ class NotRedis(BrokerCase):
         addr = self.fake_service(None)
         srv = self.start_server(node_config(addr, connect_timeout="500ms"), script="ws.php")
         self.assertTrue(srv.wait_for_log("no answer within 500 ms", timeout=5), srv.stderr())
+        self.check_serves_locally(srv)
+
+    def test_a_name_that_does_not_resolve(self):
+        srv = self.start_server(node_config("no-such-host.invalid:6379", connect_timeout="1s"), script="ws.php")
+        self.assertTrue(wait_until(lambda: re.search(r"no-such-host\.invalid:6379: (cannot resolve|no address)",
+                                                     srv.stderr()), 10), srv.stderr())
         self.check_serves_locally(srv)
 
     def test_nothing_listening(self):

@@ -14,10 +14,10 @@ constexpr std::uint32_t fields = 10;
 
 } // namespace
 
-std::string encode(const Envelope &e)
+std::string encode(const Envelope &e, std::string_view payload)
 {
     std::string out;
-    out.reserve(64 + e.payload.size());
+    out.reserve(64 + payload.size());
     Sink sink{out};
     msgpack::packer<Sink> pk(sink);
     pk.pack_array(fields);
@@ -29,8 +29,8 @@ std::string encode(const Envelope &e)
     pk.pack(e.ids);
     pk.pack(e.binary);
     pk.pack(e.event_id);
-    pk.pack_bin(static_cast<std::uint32_t>(e.payload.size()));
-    pk.pack_bin_body(e.payload.data(), static_cast<std::uint32_t>(e.payload.size()));
+    pk.pack_bin(static_cast<std::uint32_t>(payload.size()));
+    pk.pack_bin_body(payload.data(), static_cast<std::uint32_t>(payload.size()));
     pk.pack(e.code);
     return out;
 }

@@ -26,7 +26,12 @@ struct Envelope {
     static constexpr unsigned version = 1;
 };
 
-std::string encode(const Envelope &e);
+// With `payload` in place of e.payload (the publisher's frame, not copied into the envelope first).
+std::string encode(const Envelope &e, std::string_view payload);
+inline std::string encode(const Envelope &e)
+{
+    return encode(e, e.payload);
+}
 // nullopt, with `why`, for bytes that are not an envelope of this version.
 std::optional<Envelope> decode(std::string_view bytes, std::string &why);
 

@@ -14,6 +14,7 @@ namespace ferry::server::detail::broker {
 namespace {
 
 constexpr std::size_t max_backlog = 16u << 20; // bytes of PUBLISH not yet written: past it, dropped
+constexpr long long history_page = 8;          // events of a topic's history read at once
 
 } // namespace
 
@@ -83,38 +84,65 @@ void RedisBroker::Core::send_publish(const std::vector<Copy> &copies)
     cmd->kick();
 }
 
-awaitable<std::vector<ws::KeptEvent>> RedisBroker::Core::fetch_history(std::vector<std::string> of,
-                                                                       std::uint64_t after)
+awaitable<std::optional<Reply>> RedisBroker::Core::ask(std::vector<std::string> args)
 {
     struct Wait {
         explicit Wait(asio::any_io_executor e) : timer(e) {}
         asio::steady_timer timer;
-        std::size_t left = 0;
-        std::vector<ws::KeptEvent> got;
+        std::optional<Reply> reply;
     };
     auto w = std::make_shared<Wait>(ex);
-    if (!up || history == 0 || of.empty())
-        co_return w->got;
+    if (!up)
+        co_return std::nullopt;
     w->timer.expires_after(cfg.connect_timeout);
-    w->left = of.size();
-    for (const std::string &t : of)
-        command({"LRANGE", history_key(t), "0", "-1"},
-                Expect{false, [w, after](const Reply *r) {
-                           if (r && r->type == Reply::Type::array)
-                               for (const Reply &item : r->elements) {
-                                   std::string why;
-                                   auto e = decode(item.str, why);
-                                   if (e && e->event_id > after && !e->binary)
-                                       w->got.push_back(ws::KeptEvent{
-                                           e->event_id, std::make_shared<const std::string>(
-                                                            ws::encode_sse_chunk(e->event_id, e->payload))});
-                               }
-                           if (--w->left == 0)
-                               w->timer.cancel();
-                       }});
+    append_command(cmd->out(), std::vector<std::string_view>(args.begin(), args.end()));
+    ++cmd->pending;
+    expects.push_back(Expect{false, [w](Reply *r) {
+                                 if (r)
+                                     w->reply = std::move(*r);
+                                 w->timer.cancel();
+                             }});
     cmd->kick();
     co_await w->timer.async_wait(nothrow);
-    co_return std::move(w->got);
+    co_return std::move(w->reply);
+}
+
+awaitable<std::vector<ws::KeptEvent>> RedisBroker::Core::fetch_history(std::vector<std::string> of,
+                                                                       std::uint64_t after)
+{
+    // Newest first, a page at a time, until the events are older than `after`, the list ends, or a send
+    // queue's worth of bytes is read: a page is at most history_page events of at most history_bytes each,
+    // far below the largest reply the reader takes.
+    std::vector<ws::KeptEvent> got;
+    for (const std::string &t : of) {
+        std::uint64_t bytes = 0;
+        for (long long end = -1; history > 0 && bytes < history_bytes; end -= history_page) {
+            // (GCC 12: no braced list inside a co_await expression.)
+            std::vector<std::string> args{"LRANGE", history_key(t), std::to_string(end - history_page + 1),
+                                          std::to_string(end)};
+            auto r = co_await ask(std::move(args));
+            if (!r || r->type != Reply::Type::array || r->elements.empty())
+                break;
+            bool older = false;
+            for (auto it = r->elements.rbegin(); it != r->elements.rend() && !older && bytes < history_bytes;
+                 ++it) {
+                std::string why;
+                auto e = decode(it->str, why);
+                if (!e || e->binary)
+                    continue;
+                older = e->event_id <= after;
+                if (older)
+                    break;
+                auto chunk =
+                    std::make_shared<const std::string>(ws::encode_sse_chunk(e->event_id, e->payload));
+                bytes += chunk->size();
+                got.push_back(ws::KeptEvent{e->event_id, std::move(chunk)});
+            }
+            if (older || r->elements.size() < static_cast<std::size_t>(history_page))
+                break;
+        }
+    }
+    co_return got;
 }
 
 void RedisBroker::Core::on_interest(const std::string &topic, bool joined)
@@ -140,22 +168,36 @@ std::string random_node_name()
 
 RedisBroker::RedisBroker(asio::any_io_executor loop0, const Broadcast<ws::Delivery> &local,
                          const conf::WebsocketsConfig &ws, Counters &counters)
-    : local_(local), loop0_(loop0), node_(ws.broker.node.empty() ? random_node_name() : ws.broker.node)
+    : core_(std::make_shared<Core>(loop0, local, ws, counters,
+                                   ws.broker.node.empty() ? random_node_name() : ws.broker.node))
 {
     std::uint64_t h = 1469598103934665603ull; // FNV-1a of the node's name: its 10 bits in event ids
-    for (unsigned char c : node_)
+    for (unsigned char c : core_->node)
         h = (h ^ c) * 1099511628211ull;
     tag_ = h & 0x3ff;
-    core_ = std::make_shared<Core>(loop0, local, ws, counters, node_);
     counters.enable("redis");
+}
+
+std::unique_ptr<RedisBroker> RedisBroker::configured(asio::any_io_executor loop0,
+                                                     const Broadcast<ws::Delivery> &local,
+                                                     const conf::WebsocketsConfig &ws, Counters &counters)
+{
+    if (!ws.enabled || !ws.broker.redis())
+        return nullptr;
+    return std::make_unique<RedisBroker>(loop0, local, ws, counters);
+}
+
+std::string_view RedisBroker::node() const
+{
+    return core_->node;
 }
 
 RedisBroker::~RedisBroker() = default;
 
 void RedisBroker::start()
 {
-    log::info("broker",
-              "websockets.broker: redis at " + core_->cfg.addrs.front() + ", this node is \"" + node_ + "\"");
+    log::info("broker", "websockets.broker: redis at " + core_->cfg.addrs.front() + ", this node is \"" +
+                            core_->node + "\"");
     core_->spawn(core_->run());
 }
 
@@ -190,24 +232,22 @@ void RedisBroker::send_remote(const ws::Delivery &d)
             by_node[t.node].push_back(t.id);
     }
     Envelope e;
-    e.origin = node_;
+    e.origin = core_->node;
+    std::string_view payload = d.reason;
     if (d.kind == ws::Delivery::Kind::close) {
         e.kind = Envelope::Kind::close;
         e.code = d.code;
-        e.payload = d.reason;
     } else {
         e.kind = Envelope::Kind::send;
-        std::string_view payload;
         if (!d.frame || !frame_payload(*d.frame, payload, e.binary))
             return;
-        e.payload.assign(payload);
     }
     std::vector<Copy> copies;
     for (auto &[node, ids] : by_node) {
         e.ids = std::move(ids);
-        copies.push_back(Copy{core_->cfg.prefix + "n:" + std::string(node), encode(e), {}});
+        copies.push_back(Copy{core_->cfg.prefix + "n:" + std::string(node), encode(e, payload), {}});
     }
-    asio::post(loop0_, [core = core_, copies = std::move(copies)] { core->send_publish(copies); });
+    asio::post(core_->ex, [core = core_, copies = std::move(copies)] { core->send_publish(copies); });
 }
 
 void RedisBroker::publish(ws::SharedDelivery d)
@@ -216,30 +256,31 @@ void RedisBroker::publish(ws::SharedDelivery d)
         if (!d->remote.empty())
             send_remote(*d);
         if (!d->ids.empty())
-            local_.post(std::move(d));
+            core_->local.post(std::move(d));
         return;
     }
-    local_.post(d);
+    core_->local.post(d);
     if (d->topics.empty() || !d->frame)
         return;
     Envelope e;
     e.kind = Envelope::Kind::publish;
-    e.origin = node_;
-    std::string_view payload;
+    e.origin = core_->node;
+    std::string_view payload; // the frame's own bytes: encoded straight from there, not copied first
     if (!frame_payload(*d->frame, payload, e.binary))
         return;
-    e.payload.assign(payload);
     e.topics = d->topics;
     e.event_id = d->event_id;
-    const bool keep = core_->history > 0 && d->sse && d->event_id != 0;
+    // Kept in the topic's history in Redis unless larger than a resume reads (Core::history_bytes).
+    const bool keep =
+        core_->history > 0 && d->sse && d->event_id != 0 && d->sse->size() <= core_->history_bytes;
     std::vector<Copy> copies;
     copies.reserve(d->topics.size());
     for (std::size_t i = 0; i < d->topics.size(); ++i) {
         e.topic = static_cast<std::uint32_t>(i);
-        copies.push_back(Copy{core_->channel(d->topics[i]), encode(e),
+        copies.push_back(Copy{core_->channel(d->topics[i]), encode(e, payload),
                               keep ? core_->history_key(d->topics[i]) : std::string()});
     }
-    asio::post(loop0_, [core = core_, copies = std::move(copies)] { core->send_publish(copies); });
+    asio::post(core_->ex, [core = core_, copies = std::move(copies)] { core->send_publish(copies); });
 }
 
 bool RedisBroker::shares_history() const
@@ -251,13 +292,13 @@ awaitable<std::vector<ws::KeptEvent>> RedisBroker::shared_history(std::vector<st
                                                                   std::uint64_t after)
 {
     // Asked on a loop's thread: the work runs on loop 0, the answer comes back here.
-    co_return co_await asio::co_spawn(loop0_, core_->fetch_history(std::move(topics), after),
+    co_return co_await asio::co_spawn(core_->ex, core_->fetch_history(std::move(topics), after),
                                       asio::use_awaitable);
 }
 
 void RedisBroker::interest(const std::string &topic, bool joined)
 {
-    asio::post(loop0_, [core = core_, topic, joined] { core->on_interest(topic, joined); });
+    asio::post(core_->ex, [core = core_, topic, joined] { core->on_interest(topic, joined); });
 }
 
 } // namespace ferry::server::detail::broker

@@ -25,6 +25,10 @@ public:
     RedisBroker(asio::any_io_executor loop0, const Broadcast<ws::Delivery> &local,
                 const conf::WebsocketsConfig &ws, Counters &counters);
     ~RedisBroker() override;
+    // The broker websockets.broker asks for: null for `memory` (or without websockets).
+    static std::unique_ptr<RedisBroker> configured(asio::any_io_executor loop0,
+                                                   const Broadcast<ws::Delivery> &local,
+                                                   const conf::WebsocketsConfig &ws, Counters &counters);
 
     void publish(ws::SharedDelivery d) override;
     // Unique across nodes and rising on each: milliseconds, a sequence, and 10 bits of the node's name.
@@ -34,7 +38,7 @@ public:
     awaitable<std::vector<ws::KeptEvent>> shared_history(std::vector<std::string> topics,
                                                          std::uint64_t after) override;
 
-    std::string_view node() const override { return node_; }
+    std::string_view node() const override;
     // On loop 0: connects (and reconnects) in the background until stop().
     void start();
     awaitable<void> stop();
@@ -43,10 +47,7 @@ public:
 
 private:
     void send_remote(const ws::Delivery &d); // a send or close to other nodes' connections
-    std::shared_ptr<Core> core_;
-    const Broadcast<ws::Delivery> &local_;
-    asio::any_io_executor loop0_;
-    std::string node_;
+    std::shared_ptr<Core> core_;             // the executor, the local Broadcast, the node's name: all there
     std::uint64_t tag_;
     std::atomic<std::uint64_t> last_event_id_{0};
 };

@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
 namespace ferry::server::detail::broker {
@@ -24,7 +25,7 @@ struct RedisBroker::Core : std::enable_shared_from_this<RedisBroker::Core> {
     Core(asio::any_io_executor e, const Broadcast<ws::Delivery> &l, const conf::WebsocketsConfig &w,
          Counters &n, std::string node_name)
         : ex(e), local(l), cfg(w.broker), sse(!w.sse_path.empty()), history(sse ? w.sse_history : 0),
-          counters(n), node(std::move(node_name)), wake(e), idle(e)
+          history_bytes(w.max_queue_bytes), counters(n), node(std::move(node_name)), wake(e), idle(e)
     {
     }
     asio::any_io_executor ex;
@@ -32,6 +33,9 @@ struct RedisBroker::Core : std::enable_shared_from_this<RedisBroker::Core> {
     const conf::BrokerConfig cfg;
     const bool sse;
     const std::uint64_t history; // SSE events kept per topic in Redis (websockets.sse_history; 0: none)
+    // A resume reads at most this many bytes of a topic's history (a resuming client's send queue,
+    // websockets.max_queue_bytes, holds no more), and a larger event is not kept there.
+    const std::uint64_t history_bytes;
     Counters &counters;
     const std::string node;
     std::unordered_map<std::string, unsigned> topics; // loops with a member in each
@@ -40,7 +44,7 @@ struct RedisBroker::Core : std::enable_shared_from_this<RedisBroker::Core> {
     // anything else, maybe with a callback (null reply: the connection broke).
     struct Expect {
         bool publish = false;
-        std::function<void(const Reply *)> done;
+        std::function<void(Reply *)> done;
     };
     std::deque<Expect> expects;
     bool up = false, stopping = false;
@@ -100,6 +104,8 @@ struct RedisBroker::Core : std::enable_shared_from_this<RedisBroker::Core> {
     void send_publish(const std::vector<Copy> &copies);
     // The SSE events of `of` after `after` that Redis keeps (what arrived within connect_timeout).
     awaitable<std::vector<ws::KeptEvent>> fetch_history(std::vector<std::string> of, std::uint64_t after);
+    // One command on cmd and its answer (none: down, the connection broke, or connect_timeout passed).
+    awaitable<std::optional<Reply>> ask(std::vector<std::string> args);
     void on_interest(const std::string &topic, bool joined);
 };
 

@@ -165,7 +165,7 @@ awaitable<void> RedisBroker::Core::read_cmd(std::shared_ptr<RedisConn> c)
             log_failure("redis refused a command: " + r->describe());
         }
         if (e.done)
-            e.done(&*r);
+            e.done(&*r); // the reply is moved out by whoever waits for it
     }
 }
 

@@ -1,6 +1,5 @@
 #include "broker/resp.hpp"
 
-#include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
 #include <cstdio>
@@ -74,19 +73,18 @@ void free_object(void *obj)
 
 redisReplyObjectFunctions functions = {create_string, create_array, create_integer, create_nil, free_object};
 
+// RESP's array of bulk strings ("*2\r\n$4\r\nPING\r\n..."), appended in place: no allocation but the
+// buffer's own growth (hiredis's redisFormatCommandArgv would make and free a buffer per command, and argv
+// arrays besides).
 void append_args(std::string &out, const std::string_view *args, std::size_t n)
 {
-    std::vector<const char *> argv(n);
-    std::vector<std::size_t> lens(n);
+    char head[24];
+    out.append(head, static_cast<std::size_t>(std::snprintf(head, sizeof head, "*%zu\r\n", n)));
     for (std::size_t i = 0; i < n; ++i) {
-        argv[i] = args[i].data();
-        lens[i] = args[i].size();
+        out.append(head,
+                   static_cast<std::size_t>(std::snprintf(head, sizeof head, "$%zu\r\n", args[i].size())));
+        out.append(args[i]).append("\r\n");
     }
-    char *cmd = nullptr;
-    int len = redisFormatCommandArgv(&cmd, static_cast<int>(n), argv.data(), lens.data());
-    if (len > 0 && cmd != nullptr)
-        out.append(cmd, static_cast<std::size_t>(len));
-    redisFreeCommand(cmd);
 }
 
 } // namespace

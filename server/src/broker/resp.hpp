@@ -1,8 +1,9 @@
-// Redis's protocol (RESP2) for the broker (internal to server/; docs/cluster.md): commands formatted and
-// replies parsed by hiredis (libhiredis-dev), the bytes moved by Asio on the loop. Only hiredis's reader and
-// formatter are used, not its async context: its adapter model (callbacks that add and remove read and
-// write interest on a descriptor it owns and frees inside its callbacks) fights Asio's ownership of the
-// socket and of the coroutines' lifetimes; the reader is the part worth not writing again.
+// Redis's protocol (RESP2) for the broker (internal to server/; docs/cluster.md): replies parsed by hiredis's
+// reader (libhiredis-dev), commands written here (an array of bulk strings, appended to the connection's
+// buffer in place), the bytes moved by Asio on the loop. Only hiredis's reader is used, not its async
+// context: its adapter model (callbacks that add and remove read and write interest on a descriptor it owns
+// and frees inside its callbacks) fights Asio's ownership of the socket and of the coroutines' lifetimes; the
+// reader (incremental, any split, nested replies) is the part worth not writing again.
 #pragma once
 
 #include <cstdint>
