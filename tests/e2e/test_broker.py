@@ -174,7 +174,9 @@ class AcrossNodes(BrokerCase):
 
 class Relay(BrokerCase):
     def test_relay_mode_publishes_across_nodes(self):
-        relay = {"websockets": dict(WS, relay=True)}
+        # The receiver's queue holds all 40 MiB, so each of them must arrive (with the default 4 MB, a client
+        # slower than the sender would rightly lose the oldest: that is ws_delivery's subject, not this one).
+        relay = {"websockets": dict(WS, relay=True, max_queue_bytes="64MB")}
         a = self.start_server(deep_merge(node_config(self.redis.address, node="a"), relay), script="ws.php")
         b = self.start_server(deep_merge(node_config(self.redis.address, node="b"), relay), script="ws.php")
         for srv, name in ((a, "a"), (b, "b")):
@@ -340,7 +342,9 @@ class Outage(BrokerCase):
         self.assertNotIn("while-hung", [m.get("data") for m in self.ws.drain(0.5) if m.get("name") == "on_a"])
 
     def test_a_backlog_past_16_mib_is_dropped_not_held(self):
-        relay = {"websockets": dict(WS, relay=True)}
+        # The receiver's queue holds all 40 MiB, so each of them must arrive (with the default 4 MB, a client
+        # slower than the sender would rightly lose the oldest: that is ws_delivery's subject, not this one).
+        relay = {"websockets": dict(WS, relay=True, max_queue_bytes="64MB")}
         a = self.start_server(deep_merge(node_config(self.redis.address, node="a"), relay), script="ws.php")
         self.assertTrue(a.wait_for_log('node "a" connected to redis'), a.stderr())
         self.ws.connect(self.url(a, "?topics=big"), "sender")
