@@ -1,6 +1,7 @@
 // Value parsing and formatting: durations, sizes, integers, addresses, command words.
 #include "values.hpp"
 
+#include "ferry/base/text.hpp"
 #include "schema.hpp"
 
 #include <algorithm>
@@ -13,11 +14,6 @@ namespace ferry::conf {
 namespace {
 
 using u128 = unsigned __int128;
-
-bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 char lower(char c)
 {

@@ -35,13 +35,13 @@ private:
         explicit Conn(Fixed &owner) : h(owner) {}
         awaitable<After> handle(Exchange &ex) override
         {
-            std::string body = h.name_ + " " + ex.request.method + " " + ex.request.target;
+            std::string text = h.name_ + " " + ex.request.method + " " + ex.request.target;
             Head head;
             head.content_type = "text/plain";
-            head.content_length = body.size();
+            head.content_length = text.size();
             head.keep_alive = ex.keep_alive;
             append_head(ex.out, head);
-            ex.out += body;
+            ex.out += text;
             co_return ex.keep_alive ? After::keep_alive : After::close;
         }
         Fixed &h;
@@ -83,16 +83,16 @@ private:
         }
         awaitable<After> handle(Exchange &ex) override
         {
-            std::string body =
+            std::string text =
                 "begins=" + std::to_string(sink.begins) + " expected=" + std::to_string(sink.expected) +
                 " total=" + std::to_string(sink.total) + " kept=" + std::to_string(ex.request.body.size()) +
                 " at_head=" + std::to_string(seen_at_head);
             Head head;
             head.content_type = "text/plain";
-            head.content_length = body.size();
+            head.content_length = text.size();
             head.keep_alive = false;
             append_head(ex.out, head);
-            ex.out += body;
+            ex.out += text;
             co_return After::close;
         }
         Sink sink;

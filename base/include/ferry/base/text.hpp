@@ -7,6 +7,11 @@
 
 namespace ferry {
 
+inline bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
 // Printable ASCII as is; backslash, double quote, \n, \r, \t escaped; every other byte as \xNN, or kept as is
 // when `keep_utf8` (bytes >= 0x80: a UTF-8 config value stays readable). At most `limit` input bytes, then
 // "...".
