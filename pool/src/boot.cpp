@@ -137,6 +137,21 @@ awaitable<void> Shard::limit_idle_boot(std::shared_ptr<Shard> self, std::weak_pt
         self->restore_priority(w, std::to_string(self->opt.idle_boot_limit.count()) + " ms since its spawn");
 }
 
+void Shard::stop_booting(const WorkerPtr &w)
+{
+    w->signal(SIGTERM);
+    asio::co_spawn(io, kill_boot_after_stop(w), asio::detached);
+}
+
+awaitable<void> Shard::kill_boot_after_stop(WorkerPtr w)
+{
+    const bool exited = co_await wait_exit(w, std::chrono::milliseconds(1000));
+    if (!exited && w->state() == State::spawning) {
+        log::info("pool", w->tag() + " still booting 1 s after the stop's SIGTERM: killing it");
+        w->signal(SIGKILL);
+    }
+}
+
 awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
 {
     co_await self->spawner.back_off();
@@ -180,6 +195,8 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
     log::debug("pool", w->tag() + (w->idle_boot() ? " spawned (booting at idle priority)" : " spawned"));
     if (w->idle_boot())
         asio::co_spawn(self->io, limit_idle_boot(self, w), asio::detached);
+    if (self->stopping.raised())
+        self->stop_booting(w); // launched while the stop went by: it missed the stop's SIGTERM to booting ones
 
     auto booted = co_await self->spawner.handshake(w);
     --self->spawning;

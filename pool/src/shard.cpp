@@ -319,7 +319,7 @@ awaitable<Result<void>> Shard::shutdown(clock::time_point deadline)
         else if (w->state() == State::working)
             w->recycle_to(Recycle::on_release);
         else if (w->state() == State::spawning)
-            w->signal(SIGTERM);
+            stop_booting(w);
     }
     while ((!workers.empty() || spawning > 0) && clock::now() < deadline)
         co_await changed.wait_until(deadline);

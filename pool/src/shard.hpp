@@ -213,6 +213,11 @@ struct Shard : std::enable_shared_from_this<Shard> {
 
     static awaitable<void> spawn_worker(std::shared_ptr<Shard> self, bool idle);
 
+    // A stop's SIGTERM to a booting worker (no request to lose): if it has not ended a second later (PHP may
+    // hold the signal back while it starts), SIGKILL, rather than waiting for its boot to end.
+    void stop_booting(const WorkerPtr &w);
+    static awaitable<void> kill_boot_after_stop(WorkerPtr w);
+
     bool first_boot_failure(); // of this reset, on any loop
 
     // A new worker failed to boot: the workers still serving keep serving (retiring them for a reset or

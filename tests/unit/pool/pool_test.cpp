@@ -220,6 +220,28 @@ TEST(Pool, ShutdownEscalatesForAWorkerThatIgnoresStop)
     });
 }
 
+TEST(Pool, AStopKillsAWorkerThatIgnoresSigtermWhileItBoots)
+{
+    // It has no request to lose: a second after the stop's SIGTERM it is killed, not waited for (30 s).
+    asio::io_context io;
+    pool::Pool p(host(), io, options("deaf_boot.php"));
+    run(io, [&]() -> awaitable<void> {
+        asio::co_spawn(io, p.start(), asio::detached);
+        asio::steady_timer t(io);
+        t.expires_after(500ms); // spawned, its SIGTERM handler set
+        co_await t.async_wait(asio::use_awaitable);
+        EXPECT_EQ(p.workers().size(), 1u);
+        const int pid = p.workers().empty() ? 0 : p.workers().at(0).pid;
+        const auto start = std::chrono::steady_clock::now();
+        co_await p.shutdown();
+        const auto took = std::chrono::steady_clock::now() - start;
+        EXPECT_GE(took, 900ms) << "the SIGTERM was ignored: it cannot have ended sooner";
+        EXPECT_LT(took, 2500ms);
+        EXPECT_TRUE(p.workers().empty());
+        EXPECT_NE(::kill(pid, 0), 0) << "the worker must be gone";
+    });
+}
+
 TEST(Pool, RepeatedBootFailuresBackOffExponentially)
 {
     asio::io_context io;
