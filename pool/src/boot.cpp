@@ -195,8 +195,9 @@ awaitable<void> Shard::spawn_worker(std::shared_ptr<Shard> self, bool idle)
     log::debug("pool", w->tag() + (w->idle_boot() ? " spawned (booting at idle priority)" : " spawned"));
     if (w->idle_boot())
         asio::co_spawn(self->io, limit_idle_boot(self, w), asio::detached);
+    // Launched while the stop went by: it missed the stop's SIGTERM to booting workers.
     if (self->stopping.raised())
-        self->stop_booting(w); // launched while the stop went by: it missed the stop's SIGTERM to booting ones
+        self->stop_booting(w);
 
     auto booted = co_await self->spawner.handshake(w);
     --self->spawning;

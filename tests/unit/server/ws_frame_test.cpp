@@ -40,9 +40,9 @@ TEST(WsFrame, SingleFramesWholeAndSplitAtEveryByte)
             EXPECT_EQ(r.payload.data(), buf.data() + header);
             EXPECT_EQ(p.memory(), 0u);
         }
-        // In two pieces, cut at every byte. Under the sanitizers (ASan at -O0 ~10x slower; TSan on this test's
-        // byte copies ~60x: 400 s) the middle of a 64 KiB payload is cut at every 7th (61st) byte only: an odd
-        // stride still meets every mask and word phase.
+        // In two pieces, cut at every byte. Under the sanitizers (ASan at -O0 ~10x slower; TSan on this
+        // test's byte copies ~60x: 400 s) the middle of a 64 KiB payload is cut at every 7th (61st) byte
+        // only: an odd stride still meets every mask and word phase.
         FrameParser p;
         auto near_edge = [&](std::size_t c) { return c < 300 || c + 300 > wire.size(); };
         for (std::size_t cut = 0; cut <= wire.size(); cut += near_edge(cut) ? 1 : middle_stride) {
