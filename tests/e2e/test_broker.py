@@ -267,6 +267,15 @@ class EventStreams(BrokerCase):
 
 
 class Outage(BrokerCase):
+    def two_nodes_on_t(self):
+        """Nodes a and b, a client on each (on_a, on_b) in topic t, both nodes subscribed in Redis."""
+        a, b = self.node("a"), self.node("b")
+        self.ws.connect(self.url(a, "?topics=t"), "on_a")
+        self.ws.connect(self.url(b, "?topics=t"), "on_b")
+        self.subscribed(a, 1)
+        self.subscribed(b, 1)
+        return a, b
+
     def probe_until_crossing(self, sender_srv, receiver, timeout):
         """Publishes "probe:<i>" on sender_srv until `receiver` gets one; returns the seconds it took."""
         t0 = time.monotonic()
@@ -284,11 +293,7 @@ class Outage(BrokerCase):
         self.fail(f"no message crossed within {timeout} s")
 
     def test_redis_killed_then_back(self):
-        a, b = self.node("a"), self.node("b")
-        self.ws.connect(self.url(a, "?topics=t"), "on_a")
-        self.ws.connect(self.url(b, "?topics=t"), "on_b")
-        self.subscribed(a, 1)
-        self.subscribed(b, 1)
+        a, b = self.two_nodes_on_t()
         b.request("GET", "/publish?topic=t&msg=before")
         self.assertEqual(self.ws.text("on_a"), "before")
         self.assertEqual(self.ws.text("on_b"), "before")
@@ -323,13 +328,8 @@ class Outage(BrokerCase):
         self.assertFalse([m for m in seen if m.startswith("during")], seen)
         self.assertEqual(len(seen), len(set(seen)), seen)
 
-
     def test_a_hanging_redis_is_noticed_and_left(self):
-        a, b = self.node("a"), self.node("b")
-        self.ws.connect(self.url(a, "?topics=t"), "on_a")
-        self.ws.connect(self.url(b, "?topics=t"), "on_b")
-        self.subscribed(a, 1)
-        self.subscribed(b, 1)
+        a, b = self.two_nodes_on_t()
         os.kill(self.redis.proc.pid, signal.SIGSTOP)  # accepts nothing, answers nothing, closes nothing
         try:
             self.assertTrue(b.wait_for_log("no answer for 3 s", timeout=10), b.stderr())
