@@ -220,6 +220,16 @@ TEST(Pool, ShutdownEscalatesForAWorkerThatIgnoresStop)
     });
 }
 
+// Whether process `pid` ignores SIGTERM: the SigIgn mask of /proc/PID/status.
+static bool ignores_sigterm(int pid)
+{
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("SigIgn:", 0) == 0)
+            return (std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1u;
+    return false;
+}
+
 TEST(Pool, AStopKillsAWorkerThatIgnoresSigtermWhileItBoots)
 {
     // It has no request to lose: a second after the stop's SIGTERM it is killed, not waited for (30 s).
@@ -227,11 +237,15 @@ TEST(Pool, AStopKillsAWorkerThatIgnoresSigtermWhileItBoots)
     pool::Pool p(host(), io, options("deaf_boot.php"));
     run(io, [&]() -> awaitable<void> {
         asio::co_spawn(io, p.start(), asio::detached);
+        // Until it is spawned and ignores SIGTERM (SigIgn in /proc/PID/status), 10 s at most.
         asio::steady_timer t(io);
-        t.expires_after(500ms); // spawned, its SIGTERM handler set
-        co_await t.async_wait(asio::use_awaitable);
-        EXPECT_EQ(p.workers().size(), 1u);
-        const int pid = p.workers().empty() ? 0 : p.workers().at(0).pid;
+        int pid = 0;
+        for (int i = 0; i < 200 && !(pid > 0 && ignores_sigterm(pid)); ++i) {
+            t.expires_after(50ms);
+            co_await t.async_wait(asio::use_awaitable);
+            pid = p.workers().empty() ? 0 : p.workers().at(0).pid;
+        }
+        EXPECT_TRUE(pid > 0 && ignores_sigterm(pid)) << "the worker never ignored SIGTERM";
         const auto start = std::chrono::steady_clock::now();
         co_await p.shutdown();
         const auto took = std::chrono::steady_clock::now() - start;
